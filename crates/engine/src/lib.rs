@@ -1,0 +1,6 @@
+//! The syncbench reference engine: a write-ahead log with group commit and a page store with torn-page
+//! protection, generic over a [`Storage`] so the same code runs on real files and on the crash simulator.
+
+pub mod storage;
+
+pub use storage::{FileOptions, RealFile, RealStorage, Storage, StorageFile, WriteSync};

@@ -1,0 +1,129 @@
+//! Remove every file and directory syncbench created, on success, error, SIGINT and SIGTERM.
+//!
+//! Anything syncbench creates in a user's directory is registered here first (and its name starts with
+//! `.syncbench-`). Dropping a [`Created`] guard removes it at once; `remove_all` and the signal handler
+//! remove whatever is still registered.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+static REGISTERED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The prefix of every name syncbench creates in a user's directory.
+pub const PREFIX: &str = ".syncbench-";
+
+/// A path syncbench created; removed (file, or directory tree) when dropped.
+#[derive(Debug)]
+pub struct Created {
+    path: PathBuf,
+}
+
+impl Created {
+    /// Register `path` (which the caller is about to create, or has just created exclusively).
+    pub fn register(path: PathBuf) -> Created {
+        lock().push(path.clone());
+        Created { path }
+    }
+
+    /// The registered path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        remove_path(&self.path);
+        lock().retain(|p| p != &self.path);
+    }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    REGISTERED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn remove_path(path: &Path) {
+    // Only paths registered by this process get here, so removing a directory tree is safe.
+    let result = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(_) => Ok(()),
+    };
+    if let Err(e) = result {
+        eprintln!("syncbench: could not remove {}: {e}", path.display());
+    }
+}
+
+/// Remove everything still registered (called at exit and from the signal handler).
+pub fn remove_all() {
+    let paths: Vec<PathBuf> = lock().drain(..).collect();
+    for p in paths.iter().rev() {
+        remove_path(p);
+    }
+}
+
+/// Paths currently registered (for tests).
+pub fn registered() -> Vec<PathBuf> {
+    lock().clone()
+}
+
+/// On SIGINT or SIGTERM: remove our files, then exit 130 or 143 like a shell would report.
+pub fn install_signal_handlers() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        eprintln!("syncbench: warning: could not install signal handlers; Ctrl-C may leave .syncbench-* files");
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            run_exit_hooks();
+            remove_all();
+            eprintln!("syncbench: interrupted; removed temporary files");
+            std::process::exit(128 + sig);
+        }
+    });
+}
+
+type Hook = Box<dyn Fn() + Send + Sync>;
+static EXIT_HOOKS: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
+
+/// Register extra teardown to run on a signal before files are removed (unmounts, loop devices, children).
+pub fn on_signal(hook: impl Fn() + Send + Sync + 'static) {
+    EXIT_HOOKS.lock().unwrap_or_else(|p| p.into_inner()).push(Box::new(hook));
+}
+
+fn run_exit_hooks() {
+    let hooks = EXIT_HOOKS.lock().unwrap_or_else(|p| p.into_inner());
+    for hook in hooks.iter().rev() {
+        hook();
+    }
+}
+
+/// A unique name for a new file or directory in a user's directory: `.syncbench-<what>-<pid>-<n>`.
+pub fn unique_name(what: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("{PREFIX}{what}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_removes_file_and_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join(unique_name("t"));
+        std::fs::write(&f, b"x").unwrap();
+        let d = dir.path().join(unique_name("d"));
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("inner"), b"y").unwrap();
+        {
+            let _a = Created::register(f.clone());
+            let _b = Created::register(d.clone());
+            assert!(registered().contains(&f));
+        }
+        assert!(!f.exists() && !d.exists());
+        assert!(!registered().contains(&f));
+    }
+}

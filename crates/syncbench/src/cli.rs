@@ -1,0 +1,40 @@
+//! The command line: one subcommand per job. Each subcommand's flags live next to its code in `cmd/`.
+
+use clap::{Parser, Subcommand};
+
+/// The truth about durable writes on this machine.
+///
+/// Measures every way to make a write durable, says what stands between a write and stable storage,
+/// recommends database settings, and proves the mechanisms with a reference engine and a crash simulator.
+#[derive(Debug, Parser)]
+#[command(name = "syncbench", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure every durable-write method on DIR (default: the current directory).
+    Run(crate::cmd::run::Args),
+    /// Show the file system, mount, device chain and caches under DIR, and the verdict.
+    Probe(crate::cmd::probe::Args),
+    /// Recommend durability settings for PostgreSQL, MySQL, MariaDB, SQLite, RocksDB and etcd.
+    Advise(crate::cmd::advise::Args),
+    /// Group commit with the reference write-ahead log: commits/s as clients grow.
+    Commit(crate::cmd::commit::Args),
+    /// TPC-B-like workload on the reference page store with each torn-page protection.
+    Pages(crate::cmd::pages::Args),
+    /// Crash the reference engine on a simulated file system and check no acknowledged commit is lost.
+    Crashtest(crate::cmd::crashtest::Args),
+    /// What this kernel and file system really do after a failed fsync (needs root).
+    FsyncErrors(crate::cmd::fsync_errors::Args),
+    /// Render a run's JSON as a self-contained HTML report with charts.
+    Report(crate::cmd::report::Args),
+    /// Compare runs side by side, with ratios and their uncertainty.
+    Compare(crate::cmd::compare::Args),
+    /// Watch a program's durability calls: counts and latency per call and per file.
+    Trace(crate::cmd::trace::Args),
+}

@@ -1,0 +1,11 @@
+//! syncbench as a library: the measurement core, the environment probe, the advice rules and the exporters.
+//! The binary in `main.rs` only parses arguments and dispatches to `cmd`.
+
+pub mod cleanup;
+pub mod cli;
+pub mod cmd;
+pub mod exit;
+pub mod output;
+pub mod probe;
+pub mod schema;
+pub mod verdict;

@@ -1,0 +1,29 @@
+//! syncbench: the truth about durable writes on this machine.
+//!
+//! main is a table of contents: parse, dispatch, and turn the outcome into an exit code
+//! (0 success, 1 a check failed, 2 bad usage or unusable target; a broken pipe exits quietly).
+
+use clap::Parser;
+use std::process::ExitCode;
+use syncbench::cli::{Cli, Command};
+use syncbench::{cleanup, cmd, exit};
+
+fn main() -> ExitCode {
+    syncbench_sys::ignore_sigpipe();
+    cleanup::install_signal_handlers();
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(args) => cmd::run::main(args),
+        Command::Probe(args) => cmd::probe::main(args),
+        Command::Advise(args) => cmd::advise::main(args),
+        Command::Commit(args) => cmd::commit::main(args),
+        Command::Pages(args) => cmd::pages::main(args),
+        Command::Crashtest(args) => cmd::crashtest::main(args),
+        Command::FsyncErrors(args) => cmd::fsync_errors::main(args),
+        Command::Report(args) => cmd::report::main(args),
+        Command::Compare(args) => cmd::compare::main(args),
+        Command::Trace(args) => cmd::trace::main(args),
+    };
+    cleanup::remove_all();
+    exit::code_for(outcome)
+}

@@ -1,0 +1,127 @@
+//! The JSON schema `syncbench/v1`: the envelope every command writes, and `run`'s results.
+//!
+//! Fields are added, never renamed, within v1. Units go at the end of names.
+
+use crate::probe::Environment;
+use crate::verdict::Verdict;
+use serde::{Deserialize, Serialize};
+
+/// Schema identifier written into every JSON document.
+pub const SCHEMA: &str = "syncbench/v1";
+
+/// The envelope shared by every command's JSON.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Envelope<T> {
+    /// Always `syncbench/v1`.
+    pub schema: String,
+    /// syncbench's version.
+    pub version: String,
+    /// When the command started (RFC 3339, UTC).
+    pub started_at: String,
+    /// The command line as typed (argv joined).
+    pub command: String,
+    /// What the target is: file system, mount, device chain, caches, virtualization.
+    pub environment: Environment,
+    /// Conclusions about durability and plausibility.
+    pub verdicts: Vec<Verdict>,
+    /// The command's own payload, flattened into the document.
+    #[serde(flatten)]
+    pub payload: T,
+}
+
+impl<T> Envelope<T> {
+    /// A new envelope stamped with the schema, version, start time and command line.
+    pub fn new(started_at: String, environment: Environment, verdicts: Vec<Verdict>, payload: T) -> Self {
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        Envelope {
+            schema: SCHEMA.to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at,
+            command,
+            environment,
+            verdicts,
+            payload,
+        }
+    }
+}
+
+/// `run`'s payload.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RunPayload {
+    /// The directory measured.
+    pub dir: String,
+    /// Access pattern: `sequential` (advance through the file and wrap, like a WAL) or `rewrite` (offset 0).
+    pub pattern: String,
+    /// One entry per measured case.
+    pub results: Vec<CaseResult>,
+}
+
+/// Latency percentiles of one case, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyNs {
+    /// Fastest commit.
+    pub min: u64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Slowest commit.
+    pub max: u64,
+    /// Standard deviation.
+    pub stddev: f64,
+}
+
+/// One log2 latency bucket: commits with `lower_ns <= latency < 2*lower_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Log2Bucket {
+    /// Lower bound of the bucket, in nanoseconds (a power of two).
+    pub lower_ns: u64,
+    /// Commits in the bucket.
+    pub count: u64,
+}
+
+/// One measured case: a method, a write pattern and a file state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// Which part of the suite (`one_write`, `two_writes`, `write_sizes`, `close_then_sync`, `no_sync`,
+    /// `size_sweep`, `file_state`).
+    pub section: String,
+    /// Method name (VISION.md vocabulary, e.g. `open_datasync+direct`).
+    pub method: String,
+    /// Human-readable label of the case inside its section.
+    pub label: String,
+    /// Whether a commit by this method is durable when it returns.
+    pub durable: bool,
+    /// Whether the platform and file system accepted the method.
+    pub supported: bool,
+    /// Why not, when unsupported or failed: errno name and a plain sentence.
+    pub error: Option<String>,
+    /// Bytes per write.
+    pub write_size_bytes: u64,
+    /// Writes per commit.
+    pub writes_per_commit: u32,
+    /// `overwrite`, `append` or `fallocate`.
+    pub file_state: String,
+    /// Commits timed.
+    pub ops: u64,
+    /// Commits per second (ops / total timed seconds).
+    pub ops_per_s: f64,
+    /// Bytes written per second.
+    pub bytes_per_s: f64,
+    /// Commit latency percentiles.
+    pub latency_ns: LatencyNs,
+    /// Half-width of the 95% confidence interval of the mean, relative to the mean.
+    pub ci95_rel: f64,
+    /// Seconds spent timing (excluding warmup and preparation).
+    pub duration_s: f64,
+    /// Outliers: commits slower than p50 + 10×(p90-p50)... as a fraction of ops.
+    pub outlier_fraction: f64,
+    /// Log2 histogram of commit latency (non-empty buckets only).
+    pub histogram_log2: Vec<Log2Bucket>,
+}
