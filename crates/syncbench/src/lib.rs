@@ -7,5 +7,6 @@ pub mod cmd;
 pub mod exit;
 pub mod output;
 pub mod probe;
+pub mod report;
 pub mod schema;
 pub mod verdict;
