@@ -4,6 +4,7 @@
 pub mod cleanup;
 pub mod cli;
 pub mod cmd;
+pub mod compare;
 pub mod exit;
 pub mod output;
 pub mod probe;

@@ -28,6 +28,8 @@ pub struct RunFile {
     pub environment: Environment,
     /// Conclusions about durability and plausibility.
     pub verdicts: Vec<Verdict>,
+    /// `run`'s access pattern (`sequential`, `rewrite`; empty when absent).
+    pub pattern: String,
     /// `run`'s cases (empty when the file is from another command).
     pub results: Vec<CaseResult>,
     /// `commit`'s group-commit points, when present.
@@ -155,6 +157,7 @@ pub fn parse(name: &str, text: &str) -> anyhow::Result<RunFile> {
         started_at: string_field(&doc, "started_at"),
         command: string_field(&doc, "command"),
         version: string_field(&doc, "version"),
+        pattern: string_field(&doc, "pattern"),
         environment: doc.get("environment").map(with_defaults::<Environment>).unwrap_or_default(),
         verdicts: list_of::<Verdict>(doc.get("verdicts")),
         results: doc
