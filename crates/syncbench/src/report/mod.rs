@@ -36,8 +36,9 @@ pub fn build(runs: &[RunFile]) -> Report {
     let per_run: Vec<RunFigures> =
         runs.iter().zip(&stems).map(|(run, stem)| RunFigures { run, figures: run_figures(stem, run) }).collect();
     let across = if runs.len() > 1 {
+        let labels = short_names(runs);
         let named: Vec<(&str, &[crate::schema::CaseResult])> =
-            runs.iter().map(|r| (r.name.as_str(), r.results.as_slice())).collect();
+            labels.iter().zip(runs).map(|(label, r)| (label.as_str(), r.results.as_slice())).collect();
         figures::method_bars::across_runs(&named)
     } else {
         Vec::new()
@@ -76,6 +77,16 @@ fn context(run: &RunFile) -> String {
     }
 }
 
+/// How charts name runs: the file name alone (`ext4.json`), or the path as given when file names repeat.
+pub fn short_names(runs: &[RunFile]) -> Vec<String> {
+    let file_name = |r: &RunFile| {
+        Path::new(&r.name).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or(r.name.clone())
+    };
+    let names: Vec<String> = runs.iter().map(file_name).collect();
+    let unique = names.iter().enumerate().all(|(i, n)| !names[..i].contains(n));
+    if unique { names } else { runs.iter().map(|r| r.name.clone()).collect() }
+}
+
 /// A distinct, file-name-safe stem per run: the file name without `.json`, numbered when names repeat.
 fn run_stems(runs: &[RunFile]) -> Vec<String> {
     let mut stems: Vec<String> = Vec::new();
@@ -102,6 +113,12 @@ mod tests {
 
     fn run(name: &str) -> RunFile {
         RunFile { name: name.into(), ..RunFile::default() }
+    }
+
+    #[test]
+    fn short_names_drop_directories_unless_names_repeat() {
+        assert_eq!(short_names(&[run("a/ext4.json"), run("b/xfs.json")]), vec!["ext4.json", "xfs.json"]);
+        assert_eq!(short_names(&[run("a/r.json"), run("b/r.json")]), vec!["a/r.json", "b/r.json"]);
     }
 
     #[test]

@@ -149,14 +149,15 @@ impl BarChart {
 
     fn bar(&self, out: &mut String, frame: &Frame, scale: &Scale, bar: &Bar, y: f64) {
         let Some(value) = bar.value else {
-            let note = bar.note.as_deref().unwrap_or("no value");
+            let room = ((WIDTH - frame.left - 10.0) / svg::CHAR_WIDTH) as usize;
+            let note = svg::truncate(bar.note.as_deref().unwrap_or("no value"), room);
             let _ = writeln!(
                 out,
                 "<text class=\"bar-note\" data-series=\"{}\" x=\"{}\" y=\"{}\" fill=\"#888\" font-style=\"italic\">{}</text>",
                 esc(&bar.series),
                 px(frame.left + 6.0),
                 px(y + BAR_HEIGHT - 4.0),
-                esc(note)
+                esc(&note)
             );
             return;
         };

@@ -107,10 +107,20 @@ fn powers_between(min: f64, max: f64, base: f64, every: usize) -> Vec<f64> {
     ticks
 }
 
-/// The smallest of 1, 2, 2.5, 5 × 10^k that is ≥ `value`.
+/// The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k that is ≥ `value`: an axis end that wastes
+/// little space.
 fn nice_ceiling(value: f64) -> f64 {
+    nice_from(value, &[1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0])
+}
+
+/// The smallest of 1, 2, 2.5, 5 × 10^k that is ≥ `value`: a tick step that gives round labels.
+fn nice_step(value: f64) -> f64 {
+    nice_from(value, &[1.0, 2.0, 2.5, 5.0, 10.0])
+}
+
+fn nice_from(value: f64, steps: &[f64]) -> f64 {
     let decade = 10f64.powf(value.log10().floor());
-    for step in [1.0, 2.0, 2.5, 5.0, 10.0] {
+    for &step in steps {
         if step * decade >= value * 0.999_999 {
             return step * decade;
         }
@@ -124,7 +134,7 @@ fn linear_ticks(min: f64, max: f64) -> Vec<f64> {
     if span <= 0.0 || !span.is_finite() {
         return vec![min];
     }
-    let step = nice_ceiling(span / 6.0);
+    let step = nice_step(span / 6.0);
     let first = (min / step).ceil() as i64;
     let last = (max / step + 1e-9).floor() as i64;
     (first..=last).map(|i| i as f64 * step).collect()
@@ -182,6 +192,9 @@ mod tests {
         let s = Scale::linear_from_zero(4878.0);
         assert_eq!(s.max, 5000.0);
         assert_eq!(s.ticks(), vec![0.0, 1000.0, 2000.0, 3000.0, 4000.0, 5000.0]);
+        let s = Scale::linear_from_zero(262_000.0);
+        assert_eq!(s.max, 300_000.0);
+        assert_eq!(s.ticks(), vec![0.0, 50_000.0, 100_000.0, 150_000.0, 200_000.0, 250_000.0, 300_000.0]);
     }
 
     #[test]

@@ -57,14 +57,30 @@ pub fn open(out: &mut String, id: &str, height: f64, title: &str) {
 <title>{t}</title>
 <defs><pattern id="{id}-hatch" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#e6e6e6"/><line x1="0" y1="0" x2="0" y2="6" stroke="{nd}" stroke-width="3"/></pattern></defs>
 <rect width="{w}" height="{h}" fill="#ffffff"/>
-<text class="title" x="{cx}" y="22" text-anchor="middle" font-size="15" font-weight="600">{t}</text>
+<text class="title" x="{cx}" y="22" text-anchor="middle" font-size="{fs}" font-weight="600">{t}</text>
 "##,
         w = px(WIDTH),
         h = px(height),
         t = esc(title),
         nd = NOT_DURABLE_COLOR,
         cx = px(WIDTH / 2.0),
+        fs = px(title_font_size(title)),
     );
+}
+
+/// 15 px, or smaller so a long title still fits the chart width (bold glyphs ≈ 0.6 em wide).
+fn title_font_size(title: &str) -> f64 {
+    let fits = (WIDTH - 24.0) / (title.chars().count().max(1) as f64 * 0.6);
+    fits.clamp(10.0, 15.0)
+}
+
+/// `text` cut to at most `max_chars` characters, with an ellipsis when cut.
+pub fn truncate(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    format!("{kept}…")
 }
 
 /// The end of a chart document.
@@ -196,6 +212,14 @@ mod tests {
         assert_eq!(px(12.0), "12");
         assert_eq!(px(12.345), "12.3");
         assert_eq!(px(-0.04), "0");
+    }
+
+    #[test]
+    fn long_titles_get_a_smaller_font_and_long_notes_an_ellipsis() {
+        assert_eq!(title_font_size("short"), 15.0);
+        assert!(title_font_size(&"x".repeat(100)) < 13.0);
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abc", 4), "abc");
     }
 
     #[test]

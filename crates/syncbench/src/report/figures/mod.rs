@@ -27,7 +27,7 @@ pub fn section_title(section: &str) -> String {
     match section {
         "one_write" => "One write per commit".to_string(),
         "two_writes" => "Two writes per commit".to_string(),
-        "write_sizes" => "Same bytes per commit, split into different write sizes".to_string(),
+        "write_sizes" => "Write sizes (same bytes per commit)".to_string(),
         "close_then_sync" => "Sync from another descriptor after close".to_string(),
         "no_sync" => "Writes without sync (not durable)".to_string(),
         "size_sweep" => "Write-size sweep".to_string(),
