@@ -20,6 +20,7 @@ fn properties(run: &RunFile) -> Vec<(&'static str, String)> {
     let env = &run.environment;
     let disk = env.devices.last();
     vec![
+        ("directory", env.dir.clone()),
         ("kernel", env.kernel.clone()),
         ("file system", env.fs_type.clone()),
         ("mount source", env.mount_source.clone().unwrap_or_default()),

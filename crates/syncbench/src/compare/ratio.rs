@@ -50,6 +50,11 @@ impl Ratio {
     /// How much faster or slower, as people say it: `1.42 ± 0.05× faster`, `1.30 ± 0.04× slower`
     /// (slower is the inverse ratio, so both read as "× the speed"), `within noise (1.01 ± 0.03×)`.
     pub fn describe(&self) -> String {
+        let text = self.describe_ratio();
+        if self.ci95 / self.ratio > WIDE_INTERVAL_REL { format!("{text}, wide interval") } else { text }
+    }
+
+    fn describe_ratio(&self) -> String {
         match self.direction {
             Direction::Faster => format!("{:.2} ± {:.2}× faster", self.ratio, self.ci95),
             Direction::Slower => {
@@ -61,6 +66,9 @@ impl Ratio {
         }
     }
 }
+
+/// Beyond ±50 % relative, first-order propagation understates the interval: the text says so.
+const WIDE_INTERVAL_REL: f64 = 0.5;
 
 /// A missing or nonsensical interval counts as zero: the comparison then shows the bare ratio.
 fn clean(ci95_rel: f64) -> f64 {
@@ -92,6 +100,12 @@ mod tests {
         let r = Ratio::of(1000.0, 0.03, 1030.0, 0.03).unwrap();
         assert_eq!(r.direction, Direction::WithinNoise);
         assert_eq!(r.describe(), "within noise (1.03 ± 0.04×)");
+    }
+
+    #[test]
+    fn very_noisy_sides_are_flagged() {
+        let r = Ratio::of(2600.0, 0.18, 172.0, 1.76).unwrap();
+        assert!(r.describe().ends_with("× slower, wide interval"), "{}", r.describe());
     }
 
     #[test]
