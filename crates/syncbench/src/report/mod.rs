@@ -73,7 +73,10 @@ fn context(run: &RunFile) -> String {
     match (fs, env.mount_source.as_deref()) {
         (Some(fs), Some(source)) if source != fs => format!(" — {fs} on {source}"),
         (Some(fs), _) => format!(" — {fs}"),
-        (None, _) => format!(" — {}", run.name),
+        (None, _) => {
+            let file_name = Path::new(&run.name).file_name().map(|n| n.to_string_lossy().into_owned());
+            format!(" — {}", file_name.unwrap_or_else(|| run.name.clone()))
+        }
     }
 }
 

@@ -11,10 +11,12 @@ pub const WIDTH: f64 = 760.0;
 /// Approximate advance of one character at the chart font size, used to size margins for labels.
 pub const CHAR_WIDTH: f64 = 6.6;
 
-/// Series colours, chosen to stay distinguishable for common colour-vision deficiencies (Okabe–Ito, then
-/// darker extras).
-pub const PALETTE: [&str; 10] =
-    ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#8c564b", "#7f7f7f", "#bcbd22"];
+/// Series colours: Okabe–Ito first (distinguishable with common colour-vision deficiencies), then enough
+/// extras that a full `one_write` section (14 methods) repeats no colour.
+pub const PALETTE: [&str; 16] = [
+    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#8c564b", "#7f7f7f", "#bcbd22",
+    "#6a3d9a", "#b15928", "#1b9e77", "#e7298a", "#66a61e", "#a6761d",
+];
 
 /// Colour of bars that are not durable (drawn hatched as well, so it survives greyscale printing).
 pub const NOT_DURABLE_COLOR: &str = "#9a9a9a";

@@ -109,6 +109,8 @@ pub fn across_runs(runs: &[(&str, &[CaseResult])]) -> Vec<Figure> {
                 .enumerate()
                 .map(|(i, (name, _))| LegendEntry { name: name.to_string(), swatch: Swatch::Fill(color(i).into()) })
                 .collect();
+            let all_cases: Vec<&CaseResult> =
+                runs.iter().flat_map(|(_, results)| results.iter().filter(|c| &c.section == section)).collect();
             let id = format!("runs-commits-{}", slug(section));
             let title = format!("{}: commits per second, runs side by side", section_title(section));
             let chart = BarChart {
@@ -118,7 +120,7 @@ pub fn across_runs(runs: &[(&str, &[CaseResult])]) -> Vec<Figure> {
                 groups,
                 legend,
                 format: format_count,
-                axis_max: None,
+                axis_max: durable_focus(&all_cases),
             };
             Figure { stem: id, title, svg: chart.render() }
         })
