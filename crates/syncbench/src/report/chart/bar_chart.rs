@@ -12,6 +12,8 @@ pub enum BarFill {
     Solid(String),
     /// Grey hatching (not durable).
     Hatch,
+    /// A pale version of a series colour with a dashed outline (not durable, where colour means the run).
+    Faded(String),
 }
 
 /// One bar.
@@ -166,9 +168,11 @@ impl BarChart {
         let fill = match &bar.fill {
             BarFill::Solid(color) => color.clone(),
             BarFill::Hatch => format!("url(#{}-hatch)", self.id),
+            BarFill::Faded(color) => format!("{color}\" fill-opacity=\"0.35"),
         };
-        let stroke = match bar.fill {
+        let stroke = match &bar.fill {
             BarFill::Hatch => format!(" stroke=\"{}\" stroke-dasharray=\"4 2\"", svg::NOT_DURABLE_COLOR),
+            BarFill::Faded(color) => format!(" stroke=\"{color}\" stroke-dasharray=\"4 2\""),
             BarFill::Solid(_) => String::new(),
         };
         let _ = write!(

@@ -97,6 +97,8 @@ pub enum Swatch {
     Fill(String),
     /// The hatch of not-durable bars.
     Hatch,
+    /// A pale square with a dashed outline (not-durable bars in charts where colour means the run).
+    Faded(String),
     /// A line, dashed or solid, with a point marker.
     Line {
         /// Stroke colour.
@@ -171,6 +173,14 @@ fn swatch(out: &mut String, id: &str, x: f64, y: f64, swatch: &Swatch) {
             let _ = write!(
                 out,
                 "<rect x=\"{}\" y=\"{}\" width=\"20\" height=\"10\" fill=\"url(#{id}-hatch)\" stroke=\"{NOT_DURABLE_COLOR}\"/>",
+                px(x),
+                px(y - 5.0)
+            );
+        }
+        Swatch::Faded(color) => {
+            let _ = write!(
+                out,
+                "<rect x=\"{}\" y=\"{}\" width=\"20\" height=\"10\" fill=\"{color}\" fill-opacity=\"0.35\" stroke=\"{color}\" stroke-dasharray=\"4 2\"/>",
                 px(x),
                 px(y - 5.0)
             );

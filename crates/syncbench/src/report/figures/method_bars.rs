@@ -104,13 +104,19 @@ pub fn across_runs(runs: &[(&str, &[CaseResult])]) -> Vec<Figure> {
                         .collect(),
                 })
                 .collect();
-            let legend = runs
+            let all_cases: Vec<&CaseResult> =
+                runs.iter().flat_map(|(_, results)| results.iter().filter(|c| &c.section == section)).collect();
+            let mut legend: Vec<LegendEntry> = runs
                 .iter()
                 .enumerate()
                 .map(|(i, (name, _))| LegendEntry { name: name.to_string(), swatch: Swatch::Fill(color(i).into()) })
                 .collect();
-            let all_cases: Vec<&CaseResult> =
-                runs.iter().flat_map(|(_, results)| results.iter().filter(|c| &c.section == section)).collect();
+            if all_cases.iter().any(|c| !c.durable) {
+                legend.push(LegendEntry {
+                    name: "pale, dashed: not durable".into(),
+                    swatch: Swatch::Faded(color(8).into()),
+                });
+            }
             let id = format!("runs-commits-{}", slug(section));
             let title = format!("{}: commits per second, runs side by side", section_title(section));
             let chart = BarChart {
@@ -135,7 +141,7 @@ fn run_bar(index: usize, run_name: &str, results: &[CaseResult], section: &str, 
             series: run_name.to_string(),
             value: measured(case).then_some(case.ops_per_s),
             ci95_rel: case.ci95_rel,
-            fill: BarFill::Solid(color(index).into()),
+            fill: if case.durable { BarFill::Solid(color(index).into()) } else { BarFill::Faded(color(index).into()) },
             note: (!measured(case)).then(|| format!("{run_name}: {}", missing_note(case))),
         },
         None => Bar {
