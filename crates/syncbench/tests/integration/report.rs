@@ -355,3 +355,22 @@ fn report_renders_in_headless_chromium() {
     // A blank 840×1600 page compresses to a few kilobytes; text and charts make it far larger.
     assert!(bytes.len() > 40_000, "the screenshot has content ({} bytes)", bytes.len());
 }
+
+#[test]
+fn measured_runs_from_syncbench_run_render_and_compare() {
+    // Written by `syncbench run` on this project's test machine (ext4 on virtio, xfs on a loop device); they
+    // guard against drift between what `run` writes and what `report` and `compare` read.
+    let runs = vec![load("measured-ext4-vda.json"), load("measured-xfs-loop.json")];
+    assert!(runs.iter().all(|r| r.results.len() > 50));
+    let report = syncbench::report::build(&runs);
+    assert!(report.figures.len() > 20);
+    for figure in &report.figures {
+        check_chart_structure(&figure.stem, &figure.svg);
+    }
+    let comparison = syncbench::compare::compare(&runs);
+    assert_eq!(comparison.cases.len(), runs[0].results.len(), "every case of the same suite joins");
+    assert!(comparison.cases.iter().all(|c| c.ratios[0].is_some()));
+    let summary = &comparison.summaries[0];
+    assert_eq!(summary.faster + summary.slower + summary.within_noise, comparison.cases.len());
+    assert!(comparison.environment_differences.iter().any(|d| d.field == "directory"));
+}
