@@ -1,13 +1,24 @@
 //! What stands between a write and stable storage: environment readers and the verdict rules.
 //!
-//! (Skeleton: the probe issue fills in the readers and rules. The types below are part of the JSON
-//! envelope of every command and are shared with `advise`, `report` and `compare`; add fields, never rename.)
+//! The types below are part of the JSON envelope of every command and are shared with `advise`, `report`
+//! and `compare`; add fields, never rename. The readers are small functions over a [`sysfs::Root`] so that
+//! golden tests replace /proc and /sys with fixture trees; only [`dir_facts`] makes syscalls on DIR.
+
+pub mod block;
+pub mod burst;
+pub mod fs_type;
+pub mod mountinfo;
+pub mod render;
+pub mod rules;
+pub mod sysfs;
+pub mod virt;
 
 use serde::{Deserialize, Serialize};
 
 /// What the target directory sits on. Every field that could not be read is `None`/empty/"unknown",
 /// never an error.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Environment {
     /// `uname -r`.
     pub kernel: String,
@@ -38,10 +49,19 @@ pub struct Environment {
     pub atomic_write_unit_min_bytes: Option<u32>,
     /// `statx(STATX_WRITE_ATOMIC)` maximum untorn write.
     pub atomic_write_unit_max_bytes: Option<u32>,
+    /// File-system type as the mount table names it (`ext4`, `fuse.sshfs`, `virtiofs`, …).
+    pub mount_fs_type: Option<String>,
+    /// For an overlay mount: its `upperdir`, where writes really go.
+    pub overlay_upper_dir: Option<String>,
+    /// For an overlay mount: the file system holding `upperdir`.
+    pub overlay_upper_fs_type: Option<String>,
+    /// What could not be found out, and why (unreadable files, a DIR syncbench cannot write to, …).
+    pub notes: Vec<String>,
 }
 
 /// One block device in the chain.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Device {
     /// Kernel name, e.g. `vda`, `nvme0n1p1`, `loop3`, `dm-0`.
     pub name: String,
@@ -69,10 +89,16 @@ pub struct Device {
     pub model: Option<String>,
     /// `device/vendor`, trimmed.
     pub vendor: Option<String>,
+    /// `dm/name`: the device-mapper name (LVM volume, dm-crypt mapping) of a `dm` device.
+    pub dm_name: Option<String>,
+    /// The device directly above this one in the chain (the partition on this disk, the dm device over
+    /// this slave); `None` for the device the file system sits on.
+    pub holder: Option<String>,
 }
 
 /// A loop device's backing file.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LoopBacking {
     /// `loop/backing_file`.
     pub file: String,
@@ -80,10 +106,15 @@ pub struct LoopBacking {
     pub fs_type: String,
     /// Whether the loop device uses direct I/O (`loop/dio`).
     pub direct_io: Option<bool>,
+    /// Mount point of the file system holding the backing file.
+    pub mount_point: Option<String>,
+    /// Mount source of the file system holding the backing file.
+    pub mount_source: Option<String>,
 }
 
 /// Virtualization, when detected.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Virtualization {
     /// Whether a hypervisor was detected (cpuinfo `hypervisor` flag or DMI).
     pub virtual_machine: bool,
@@ -97,13 +128,108 @@ pub struct Virtualization {
     pub container: Option<String>,
 }
 
-/// Read everything syncbench can learn about the storage under `dir`. Never fails: what cannot be
-/// read is reported as unknown. (Skeleton until the probe issue lands.)
-pub fn collect(dir: &std::path::Path) -> Environment {
-    Environment { dir: dir.display().to_string(), fs_type: "unknown".to_string(), ..Environment::default() }
+/// What syncbench learns about DIR through syscalls (everything else comes from files under a root).
+#[derive(Clone, Debug, Default)]
+pub struct DirFacts {
+    /// DIR, absolute and with symbolic links resolved.
+    pub dir: std::path::PathBuf,
+    /// `fstatfs` magic of DIR's file system.
+    pub fs_magic: Option<u64>,
+    /// `st_dev` of DIR as `(major, minor)`.
+    pub dev: Option<(u32, u32)>,
+    /// `statx` direct-I/O and untorn-write units of a file created in DIR.
+    pub statx: Option<syncbench_sys::StatxIo>,
+    /// What failed while gathering these facts.
+    pub notes: Vec<String>,
 }
 
-/// The verdict rules over the environment and whatever measurements exist. (Skeleton.)
-pub fn verdicts(_env: &Environment, _results: &[crate::schema::CaseResult]) -> Vec<crate::verdict::Verdict> {
-    Vec::new()
+/// Read everything syncbench can learn about the storage under `dir`. Never fails: what cannot be
+/// read is reported as unknown.
+pub fn collect(dir: &std::path::Path) -> Environment {
+    collect_with_root(dir, &sysfs::Root::system())
+}
+
+/// [`collect`] with /proc and /sys read below `root` (syscalls on `dir` are still real).
+pub fn collect_with_root(dir: &std::path::Path, root: &sysfs::Root) -> Environment {
+    collect_from(&dir_facts(dir), root)
+}
+
+/// The syscall part of the probe: fstatfs, fstat and statx on DIR (statx on a `.syncbench-probe-*` file
+/// created and removed at once). Failures become notes.
+pub fn dir_facts(dir: &std::path::Path) -> DirFacts {
+    let mut facts = DirFacts { dir: dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()), ..DirFacts::default() };
+    match syncbench_sys::open_dir(&facts.dir) {
+        Ok(fd) => {
+            facts.fs_magic = syncbench_sys::fs_magic(&fd).map_err(|e| facts.notes.push(format!("fstatfs: {e}"))).ok();
+            facts.dev = syncbench_sys::device_of(&fd).map_err(|e| facts.notes.push(format!("fstat: {e}"))).ok();
+        }
+        Err(e) => facts.notes.push(format!("cannot open {}: {e}", facts.dir.display())),
+    }
+    facts.statx = statx_of_new_file(&facts.dir).map_err(|e| facts.notes.push(e)).ok();
+    facts
+}
+
+fn statx_of_new_file(dir: &std::path::Path) -> Result<syncbench_sys::StatxIo, String> {
+    let created = crate::cleanup::Created::register(dir.join(crate::cleanup::unique_name("probe")));
+    let fd = syncbench_sys::create_new(created.path(), syncbench_sys::OpenFlags::BUFFERED)
+        .map_err(|e| format!("statx skipped: cannot create a file in {}: {e}", dir.display()))?;
+    syncbench_sys::statx_io(&fd).map_err(|e| format!("statx: {e}"))
+}
+
+/// Assemble the environment from the syscall facts and the files under `root`.
+pub fn collect_from(facts: &DirFacts, root: &sysfs::Root) -> Environment {
+    let mut notes = facts.notes.clone();
+    let kernel = root.read("proc/sys/kernel/osrelease").map(|k| k.trim().to_string());
+    let mounts = match root.read("proc/self/mountinfo") {
+        Some(text) => mountinfo::parse(&text),
+        None => {
+            notes.push("cannot read /proc/self/mountinfo: mount unknown".into());
+            Vec::new()
+        }
+    };
+    let dev = facts.dev.map(|(major, minor)| format!("{major}:{minor}"));
+    let mount = mountinfo::find(&mounts, &facts.dir, dev.as_deref());
+    let mount_fs_type = mount.map(|m| m.fs_type.clone());
+    let fs_type = fs_type::resolve(facts.fs_magic, mount_fs_type.as_deref());
+    let mount_options = mount.map(|m| m.options.clone()).unwrap_or_default();
+    let fs_of_path = |p: &std::path::Path| {
+        mountinfo::find(&mounts, p, None).map(|m| (m.fs_type.clone(), m.mount_point.clone(), m.source.clone()))
+    };
+    let chain = block::device_dir(root, dev.as_deref(), mount.map(|m| m.source.as_str()))
+        .map(|start| block::walk(root, &start))
+        .unwrap_or_default();
+    let loop_backing =
+        chain.loop_backing_file.clone().map(|f| block::loop_backing(f, chain.loop_direct_io, fs_of_path));
+    let overlay_upper_dir = (fs_type == "overlay")
+        .then(|| mountinfo::option_value(&mount_options, "upperdir").map(str::to_string))
+        .flatten();
+    let overlay_upper_fs_type =
+        overlay_upper_dir.as_deref().and_then(|d| fs_of_path(std::path::Path::new(d))).map(|f| f.0);
+    let dio = facts.statx.and_then(|s| s.dio);
+    let atomic = facts.statx.and_then(|s| s.atomic);
+    Environment {
+        kernel: kernel.unwrap_or_else(|| "unknown".into()),
+        dir: facts.dir.display().to_string(),
+        fs_type,
+        fs_magic: facts.fs_magic.unwrap_or(0),
+        mount_point: mount.map(|m| m.mount_point.clone()),
+        mount_source: mount.map(|m| m.source.clone()),
+        mount_options,
+        devices: chain.devices,
+        loop_backing,
+        virtualization: virt::detect(root),
+        dio_offset_align_bytes: dio.map(|d| d.offset_align_bytes),
+        dio_mem_align_bytes: dio.map(|d| d.mem_align_bytes),
+        atomic_write_unit_min_bytes: atomic.map(|a| a.unit_min_bytes),
+        atomic_write_unit_max_bytes: atomic.map(|a| a.unit_max_bytes),
+        mount_fs_type,
+        overlay_upper_dir,
+        overlay_upper_fs_type,
+        notes,
+    }
+}
+
+/// The verdict rules over the environment and whatever measurements exist (see [`rules`]).
+pub fn verdicts(env: &Environment, results: &[crate::schema::CaseResult]) -> Vec<crate::verdict::Verdict> {
+    rules::all(env, results)
 }
