@@ -144,6 +144,17 @@ pub fn loop_backing(
     LoopBacking { file, fs_type, direct_io, mount_point, mount_source }
 }
 
+/// The devices under a loop device's backing file (from its mount source), hung below the loop device.
+pub fn backing_devices(root: &Root, devices: &[Device], backing: &LoopBacking) -> Vec<Device> {
+    let Some(loop_name) = devices.iter().find(|d| d.kind == "loop").map(|d| d.name.clone()) else { return Vec::new() };
+    let Some(start) = device_dir(root, None, backing.mount_source.as_deref()) else { return Vec::new() };
+    let mut lower = walk(root, &start).devices;
+    if let Some(top) = lower.first_mut() {
+        top.holder = Some(loop_name);
+    }
+    lower
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,9 @@ pub mod rules;
 pub mod sysfs;
 pub mod virt;
 
+#[cfg(test)]
+mod golden_tests;
+
 use serde::{Deserialize, Serialize};
 
 /// What the target directory sits on. Every field that could not be read is `None`/empty/"unknown",
@@ -195,11 +198,15 @@ pub fn collect_from(facts: &DirFacts, root: &sysfs::Root) -> Environment {
     let fs_of_path = |p: &std::path::Path| {
         mountinfo::find(&mounts, p, None).map(|m| (m.fs_type.clone(), m.mount_point.clone(), m.source.clone()))
     };
-    let chain = block::device_dir(root, dev.as_deref(), mount.map(|m| m.source.as_str()))
+    let mut chain = block::device_dir(root, dev.as_deref(), mount.map(|m| m.source.as_str()))
         .map(|start| block::walk(root, &start))
         .unwrap_or_default();
     let loop_backing =
         chain.loop_backing_file.clone().map(|f| block::loop_backing(f, chain.loop_direct_io, fs_of_path));
+    if let Some(backing) = &loop_backing {
+        // The loop device's flushes end up on the device under its backing file: show that chain too.
+        chain.devices.extend(block::backing_devices(root, &chain.devices, backing));
+    }
     let overlay_upper_dir = (fs_type == "overlay")
         .then(|| mountinfo::option_value(&mount_options, "upperdir").map(str::to_string))
         .flatten();

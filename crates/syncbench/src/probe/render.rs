@@ -18,8 +18,8 @@ pub fn environment_tree(env: &Environment) -> String {
     if roots.is_empty() {
         let _ = writeln!(out, "   └─ {}", no_device_reason(env));
     }
-    for d in roots {
-        device_subtree(&mut out, env, d, 1);
+    for (i, d) in roots.iter().enumerate() {
+        device_subtree(&mut out, env, d, "   ", i + 1 == roots.len());
     }
     let _ = writeln!(out, "files in DIR: {}", statx_line(env));
     let _ = writeln!(out, "machine: {} · kernel {}", machine_line(env), env.kernel);
@@ -44,7 +44,7 @@ fn fs_line(env: &Environment) -> String {
         let _ = write!(line, " [{}]", env.mount_options.join(","));
     }
     if let (Some(dir), fs) = (&env.overlay_upper_dir, &env.overlay_upper_fs_type) {
-        let _ = write!(line, "\n   └─ writes go to {dir} on {}", fs.as_deref().unwrap_or("unknown"));
+        let _ = write!(line, "\n   ├─ writes go to {dir} on {}", fs.as_deref().unwrap_or("unknown"));
     }
     line
 }
@@ -61,16 +61,19 @@ fn no_device_reason(env: &Environment) -> &'static str {
     }
 }
 
-fn device_subtree(out: &mut String, env: &Environment, d: &Device, depth: usize) {
-    let indent = "   ".repeat(depth);
-    let _ = writeln!(out, "{indent}└─ {}", device_line(d));
+fn device_subtree(out: &mut String, env: &Environment, d: &Device, prefix: &str, last: bool) {
+    let (branch, below) = if last { ("└─", "   ") } else { ("├─", "│  ") };
+    let _ = writeln!(out, "{prefix}{branch} {}", device_line(d));
+    let prefix = format!("{prefix}{below}");
+    let lower: Vec<&Device> = env.devices.iter().filter(|l| l.holder.as_deref() == Some(d.name.as_str())).collect();
     if d.kind == "loop"
         && let Some(b) = &env.loop_backing
     {
-        let _ = writeln!(out, "{indent}   └─ {}", backing_line(b));
+        let branch = if lower.is_empty() { "└─" } else { "├─" };
+        let _ = writeln!(out, "{prefix}{branch} {}", backing_line(b));
     }
-    for lower in env.devices.iter().filter(|l| l.holder.as_deref() == Some(d.name.as_str())) {
-        device_subtree(out, env, lower, depth + 1);
+    for (i, l) in lower.iter().enumerate() {
+        device_subtree(out, env, l, &prefix, i + 1 == lower.len());
     }
 }
 

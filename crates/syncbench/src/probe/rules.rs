@@ -172,7 +172,7 @@ pub fn volatile_cache_without_fua(env: &Environment, _: &[CaseResult]) -> Vec<Ve
     verdict(
         Severity::Info,
         "volatile_cache_without_fua",
-        format!("{} has a volatile write cache (write back) and no FUA: every O_DSYNC/O_SYNC write costs a full cache flush, so several writes per commit are cheaper with one fdatasync at the end.", names.join(", ")),
+        format!("{} {} a volatile write cache (write back) and no FUA: every O_DSYNC/O_SYNC write costs a full cache flush, so several writes per commit are cheaper with one fdatasync at the end.", names.join(", "), if names.len() > 1 { "have" } else { "has" }),
         "Prefer write + fdatasync over open_datasync for multi-write commits; `syncbench run` shows the difference on this device.".into(),
     )
 }
@@ -215,7 +215,11 @@ pub fn atomic_writes(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
             ),
         );
     }
-    let Some(d) = disks(env).find(|d| d.atomic_write_unit_max_bytes.is_some_and(|m| m > 0)) else {
+    // Every device writes one logical block untorn; only larger units change what a database can drop.
+    let beyond_one_block = |d: &&Device| {
+        d.atomic_write_unit_max_bytes.is_some_and(|max| max > d.logical_block_size_bytes.unwrap_or(512).max(512))
+    };
+    let Some(d) = disks(env).find(beyond_one_block) else {
         return Vec::new();
     };
     verdict(
@@ -481,6 +485,12 @@ mod tests {
         assert_eq!(codes(atomic_writes, &ext4(vec![dev]), &[]), ["atomic_writes_device_only"]);
         let none = Device { atomic_write_unit_max_bytes: Some(0), ..disk(false, "write back", true) };
         assert!(codes(atomic_writes, &ext4(vec![none]), &[]).is_empty());
+        let one_block = Device {
+            atomic_write_unit_max_bytes: Some(4096),
+            logical_block_size_bytes: Some(4096),
+            ..disk(false, "write back", true)
+        };
+        assert!(codes(atomic_writes, &ext4(vec![one_block]), &[]).is_empty());
     }
 
     #[test]
