@@ -2,6 +2,7 @@
 //! too good to be true.
 
 use crate::exit::{Outcome, usage};
+use crate::export::{ExportArgs, to_json};
 use crate::probe::burst::{self, BurstError};
 use crate::probe::{self as env_probe, render};
 use crate::schema::{CaseResult, Envelope};
@@ -57,13 +58,14 @@ const QUICK_SECS: f64 = 0.2;
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     check_dir(&args.dir)?;
+    ExportArgs { json: args.json.clone(), ..ExportArgs::default() }.validate()?;
     let secs = if args.quick { QUICK_SECS } else { args.secs };
     if !(secs > 0.0 && secs <= SECS_MAX) {
         return Err(usage(format!(
             "--secs must be between 0 and {SECS_MAX} (got {secs}); the probe's burst is meant to be short"
         )));
     }
-    let started_at = rfc3339_utc(std::time::SystemTime::now());
+    let started_at = crate::schema::now_rfc3339();
     let env = env_probe::collect(&args.dir);
     let section = measure(&args.dir, secs, args.no_burst);
     let results: Vec<CaseResult> = section.flush_burst.iter().cloned().collect();
@@ -124,53 +126,12 @@ fn render_text(env: &env_probe::Environment, section: &ProbeSection, verdicts: &
 }
 
 fn emit(json: Option<&Path>, text: &str, envelope: &Envelope<ProbePayload>) -> anyhow::Result<()> {
-    let json_text = || {
-        serde_json::to_string_pretty(envelope).map(|mut s| {
-            s.push('\n');
-            s
-        })
-    };
-    match json {
-        Some(dest) if dest == Path::new("-") => crate::output::write_to(dest, &json_text()?),
-        Some(dest) => {
-            crate::output::write_to(Path::new("-"), text)?;
-            crate::output::write_to(dest, &json_text()?)
-        }
-        None => crate::output::write_to(Path::new("-"), text),
+    let stdout = Path::new("-");
+    if json != Some(stdout) {
+        crate::output::write_to(stdout, text)?;
     }
-}
-
-/// `2026-11-21T23:58:43Z` (UTC, whole seconds).
-fn rfc3339_utc(t: std::time::SystemTime) -> String {
-    let secs = t.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-/// Days since 1970-01-01 to (year, month, day): Howard Hinnant's `civil_from_days`.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamps() {
-        let at = |s: u64| rfc3339_utc(std::time::UNIX_EPOCH + Duration::from_secs(s));
-        assert_eq!(at(0), "1970-01-01T00:00:00Z");
-        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(at(1_795_305_523), "2026-11-21T23:58:43Z");
+    match json {
+        Some(dest) => crate::output::write_to(dest, &to_json(envelope)?),
+        None => Ok(()),
     }
 }
