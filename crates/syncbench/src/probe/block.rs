@@ -24,7 +24,13 @@ pub struct Chain {
 pub fn device_dir(root: &Root, dev: Option<&str>, mount_source: Option<&str>) -> Option<PathBuf> {
     let by_dev = dev.filter(|d| !d.starts_with("0:")).and_then(|d| root.resolve(&format!("sys/dev/block/{d}")));
     let by_source = || {
-        let name = mount_source?.strip_prefix("/dev/")?.rsplit('/').next()?;
+        let source = mount_source?.strip_prefix("/dev/")?;
+        // /dev/mapper/vg-lv and /dev/disk/by-uuid/… are links to the kernel name (dm-0, sda2).
+        let real = root.resolve(&format!("dev/{source}"));
+        let name = match &real {
+            Some(path) => path.file_name()?.to_string_lossy().into_owned(),
+            None => source.rsplit('/').next()?.to_string(),
+        };
         root.resolve(&format!("sys/class/block/{name}"))
     };
     by_dev.or_else(by_source)
@@ -169,6 +175,22 @@ mod tests {
         let sas = "/sys/devices/pci0000:00/0000:02:00.0/host0/target0:2:0/0:2:0:0/block/sdc";
         assert_eq!(t(sas, "sdc").as_deref(), Some("scsi"));
         assert_eq!(t("/sys/devices/virtual/block/loop0", "loop0"), None);
+    }
+
+    #[test]
+    fn device_found_by_mount_source_through_dev_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        std::fs::create_dir_all(root.path("sys/devices/virtual/block/dm-0")).unwrap();
+        std::fs::create_dir_all(root.path("sys/class/block")).unwrap();
+        std::os::unix::fs::symlink("../../devices/virtual/block/dm-0", root.path("sys/class/block/dm-0")).unwrap();
+        std::fs::create_dir_all(root.path("dev/mapper")).unwrap();
+        std::fs::write(root.path("dev/dm-0"), b"").unwrap();
+        std::os::unix::fs::symlink("../dm-0", root.path("dev/mapper/vg0-data")).unwrap();
+        let found = device_dir(&root, Some("0:41"), Some("/dev/mapper/vg0-data")).unwrap();
+        assert!(found.ends_with("sys/devices/virtual/block/dm-0"), "{found:?}");
+        assert!(device_dir(&root, Some("0:41"), Some("tmpfs")).is_none());
+        assert!(device_dir(&root, Some("8:1"), None).is_none());
     }
 
     #[test]

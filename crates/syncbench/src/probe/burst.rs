@@ -28,7 +28,10 @@ pub enum BurstError {
         /// Why.
         source: std::io::Error,
     },
-    /// A write or sync failed: the storage reported an error (never reported as a fast result).
+    /// Writing the file to overwrite failed (no space, quota): nothing was measured.
+    #[error("cannot prepare the burst file: {0}")]
+    Prepare(std::io::Error),
+    /// A sync, or a write between syncs, failed: the storage reported an error (never a fast result).
     #[error("{0:#}")]
     Failed(anyhow::Error),
 }
@@ -38,15 +41,15 @@ pub fn fdatasync_burst(dir: &Path, duration: Duration) -> Result<CaseResult, Bur
     let file = Created::register(dir.join(unique_name("probe-burst")));
     let fd = syncbench_sys::create_new(file.path(), syncbench_sys::OpenFlags::BUFFERED)
         .map_err(|source| BurstError::Create { dir: dir.display().to_string(), source })?;
-    time_commits(&fd, duration).map_err(BurstError::Failed)
-}
-
-fn time_commits(fd: &std::os::fd::OwnedFd, duration: Duration) -> anyhow::Result<CaseResult> {
     let page = vec![0u8; WRITE_SIZE_BYTES];
     for offset in (0..FILE_SIZE_BYTES).step_by(WRITE_SIZE_BYTES) {
-        syncbench_sys::pwrite_all(fd, &page, offset).context("preparing the burst file: write")?;
+        syncbench_sys::pwrite_all(&fd, &page, offset).map_err(BurstError::Prepare)?;
     }
-    syncbench_sys::fsync(fd).context("preparing the burst file: fsync")?;
+    time_commits(&fd, &page, duration).map_err(BurstError::Failed)
+}
+
+fn time_commits(fd: &std::os::fd::OwnedFd, page: &[u8], duration: Duration) -> anyhow::Result<CaseResult> {
+    syncbench_sys::fsync(fd).context("fsync of the prepared burst file failed (not retried)")?;
     let mut offset = 0u64;
     let mut commit = |page: &[u8]| -> anyhow::Result<()> {
         syncbench_sys::pwrite_all(fd, page, offset).context("write")?;
@@ -55,13 +58,13 @@ fn time_commits(fd: &std::os::fd::OwnedFd, duration: Duration) -> anyhow::Result
         Ok(())
     };
     for _ in 0..WARMUP_COMMITS {
-        commit(&page)?;
+        commit(page)?;
     }
     let mut latencies_ns: Vec<u64> = Vec::new();
     let started = Instant::now();
     while started.elapsed() < duration {
         let t = Instant::now();
-        commit(&page)?;
+        commit(page)?;
         latencies_ns.push(t.elapsed().as_nanos() as u64);
     }
     let elapsed_s = started.elapsed().as_secs_f64();

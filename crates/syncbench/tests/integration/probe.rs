@@ -201,6 +201,25 @@ fn read_only_dir_is_probed_without_a_burst() {
 }
 
 #[test]
+fn a_full_file_system_skips_the_burst_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let _mount = if is_root() {
+        // Smaller than the 2 MiB burst file: preparing it runs out of space.
+        match Mounted::new(&["-t", "tmpfs", "-o", "size=1m", "syncbench-test"], dir.path()) {
+            Ok(m) => m,
+            Err(e) => return eprintln!("skipping: cannot mount tmpfs: {e}"),
+        }
+    } else {
+        return eprintln!("skipping: mounting needs root");
+    };
+    let doc = probe_json(dir.path());
+    let skipped = doc["probe"]["flush_burst_skipped"].as_str().unwrap();
+    assert!(skipped.contains("No space left"), "{skipped}");
+    assert!(doc["probe"]["flush_burst_error"].is_null());
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
 fn xfs_on_a_loop_device_names_the_loop_and_the_backing_file_system() {
     if !is_root() {
         return eprintln!("skipping: loop devices need root");
