@@ -9,6 +9,10 @@ use crate::verdict::{Severity, Verdict};
 /// that from a rotational device means a cache below absorbed the flushes.
 pub const ROTATIONAL_FLUSHES_PER_S_MAX: f64 = 250.0;
 
+/// Half a rotation at 15 000 rpm is 2 ms, the average wait for the sector to come round; a median flush
+/// under 1 ms cannot have waited for a platter.
+pub const ROTATIONAL_FLUSH_MEDIAN_NS_MIN: u64 = 1_000_000;
+
 /// fsync this many times slower than fdatasync is worth a verdict (metadata journaling cost).
 pub const FSYNC_SLOWDOWN_RATIO_MIN: f64 = 1.5;
 
@@ -54,14 +58,20 @@ fn all_disks_rotational(env: &Environment) -> bool {
     disks(env).count() > 0 && disks(env).all(|d| d.rotational == Some(true))
 }
 
-/// The fastest measured flush: `(method, ops_per_s)` over successful fdatasync/fsync cases.
-fn fastest_flush(results: &[CaseResult]) -> Option<(&str, f64)> {
+/// Successful fdatasync/fsync measurements.
+fn flush_cases(results: &[CaseResult]) -> impl Iterator<Item = &CaseResult> {
     results
         .iter()
         .filter(|r| matches!(r.method.as_str(), "fdatasync" | "fsync"))
         .filter(|r| r.supported && r.error.is_none() && r.ops > 0 && r.ops_per_s.is_finite())
-        .map(|r| (r.method.as_str(), r.ops_per_s))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// Whether a flush measurement is impossible for a spinning disk: too many per second, or a median too
+/// short. The median is the sturdier sign on a busy machine, where other I/O lowers the rate but cannot
+/// make a platter turn faster; 0 means no latency was recorded.
+fn too_fast_for_a_platter(r: &CaseResult) -> bool {
+    let median_ns = r.latency_ns.p50;
+    r.ops_per_s > ROTATIONAL_FLUSHES_PER_S_MAX || (median_ns > 0 && median_ns < ROTATIONAL_FLUSH_MEDIAN_NS_MIN)
 }
 
 fn has_option(env: &Environment, opt: &str) -> bool {
@@ -101,17 +111,24 @@ pub fn flushes_disabled(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
 
 /// A device that claims to spin but completes more flushes per second than any spinning disk can.
 pub fn implausible_flush_rate(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
-    let Some((method, rate)) = fastest_flush(results) else { return Vec::new() };
-    if rate <= ROTATIONAL_FLUSHES_PER_S_MAX || !all_disks_rotational(env) {
+    if !all_disks_rotational(env) {
         return Vec::new();
     }
+    let Some(r) =
+        flush_cases(results).filter(|r| too_fast_for_a_platter(r)).max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s))
+    else {
+        return Vec::new();
+    };
     let names = disks(env).map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ");
+    let median =
+        if r.latency_ns.p50 > 0 { format!(" (median {} µs)", r.latency_ns.p50 / 1000) } else { String::new() };
     let (absorber, severity) = flush_absorber(env);
     verdict(
         severity,
         "implausible_flush_rate",
         format!(
-            "{rate:.0} {method}/s from {names}, which reports itself as rotational: a spinning disk completes at most one flush per rotation (≤ 120/s at 7200 rpm, ≤ {ROTATIONAL_FLUSHES_PER_S_MAX:.0}/s at 15k rpm), so a cache below absorbs the flushes — most likely {absorber}. Writes are durable only if that cache survives power loss."
+            "{:.0} {}/s{median} from {names}, which reports itself as rotational: a spinning disk completes at most one flush per rotation (≤ 120/s at 7200 rpm, ≤ {ROTATIONAL_FLUSHES_PER_S_MAX:.0}/s at 15k rpm) and waits about half a rotation for each (≥ 2 ms at 15k rpm), so a cache below absorbs the flushes — most likely {absorber}. Writes are durable only if that cache survives power loss.",
+            r.ops_per_s, r.method
         ),
         format!(
             "Find out what protects that cache (hypervisor cache mode, RAID battery/flash module, drive model), and {POWER_LOSS_TEST}."
@@ -418,6 +435,13 @@ mod tests {
         assert!(codes(implausible_flush_rate, &hdd, &[failed]).is_empty());
         // Non-flush methods do not count.
         assert!(codes(implausible_flush_rate, &hdd, &[case("write", 1e6)]).is_empty());
+        // On a busy machine the rate drops, but a 150 µs median flush still cannot come from a platter.
+        let busy = |p50: u64| CaseResult {
+            latency_ns: crate::schema::LatencyNs { p50, ..Default::default() },
+            ..case("fdatasync", 180.0)
+        };
+        assert_eq!(codes(implausible_flush_rate, &hdd, &[busy(150_000)]), ["implausible_flush_rate"]);
+        assert!(codes(implausible_flush_rate, &hdd, &[busy(5_500_000)]).is_empty());
     }
 
     #[test]

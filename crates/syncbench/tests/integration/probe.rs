@@ -114,7 +114,8 @@ fn probe_json_matches_sysfs_and_carries_the_burst() {
     }
     // The plausibility rule agrees with the measurement it was given.
     let rotational = env["devices"].as_array().unwrap().iter().any(|d| d["kind"] == "disk" && d["rotational"] == true);
-    let implausible = burst["ops_per_s"].as_f64().unwrap() > 250.0 && rotational;
+    let median_ns = burst["latency_ns"]["p50"].as_u64().unwrap();
+    let implausible = (burst["ops_per_s"].as_f64().unwrap() > 250.0 || median_ns < 1_000_000) && rotational;
     assert_eq!(verdict_codes(&doc).contains(&"implausible_flush_rate".to_string()), implausible, "{doc:#}");
     assert!(leftovers(dir.path()).is_empty());
 }
