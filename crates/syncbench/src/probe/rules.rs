@@ -13,6 +13,12 @@ pub const ROTATIONAL_FLUSHES_PER_S_MAX: f64 = 250.0;
 /// under 1 ms cannot have waited for a platter.
 pub const ROTATIONAL_FLUSH_MEDIAN_NS_MIN: u64 = 1_000_000;
 
+/// A flush faster than this (a log2 bucket wholly below it) did not wait for a platter.
+pub const QUICK_FLUSH_NS_MAX: u64 = 524_288;
+
+/// More than this share of quick flushes is implausible for a spinning disk.
+pub const QUICK_FLUSH_FRACTION_MAX: f64 = 0.1;
+
 /// fsync this many times slower than fdatasync is worth a verdict (metadata journaling cost).
 pub const FSYNC_SLOWDOWN_RATIO_MIN: f64 = 1.5;
 
@@ -71,7 +77,19 @@ fn flush_cases(results: &[CaseResult]) -> impl Iterator<Item = &CaseResult> {
 /// make a platter turn faster; 0 means no latency was recorded.
 fn too_fast_for_a_platter(r: &CaseResult) -> bool {
     let median_ns = r.latency_ns.p50;
-    r.ops_per_s > ROTATIONAL_FLUSHES_PER_S_MAX || (median_ns > 0 && median_ns < ROTATIONAL_FLUSH_MEDIAN_NS_MIN)
+    r.ops_per_s > ROTATIONAL_FLUSHES_PER_S_MAX
+        || (median_ns > 0 && median_ns < ROTATIONAL_FLUSH_MEDIAN_NS_MIN)
+        || fraction_of_quick_flushes(r) >= QUICK_FLUSH_FRACTION_MAX
+}
+
+/// The share of commits that finished in under 0.5 ms, from the log2 histogram (0 if there is none).
+/// Even when other I/O queues in front of most flushes, the ones that find the queue empty show the
+/// device's own speed.
+fn fraction_of_quick_flushes(r: &CaseResult) -> f64 {
+    let total: u64 = r.histogram_log2.iter().map(|b| b.count).sum();
+    let quick: u64 =
+        r.histogram_log2.iter().filter(|b| b.lower_ns.saturating_mul(2) <= QUICK_FLUSH_NS_MAX).map(|b| b.count).sum();
+    if total == 0 { 0.0 } else { quick as f64 / total as f64 }
 }
 
 fn has_option(env: &Environment, opt: &str) -> bool {
@@ -120,8 +138,12 @@ pub fn implausible_flush_rate(env: &Environment, results: &[CaseResult]) -> Vec<
         return Vec::new();
     };
     let names = disks(env).map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ");
-    let median =
-        if r.latency_ns.p50 > 0 { format!(" (median {} µs)", r.latency_ns.p50 / 1000) } else { String::new() };
+    let quick_percent = 100.0 * fraction_of_quick_flushes(r);
+    let median = match (r.latency_ns.p50, quick_percent) {
+        (0, _) => String::new(),
+        (p50, q) if q > 0.0 => format!(" (median {} µs, {q:.0}% under 0.5 ms)", p50 / 1000),
+        (p50, _) => format!(" (median {} µs)", p50 / 1000),
+    };
     let (absorber, severity) = flush_absorber(env);
     verdict(
         severity,
@@ -363,6 +385,7 @@ pub fn device_unknown(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
 mod tests {
     use super::*;
     use crate::probe::{LoopBacking, Virtualization};
+    use crate::schema::Log2Bucket;
 
     fn disk(rotational: bool, write_cache: &str, fua: bool) -> Device {
         Device {
@@ -442,6 +465,15 @@ mod tests {
         };
         assert_eq!(codes(implausible_flush_rate, &hdd, &[busy(150_000)]), ["implausible_flush_rate"]);
         assert!(codes(implausible_flush_rate, &hdd, &[busy(5_500_000)]).is_empty());
+        // Even with a slow median, a fifth of flushes in 64–128 µs did not wait for a platter.
+        let buckets = vec![Log2Bucket { lower_ns: 65_536, count: 20 }, Log2Bucket { lower_ns: 4_194_304, count: 80 }];
+        let mixed = CaseResult { histogram_log2: buckets, ..busy(5_500_000) };
+        let v = implausible_flush_rate(&hdd, &[mixed]);
+        assert!(v[0].message.contains("20% under 0.5 ms"), "{}", v[0].message);
+        let honest = vec![Log2Bucket { lower_ns: 262_144, count: 5 }, Log2Bucket { lower_ns: 4_194_304, count: 95 }];
+        assert!(
+            codes(implausible_flush_rate, &hdd, &[CaseResult { histogram_log2: honest, ..busy(5_500_000) }]).is_empty()
+        );
     }
 
     #[test]

@@ -115,7 +115,14 @@ fn probe_json_matches_sysfs_and_carries_the_burst() {
     // The plausibility rule agrees with the measurement it was given.
     let rotational = env["devices"].as_array().unwrap().iter().any(|d| d["kind"] == "disk" && d["rotational"] == true);
     let median_ns = burst["latency_ns"]["p50"].as_u64().unwrap();
-    let implausible = (burst["ops_per_s"].as_f64().unwrap() > 250.0 || median_ns < 1_000_000) && rotational;
+    let buckets = burst["histogram_log2"].as_array().unwrap();
+    let count = |quick: bool| -> u64 {
+        let is_quick = |b: &&Value| b["lower_ns"].as_u64().unwrap() * 2 <= 524_288;
+        buckets.iter().filter(|b| is_quick(b) == quick).map(|b| b["count"].as_u64().unwrap()).sum()
+    };
+    let quick_fraction = count(true) as f64 / (count(true) + count(false)) as f64;
+    let too_fast = burst["ops_per_s"].as_f64().unwrap() > 250.0 || median_ns < 1_000_000 || quick_fraction >= 0.1;
+    let implausible = too_fast && rotational;
     assert_eq!(verdict_codes(&doc).contains(&"implausible_flush_rate".to_string()), implausible, "{doc:#}");
     assert!(leftovers(dir.path()).is_empty());
 }
