@@ -15,7 +15,7 @@ use std::time::Duration;
 /// Flags of `syncbench probe`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Directory to probe (default: the current directory).
+    /// Directory to probe.
     #[arg(default_value = ".")]
     pub dir: PathBuf,
     /// Also write the result as JSON (schema syncbench/v1) to FILE; `-` writes JSON only, to stdout.
@@ -27,7 +27,7 @@ pub struct Args {
     /// A shorter burst (0.2 s).
     #[arg(long, conflicts_with = "secs")]
     pub quick: bool,
-    /// Do not write anything: skip the burst (the plausibility check then cannot run).
+    /// Skip the fdatasync burst (the plausibility check then has no measurement to judge).
     #[arg(long)]
     pub no_burst: bool,
 }

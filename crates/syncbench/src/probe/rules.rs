@@ -141,8 +141,8 @@ pub fn implausible_flush_rate(env: &Environment, results: &[CaseResult]) -> Vec<
     let quick_percent = 100.0 * fraction_of_quick_flushes(r);
     let median = match (r.latency_ns.p50, quick_percent) {
         (0, _) => String::new(),
-        (p50, q) if q > 0.0 => format!(" (median {} µs, {q:.0}% under 0.5 ms)", p50 / 1000),
-        (p50, _) => format!(" (median {} µs)", p50 / 1000),
+        (p50, q) if q > 0.0 => format!(" (median {:.0} µs, {q:.0}% under 0.5 ms)", p50 as f64 / 1e3),
+        (p50, _) => format!(" (median {:.0} µs)", p50 as f64 / 1e3),
     };
     let (absorber, severity) = flush_absorber(env);
     verdict(
