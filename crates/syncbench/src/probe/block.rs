@@ -1,6 +1,7 @@
 //! The block-device chain under a file system, from sysfs: partition → disk, loop → backing file,
 //! dm/md → slaves. Every attribute that cannot be read stays `None`.
 
+use super::mountinfo::Mount;
 use super::sysfs::{Root, read_bool, read_trimmed, read_u32};
 use super::{Device, LoopBacking};
 use std::path::{Path, PathBuf};
@@ -135,19 +136,15 @@ fn transport_of(sys_path: &str, name: &str) -> Option<String> {
     Some(transport.to_string())
 }
 
-/// Complete a [`LoopBacking`] with the file system that holds the backing file (found through the mount
-/// table, so fixture trees work the same as the real machine).
-pub fn loop_backing(
-    file: String,
-    direct_io: Option<bool>,
-    fs_of_path: impl Fn(&Path) -> Option<(String, String, String)>,
-) -> LoopBacking {
-    let found = fs_of_path(Path::new(&file));
-    let (fs_type, mount_point, mount_source) = match found {
-        Some((t, p, s)) => (t, Some(p), Some(s)),
-        None => ("unknown".to_string(), None, None),
-    };
-    LoopBacking { file, fs_type, direct_io, mount_point, mount_source }
+/// A [`LoopBacking`] for `file`, with the mount that holds it (`None`: not in the mount table).
+pub fn loop_backing(file: String, direct_io: Option<bool>, holder: Option<&Mount>) -> LoopBacking {
+    LoopBacking {
+        file,
+        fs_type: holder.map_or_else(|| "unknown".to_string(), |m| m.fs_type.clone()),
+        direct_io,
+        mount_point: holder.map(|m| m.mount_point.clone()),
+        mount_source: holder.map(|m| m.source.clone()),
+    }
 }
 
 /// The devices under a loop device's backing file (from its mount source), hung below the loop device.

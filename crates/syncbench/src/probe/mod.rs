@@ -181,59 +181,81 @@ fn statx_of_new_file(dir: &std::path::Path) -> Result<syncbench_sys::StatxIo, St
 
 /// Assemble the environment from the syscall facts and the files under `root`.
 pub fn collect_from(facts: &DirFacts, root: &sysfs::Root) -> Environment {
-    let mut notes = facts.notes.clone();
-    let kernel = root.read("proc/sys/kernel/osrelease").map(|k| k.trim().to_string());
-    let mounts = match root.read("proc/self/mountinfo") {
+    let mut env = Environment {
+        kernel: root.read("proc/sys/kernel/osrelease").map_or_else(|| "unknown".into(), |k| k.trim().to_string()),
+        dir: facts.dir.display().to_string(),
+        fs_magic: facts.fs_magic.unwrap_or(0),
+        virtualization: virt::detect(root),
+        notes: facts.notes.clone(),
+        ..Environment::default()
+    };
+    describe_statx(&mut env, facts.statx);
+    let mounts = read_mounts(root, &mut env.notes);
+    let dev = facts.dev.map(|(major, minor)| format!("{major}:{minor}"));
+    let mount = mountinfo::find(&mounts, &facts.dir, dev.as_deref());
+    describe_mount(&mut env, mount, facts.fs_magic);
+    describe_devices(&mut env, root, &mounts, dev.as_deref());
+    describe_overlay(&mut env, &mounts);
+    env
+}
+
+fn read_mounts(root: &sysfs::Root, notes: &mut Vec<String>) -> Vec<mountinfo::Mount> {
+    match root.read("proc/self/mountinfo") {
         Some(text) => mountinfo::parse(&text),
         None => {
             notes.push("cannot read /proc/self/mountinfo: mount unknown".into());
             Vec::new()
         }
-    };
-    let dev = facts.dev.map(|(major, minor)| format!("{major}:{minor}"));
-    let mount = mountinfo::find(&mounts, &facts.dir, dev.as_deref());
-    let mount_fs_type = mount.map(|m| m.fs_type.clone());
-    let fs_type = fs_type::resolve(facts.fs_magic, mount_fs_type.as_deref());
-    let mount_options = mount.map(|m| m.options.clone()).unwrap_or_default();
-    let fs_of_path = |p: &std::path::Path| {
-        mountinfo::find(&mounts, p, None).map(|m| (m.fs_type.clone(), m.mount_point.clone(), m.source.clone()))
-    };
-    let mut chain = block::device_dir(root, dev.as_deref(), mount.map(|m| m.source.as_str()))
-        .map(|start| block::walk(root, &start))
-        .unwrap_or_default();
-    let loop_backing =
-        chain.loop_backing_file.clone().map(|f| block::loop_backing(f, chain.loop_direct_io, fs_of_path));
-    if let Some(backing) = &loop_backing {
-        // The loop device's flushes end up on the device under its backing file: show that chain too.
-        chain.devices.extend(block::backing_devices(root, &chain.devices, backing));
     }
-    let overlay_upper_dir = (fs_type == "overlay")
-        .then(|| mountinfo::option_value(&mount_options, "upperdir").map(str::to_string))
-        .flatten();
-    let overlay_upper_fs_type =
-        overlay_upper_dir.as_deref().and_then(|d| fs_of_path(std::path::Path::new(d))).map(|f| f.0);
-    let dio = facts.statx.and_then(|s| s.dio);
-    let atomic = facts.statx.and_then(|s| s.atomic);
-    Environment {
-        kernel: kernel.unwrap_or_else(|| "unknown".into()),
-        dir: facts.dir.display().to_string(),
-        fs_type,
-        fs_magic: facts.fs_magic.unwrap_or(0),
-        mount_point: mount.map(|m| m.mount_point.clone()),
-        mount_source: mount.map(|m| m.source.clone()),
-        mount_options,
-        devices: chain.devices,
-        loop_backing,
-        virtualization: virt::detect(root),
-        dio_offset_align_bytes: dio.map(|d| d.offset_align_bytes),
-        dio_mem_align_bytes: dio.map(|d| d.mem_align_bytes),
-        atomic_write_unit_min_bytes: atomic.map(|a| a.unit_min_bytes),
-        atomic_write_unit_max_bytes: atomic.map(|a| a.unit_max_bytes),
-        mount_fs_type,
-        overlay_upper_dir,
-        overlay_upper_fs_type,
-        notes,
+}
+
+fn describe_statx(env: &mut Environment, statx: Option<syncbench_sys::StatxIo>) {
+    let dio = statx.and_then(|s| s.dio);
+    let atomic = statx.and_then(|s| s.atomic);
+    env.dio_offset_align_bytes = dio.map(|d| d.offset_align_bytes);
+    env.dio_mem_align_bytes = dio.map(|d| d.mem_align_bytes);
+    env.atomic_write_unit_min_bytes = atomic.map(|a| a.unit_min_bytes);
+    env.atomic_write_unit_max_bytes = atomic.map(|a| a.unit_max_bytes);
+}
+
+fn describe_mount(env: &mut Environment, mount: Option<&mountinfo::Mount>, fs_magic: Option<u64>) {
+    env.mount_fs_type = mount.map(|m| m.fs_type.clone());
+    env.fs_type = fs_type::resolve(fs_magic, env.mount_fs_type.as_deref());
+    env.mount_point = mount.map(|m| m.mount_point.clone());
+    env.mount_source = mount.map(|m| m.source.clone());
+    env.mount_options = mount.map(|m| m.options.clone()).unwrap_or_default();
+}
+
+/// The block-device chain, and for a loop device its backing file and the chain below that.
+fn describe_devices(env: &mut Environment, root: &sysfs::Root, mounts: &[mountinfo::Mount], dev: Option<&str>) {
+    let Some(start) = block::device_dir(root, dev, env.mount_source.as_deref()) else {
+        if let Some(dev) = dev.filter(|d| !d.starts_with("0:")) {
+            env.notes.push(format!("cannot read /sys/dev/block/{dev}: block device unknown"));
+        }
+        return;
+    };
+    let chain = block::walk(root, &start);
+    env.devices = chain.devices;
+    let Some(file) = chain.loop_backing_file else { return };
+    let holder = mountinfo::find(mounts, std::path::Path::new(&file), None);
+    let backing = block::loop_backing(file, chain.loop_direct_io, holder);
+    // The loop device's flushes end up on the device under its backing file: show that chain too.
+    let lower = block::backing_devices(root, &env.devices, &backing);
+    env.devices.extend(lower);
+    env.loop_backing = Some(backing);
+}
+
+/// For overlayfs: where writes really go (`upperdir`) and on which file system.
+fn describe_overlay(env: &mut Environment, mounts: &[mountinfo::Mount]) {
+    if env.fs_type != "overlay" {
+        return;
     }
+    env.overlay_upper_dir = mountinfo::option_value(&env.mount_options, "upperdir").map(str::to_string);
+    env.overlay_upper_fs_type = env
+        .overlay_upper_dir
+        .as_deref()
+        .and_then(|d| mountinfo::find(mounts, std::path::Path::new(d), None))
+        .map(|m| m.fs_type.clone());
 }
 
 /// The verdict rules over the environment and whatever measurements exist (see [`rules`]).
