@@ -9,6 +9,11 @@ use std::fmt::Write;
 /// Width verdict text is wrapped at.
 const WRAP_COLUMNS: usize = 100;
 
+/// What `run` prints above its tables: the environment tree, a blank line, the verdicts.
+pub fn header(env: &Environment, verdicts: &[Verdict]) -> String {
+    format!("{}\n{}", environment_tree(env), verdict_list(verdicts))
+}
+
 /// The environment as a tree, ending with a newline.
 pub fn environment_tree(env: &Environment) -> String {
     let mut out = String::new();
