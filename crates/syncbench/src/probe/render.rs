@@ -104,8 +104,8 @@ pub fn device_line(d: &Device) -> String {
     if let Some(t) = &d.transport {
         parts.push(t.clone());
     }
-    // virtio and NVMe controllers report a bare PCI vendor id (`0x1af4`), which tells a reader nothing.
-    let vendor = d.vendor.as_deref().filter(|v| !v.starts_with("0x"));
+    // virtio reports a bare PCI vendor id (`0x1af4`) and libata the placeholder `ATA`: neither names a maker.
+    let vendor = d.vendor.as_deref().filter(|v| !v.starts_with("0x") && *v != "ATA");
     let hardware: Vec<&str> = [vendor, d.model.as_deref()].into_iter().flatten().collect();
     if !hardware.is_empty() {
         parts.push(hardware.join(" "));

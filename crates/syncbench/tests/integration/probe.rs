@@ -5,6 +5,8 @@
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use syncbench::cmd::probe::ProbePayload;
+use syncbench::schema::Envelope;
 
 fn syncbench() -> Command {
     Command::cargo_bin("syncbench").expect("syncbench binary")
@@ -96,6 +98,8 @@ fn probe_json_matches_sysfs_and_carries_the_burst() {
     let dir = tempfile::tempdir().unwrap();
     let doc = probe_json(dir.path());
     assert_eq!(doc["schema"], "syncbench/v1");
+    let typed: Envelope<ProbePayload> = serde_json::from_value(doc.clone()).expect("reads back as a probe document");
+    assert_eq!(typed.environment.dir, dir.path().canonicalize().unwrap().display().to_string());
     let env = &doc["environment"];
     assert_ne!(env["fs_type"], "unknown", "{env:#}");
     let burst = &doc["probe"]["flush_burst"];
