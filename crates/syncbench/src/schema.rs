@@ -124,4 +124,11 @@ pub struct CaseResult {
     pub outlier_fraction: f64,
     /// Log2 histogram of commit latency (non-empty buckets only).
     pub histogram_log2: Vec<Log2Bucket>,
+    /// Why timing stopped: `converged` (95% CI of the mean within the target), `budget` (time budget spent),
+    /// `file_full` (append/fallocate region used up); empty when the case did not run.
+    #[serde(default)]
+    pub stop_reason: String,
+    /// Commits run before timing started (not counted in `ops`).
+    #[serde(default)]
+    pub warmup_ops: u64,
 }
