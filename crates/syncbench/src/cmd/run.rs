@@ -5,6 +5,7 @@
 
 use crate::cleanup::PREFIX;
 use crate::exit::{CheckFailed, Outcome, usage};
+use crate::export::ExportArgs;
 use crate::method::SyncMethod;
 use crate::output;
 use crate::probe;
@@ -49,16 +50,16 @@ pub struct Args {
     /// Print a log2 latency histogram under each case.
     #[arg(long)]
     pub histogram: bool,
-    /// Write the results as JSON (schema syncbench/v1) to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE|-")]
-    pub json: Option<PathBuf>,
+    /// Exports: --json, --csv, --markdown (FILE or `-` for stdout).
+    #[command(flatten)]
+    pub exports: ExportArgs,
     /// Use a deterministic latency model instead of the disk (for golden tests).
     #[arg(long, value_name = "SEED", hide = true)]
     pub mock_timing: Option<String>,
 }
 
 /// Validated options: every value checked, the directory usable.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Absolute target directory.
     pub dir: PathBuf,
@@ -68,8 +69,8 @@ pub struct Options {
     pub plan: PlanOptions,
     /// Histograms in the table.
     pub histogram: bool,
-    /// JSON destination.
-    pub json: Option<PathBuf>,
+    /// Export destinations.
+    pub exports: ExportArgs,
     /// Mock timing instead of the disk.
     pub mock: Option<MockTiming>,
 }
@@ -96,16 +97,14 @@ impl Options {
             return Err(usage("no case left: none of the --methods is measured in the chosen --sections"));
         }
         let mock = args.mock_timing.as_deref().map(parse_seed).transpose()?;
-        if let Some(json) = &args.json {
-            check_output_path(json)?;
-        }
+        args.exports.validate()?;
         let dir = check_dir(&args.dir, mock.is_none())?;
         Ok(Options {
             dir,
             budget: RunBudget::per_case(secs),
             plan,
             histogram: args.histogram,
-            json: args.json.clone(),
+            exports: args.exports.clone(),
             mock,
         })
     }
@@ -158,17 +157,6 @@ fn parse_seed(text: &str) -> anyhow::Result<MockTiming> {
     Ok(MockTiming { seed })
 }
 
-fn check_output_path(path: &Path) -> anyhow::Result<()> {
-    if path == Path::new("-") {
-        return Ok(());
-    }
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        return Err(usage(format!("cannot write --json {}: {} is not a directory", path.display(), parent.display())));
-    }
-    Ok(())
-}
-
 /// DIR exists, is a directory, is on a writable file system with room for the test files.
 fn check_dir(dir: &Path, needs_space: bool) -> anyhow::Result<PathBuf> {
     let shown = dir.display();
@@ -205,7 +193,7 @@ fn reason(e: &std::io::Error) -> String {
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     let opts = Options::from_args(&args)?;
-    let started_at = rfc3339_utc(std::time::SystemTime::now());
+    let started_at = crate::schema::now_rfc3339();
     let environment = probe::collect(&opts.dir);
     let cases = suite::plan(&opts.plan);
     let results = match opts.mock {
@@ -218,8 +206,7 @@ pub fn main(args: Args) -> Outcome {
     };
     let verdicts = probe::verdicts(&environment, &results);
     let text = render_text(&opts, &environment, &verdicts, &results);
-    let json_to_stdout = opts.json.as_deref() == Some(Path::new("-"));
-    if json_to_stdout {
+    if opts.exports.uses_stdout() {
         eprint!("{text}");
     } else {
         output::write_to(Path::new("-"), &text)?;
@@ -227,9 +214,7 @@ pub fn main(args: Args) -> Outcome {
     let payload =
         RunPayload { dir: opts.dir.display().to_string(), pattern: opts.plan.pattern.name().to_string(), results };
     let envelope = Envelope::new(started_at, environment, verdicts, payload);
-    if let Some(dest) = &opts.json {
-        write_json(&envelope, dest)?;
-    }
+    crate::export::write_all(&envelope, &opts.exports)?;
     let failed: Vec<&CaseResult> =
         envelope.payload.results.iter().filter(|r| r.supported && r.error.is_some()).collect();
     match failed.first() {
@@ -317,35 +302,6 @@ fn render_text(
     text
 }
 
-/// JSON export. (Stand-in until the shared exporters in `crate::export` land; they replace this.)
-fn write_json(envelope: &Envelope<RunPayload>, dest: &Path) -> anyhow::Result<()> {
-    let mut text = serde_json::to_string_pretty(envelope)?;
-    text.push('\n');
-    output::write_to(dest, &text)
-}
-
-/// `2026-11-21T23:58:43Z`.
-pub fn rfc3339_utc(at: std::time::SystemTime) -> String {
-    let secs = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,8 +345,11 @@ mod tests {
         assert!(message(Options::from_args(&Args { pattern: "random".into(), ..a() })).contains("--pattern"));
         let none_left = Args { sections: Some("d".into()), methods: Some("write".into()), ..a() };
         assert!(message(Options::from_args(&none_left)).contains("no case left"));
-        let bad_json = Args { json: Some(tmp.path().join("missing/out.json")), ..a() };
+        let exports = ExportArgs { json: Some(tmp.path().join("missing/out.json")), ..ExportArgs::default() };
+        let bad_json = Args { exports, ..a() };
         assert!(message(Options::from_args(&bad_json)).contains("--json"));
+        let both = ExportArgs { json: Some("-".into()), csv: Some("-".into()), ..ExportArgs::default() };
+        assert!(message(Options::from_args(&Args { exports: both, ..a() })).contains("stdout"));
     }
 
     #[test]
@@ -401,12 +360,5 @@ mod tests {
         let file = tmp.path().join("file");
         std::fs::write(&file, b"").unwrap();
         assert!(message(Options::from_args(&args(&file))).contains("not a directory"));
-    }
-
-    #[test]
-    fn timestamps() {
-        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_305_523);
-        assert_eq!(rfc3339_utc(t), "2026-11-21T23:58:43Z");
-        assert_eq!(rfc3339_utc(std::time::UNIX_EPOCH), "1970-01-01T00:00:00Z");
     }
 }
