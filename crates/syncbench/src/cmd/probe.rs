@@ -94,7 +94,7 @@ fn measure(dir: &Path, secs: f64, no_burst: bool) -> ProbeSection {
     }
     match burst::fdatasync_burst(dir, Duration::from_secs_f64(secs)) {
         Ok(r) => ProbeSection { flush_burst: Some(r), ..ProbeSection::default() },
-        Err(e @ (BurstError::Create { .. } | BurstError::Prepare(_))) => {
+        Err(e @ BurstError::Prepare { .. }) => {
             ProbeSection { flush_burst_skipped: Some(e.to_string()), ..ProbeSection::default() }
         }
         Err(e @ BurstError::Failed(_)) => {

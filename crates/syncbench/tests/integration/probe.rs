@@ -165,7 +165,7 @@ fn ctrl_c_during_the_burst_removes_the_burst_file() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while leftovers(dir.path()).iter().all(|n| !n.contains("burst")) && std::time::Instant::now() < deadline {
+    while leftovers(dir.path()).iter().all(|n| !n.contains("-run-")) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let started = !leftovers(dir.path()).is_empty();
