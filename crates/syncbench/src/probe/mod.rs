@@ -262,3 +262,35 @@ fn describe_overlay(env: &mut Environment, mounts: &[mountinfo::Mount]) {
 pub fn verdicts(env: &Environment, results: &[crate::schema::CaseResult]) -> Vec<crate::verdict::Verdict> {
     rules::all(env, results)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_real_dir_with_an_empty_root_is_partly_unknown_never_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty_root = tempfile::tempdir().unwrap();
+        let env = collect_with_root(dir.path(), &sysfs::Root::at(empty_root.path()));
+        // The syscalls still work: the file system is known from its magic.
+        assert_ne!(env.fs_magic, 0);
+        assert_eq!(env.fs_type, fs_type::name_of_magic(env.fs_magic).unwrap_or("unknown"));
+        // Everything from /proc and /sys is unknown, and says so.
+        assert_eq!(env.kernel, "unknown");
+        assert!(env.mount_point.is_none() && env.devices.is_empty());
+        assert!(env.notes.iter().any(|n| n.contains("mountinfo")), "{:?}", env.notes);
+        assert!(!env.virtualization.virtual_machine);
+        // The statx file is gone.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn environment_json_without_the_new_fields_still_loads() {
+        let old = r#"{"kernel":"6.1","dir":"/d","fs_type":"ext4","fs_magic":61267,"mount_point":null,
+            "mount_source":null,"mount_options":[],"devices":[{"name":"sda","dev":"8:0","kind":"disk"}],
+            "loop_backing":null,"virtualization":{"virtual_machine":false}}"#;
+        let env: Environment = serde_json::from_str(old).unwrap();
+        assert_eq!(env.devices[0].holder, None);
+        assert!(env.notes.is_empty());
+    }
+}
