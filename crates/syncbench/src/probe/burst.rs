@@ -102,6 +102,7 @@ fn case_result(mut latencies_ns: Vec<u64>, elapsed_s: f64) -> CaseResult {
         duration_s: elapsed_s,
         outlier_fraction: if ops > 0 { outliers as f64 / ops as f64 } else { 0.0 },
         histogram_log2: histogram_log2(&latencies_ns),
+        ..CaseResult::default()
     }
 }
 
