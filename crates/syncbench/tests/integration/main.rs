@@ -1,1 +1,2 @@
 mod advise;
+mod run;
