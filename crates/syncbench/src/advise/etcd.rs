@@ -42,7 +42,7 @@ pub fn advise(f: &Facts<'_>) -> DatabaseAdvice {
             let mut caveats = Vec::new();
             if c.ops < 1000 {
                 caveats.push(format!(
-                    "Only {} syncs were timed: a p99 from fewer than 1000 samples is rough; run longer (--secs).",
+                    "Only {} syncs were timed: a p99 from fewer than 1000 samples is rough; measure without --quick.",
                     c.ops
                 ));
             }

@@ -12,6 +12,7 @@ mod render;
 mod rocksdb;
 mod sqlite;
 
+pub use etcd::{ETCD_P99_LIMIT_NS, ETCD_WRITE_BYTES};
 pub use facts::{Facts, Rate};
 pub use render::to_text;
 

@@ -2,7 +2,10 @@
 
 use crate::advise::{AdvisePayload, Database, Input, Target, Version};
 use crate::exit::{Outcome, usage};
+use crate::method::SyncMethod;
+use crate::runner::{RunBudget, Target as RunTarget, run_case};
 use crate::schema::{CaseResult, Envelope};
+use crate::suite::{Case, FileState, KIB, Section};
 use crate::verdict::Verdict;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,6 +92,58 @@ pub fn main(args: Args) -> Outcome {
 
 type Measured = (crate::probe::Environment, Vec<Verdict>, Vec<CaseResult>, String, String);
 
-fn measure(_args: &Args, _targets: &[Target]) -> anyhow::Result<Measured> {
-    Err(usage("measuring from advise needs the run engine; use --from RUN.json for now"))
+/// Measure the cases the rules read: one and two 8 KiB writes per commit for every method a database can
+/// be configured to use, a 4 KiB fdatasync (SQLite's WAL frame), overwrite vs append (RocksDB's recycling,
+/// PostgreSQL's zero-filled segments), and etcd's 2300-byte appends with a longer budget for a steady p99.
+fn measure(args: &Args, targets: &[Target]) -> anyhow::Result<Measured> {
+    let dir = crate::cmd::run::check_dir(&args.dir, true)?;
+    let environment = crate::probe::collect(&dir);
+    let prepared = crate::cmd::run::prepare(&dir, &environment.fs_type)?;
+    let case_secs = if args.quick { RunBudget::QUICK_CASE_SECS } else { RunBudget::DEFAULT_CASE_SECS };
+    let budget = RunBudget::per_case(case_secs);
+    let mut results: Vec<CaseResult> =
+        advise_cases().iter().map(|c| run_case(c, &budget, &RunTarget::Disk(&prepared))).collect();
+    if targets.iter().any(|t| t.database == Database::Etcd) {
+        let secs = if args.quick { 1.0 } else { 5.0 };
+        // A p99 needs many samples: no early stop on a tight mean.
+        let etcd_budget = RunBudget { min_secs: secs, min_samples: 1000, ..RunBudget::per_case(secs) };
+        results.push(run_case(&etcd_case(), &etcd_budget, &RunTarget::Disk(&prepared)));
+    }
+    drop(prepared);
+    let verdicts = crate::probe::verdicts(&environment, &results);
+    Ok((environment, verdicts, results, "measured".to_string(), dir.display().to_string()))
+}
+
+fn advise_cases() -> Vec<Case> {
+    use SyncMethod::*;
+    let mut cases = Vec::new();
+    for method in [Fdatasync, Fsync, OpenDatasync, OpenSync, FdatasyncDirect, OpenDatasyncDirect] {
+        cases.push(Case::one_write(method, 8 * KIB));
+        let two = Case::one_write(method, 8 * KIB);
+        cases.push(Case { section: Section::TwoWrites, writes_per_commit: 2, ..two });
+    }
+    cases.push(Case { section: Section::NoSync, ..Case::one_write(Write, 8 * KIB) });
+    let sweep = Case::one_write(Fdatasync, 4 * KIB);
+    cases.push(Case { section: Section::SizeSweep, label: "4 KiB fdatasync".into(), ..sweep });
+    for state in [FileState::Overwrite, FileState::Append] {
+        let c = Case::one_write(Fdatasync, 8 * KIB);
+        cases.push(Case {
+            section: Section::FileState,
+            label: format!("{} fdatasync", state.name()),
+            file_state: state,
+            ..c
+        });
+    }
+    cases
+}
+
+/// etcd's storage check: 2300-byte writes, each followed by fdatasync, into a preallocated segment.
+fn etcd_case() -> Case {
+    let c = Case::one_write(SyncMethod::Fdatasync, crate::advise::ETCD_WRITE_BYTES);
+    Case {
+        section: Section::FileState,
+        label: "etcd: 2300 B + fdatasync".into(),
+        file_state: FileState::Fallocate,
+        ..c
+    }
 }
