@@ -1,2 +1,3 @@
+mod advise;
 mod probe;
 mod run;
