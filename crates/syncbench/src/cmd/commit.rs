@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use syncbench_engine::RealStorage;
 use syncbench_engine::wal::{SyncMethod, Wal, WalConfig, WalError};
 
@@ -138,7 +138,7 @@ const RECORD_KIND: u8 = 1;
 pub fn main(args: Args) -> Outcome {
     let plan = plan(&args)?;
     check_dir(&plan.dir)?;
-    let started_at = rfc3339_utc(SystemTime::now());
+    let started_at = crate::schema::now_rfc3339();
     let root = Created::register(plan.dir.join(unique_name("commit")));
     std::fs::create_dir(root.path())
         .map_err(|e| usage(format!("cannot create a directory in {}: {e}", plan.dir.display())))?;
@@ -494,23 +494,6 @@ fn to_table(results: &CommitResults) -> String {
     )
 }
 
-/// `SystemTime` as RFC 3339 in UTC with seconds, e.g. `2026-11-21T23:58:43Z`.
-fn rfc3339_utc(t: SystemTime) -> String {
-    let secs = t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,14 +545,6 @@ mod tests {
             assert!(err.downcast_ref::<crate::exit::UsageError>().is_some(), "{line:?}");
             assert!(err.to_string().contains(needle), "{line:?}: {err}");
         }
-    }
-
-    #[test]
-    fn rfc3339_matches_known_dates() {
-        let at = |s: u64| rfc3339_utc(SystemTime::UNIX_EPOCH + Duration::from_secs(s));
-        assert_eq!(at(0), "1970-01-01T00:00:00Z");
-        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(at(1_795_305_523), "2026-11-21T23:58:43Z");
     }
 
     #[test]
