@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Summarize bench/commit.sh output (JSON from syncbench, text from pgbench) as Markdown tables."""
+import json
+import sys
+from pathlib import Path
+
+out = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/out")
+run = json.loads((out / "commit_run_fdatasync_512.json").read_text())
+one = json.loads((out / "commit_1client_512.json").read_text())["commit"]["points"][0]
+pts = json.loads((out / "commit_fdatasync.json").read_text())["commit"]["points"]
+pg = {}
+for line in (out / "commit_pgbench.txt").read_text().splitlines()[1:]:
+    c, tps, lat = (line.split() + ["", "", ""])[:3]
+    pg[int(c)] = (float(tps or 0), lat)
+
+case = next(r for r in run["results"] if r["method"] == "fdatasync")
+limit = case["ops_per_s"]
+print(f"One client: run fdatasync 512 B = {limit:.0f}/s (p50 {case['latency_ns']['p50']/1000:.0f} µs); "
+      f"commit 1 client 512 B records = {one['commits_per_s']:.0f}/s "
+      f"(p50 {one['latency_ns']['p50']/1000:.0f} µs) -> ratio {one['commits_per_s']/limit:.2f}\n")
+naive = {p["clients"]: p for p in pts if not p["group_commit"]}
+group = {p["clients"]: p for p in pts if p["group_commit"]}
+one_client = group[min(group)]["commits_per_s"]
+print("| clients | group commits/s | × 1 client | commits/sync | p50 µs | p99 µs | p99.9 µs "
+      "| naive commits/s | group ÷ naive | PostgreSQL tps | ours ÷ PG |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for c in sorted(group):
+    g, n = group[c], naive.get(c)
+    l = g["latency_ns"]
+    pg_tps = pg.get(c, (0, ""))[0]
+    print(f"| {c} | {g['commits_per_s']:.0f} | {g['commits_per_s']/one_client:.1f} | {g['commits_per_sync']:.2f} "
+          f"| {l['p50']/1000:.0f} | {l['p99']/1000:.0f} | {l['p999']/1000:.0f} "
+          f"| {n['commits_per_s']:.0f} | {g['commits_per_s']/n['commits_per_s']:.1f} "
+          f"| {pg_tps:.0f} | {g['commits_per_s']/pg_tps if pg_tps else float('nan'):.1f} |")
