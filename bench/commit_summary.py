@@ -1,23 +1,32 @@
 #!/usr/bin/env python3
 """Summarize bench/commit.sh output (JSON from syncbench, text from pgbench) as Markdown tables."""
 import json
+import statistics
 import sys
 from pathlib import Path
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else "bench/out")
-run = json.loads((out / "commit_run_fdatasync_512.json").read_text())
-one = json.loads((out / "commit_1client_512.json").read_text())["commit"]["points"][0]
+
+def load(pattern):
+    return [json.loads(p.read_text()) for p in sorted(out.glob(pattern))]
+
+
+runs = [next(r for r in doc["results"] if r["method"] == "fdatasync") for doc in load("commit_run_[0-9]*.json")]
+ones = [doc["commit"]["points"][0] for doc in load("commit_1client_[0-9]*.json")]
 pts = json.loads((out / "commit_fdatasync.json").read_text())["commit"]["points"]
 pg = {}
 for line in (out / "commit_pgbench.txt").read_text().splitlines()[1:]:
     c, tps, lat = (line.split() + ["", "", ""])[:3]
     pg[int(c)] = (float(tps or 0), lat)
 
-case = next(r for r in run["results"] if r["method"] == "fdatasync")
-limit = case["ops_per_s"]
-print(f"One client: run fdatasync 512 B = {limit:.0f}/s (p50 {case['latency_ns']['p50']/1000:.0f} µs); "
-      f"commit 1 client 512 B records = {one['commits_per_s']:.0f}/s "
-      f"(p50 {one['latency_ns']['p50']/1000:.0f} µs) -> ratio {one['commits_per_s']/limit:.2f}\n")
+print("| round | run fdatasync 512 B ops/s | p50 µs | commit 1 client 512 B commits/s | p50 µs | ratio |")
+print("|---:|---:|---:|---:|---:|---:|")
+ratios = []
+for i, (r, o) in enumerate(zip(runs, ones), 1):
+    ratios.append(o["commits_per_s"] / r["ops_per_s"])
+    print(f"| {i} | {r['ops_per_s']:.0f} | {r['latency_ns']['p50']/1000:.0f} | {o['commits_per_s']:.0f} "
+          f"| {o['latency_ns']['p50']/1000:.0f} | {ratios[-1]:.2f} |")
+print(f"\nmedian ratio {statistics.median(ratios):.2f}\n")
 naive = {p["clients"]: p for p in pts if not p["group_commit"]}
 group = {p["clients"]: p for p in pts if p["group_commit"]}
 one_client = group[min(group)]["commits_per_s"]

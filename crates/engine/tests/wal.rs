@@ -214,8 +214,12 @@ fn truncate_recycles_old_segments_and_recovery_ignores_their_stale_bytes() {
 
 /// N threads × M commits: every acknowledged record is there after reopen, each thread's in order.
 fn many_threads(method: SyncMethod, group_commit: bool) {
+    many_threads_with(WalConfig { group_commit, ..small(method) });
+}
+
+fn many_threads_with(cfg: WalConfig) {
+    let (method, group_commit) = (cfg.sync_method, cfg.group_commit);
     let dir = tempfile::tempdir().unwrap();
-    let cfg = WalConfig { group_commit, ..small(method) };
     let (threads, commits) = (8u32, 40u32);
     let (wal, _) = match syncbench_engine::wal::Wal::open(syncbench_engine::RealStorage, dir.path(), cfg.clone()) {
         Ok(w) => w,
@@ -299,6 +303,16 @@ fn many_threads_io_uring() {
 }
 
 #[test]
+fn many_threads_small_groups_and_a_commit_delay() {
+    many_threads_with(WalConfig {
+        max_group_bytes: 700,
+        commit_delay: Duration::from_micros(200),
+        commit_siblings: 2,
+        ..small(SyncMethod::Fdatasync)
+    });
+}
+
+#[test]
 fn many_threads_none() {
     many_threads(SyncMethod::None, true);
 }
@@ -326,4 +340,44 @@ fn commit_delay_lets_a_leader_gather_a_group() {
     let stats = wal.stats();
     assert_eq!(stats.commits, 30);
     assert!(stats.flushes < stats.commits, "a 30 ms delay with 6 clients must group commits: {stats:?}");
+}
+
+#[test]
+fn groups_are_capped_in_bytes_but_a_commit_still_covers_everything_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WalConfig { max_group_bytes: 1024, ..small(SyncMethod::Fdatasync) };
+    let (wal, _) = open(dir.path(), cfg.clone());
+    let ends: Vec<u64> = (0..20).map(|i| wal.append(1, &payload(0, i, 300)).unwrap()).collect();
+    wal.commit(*ends.last().unwrap()).unwrap();
+    // 344 bytes per record: at most two records per 1 KiB group, so at least ten flushes.
+    assert!(wal.stats().flushes >= 10, "{:?}", wal.stats());
+    assert_eq!(wal.flushed_lsn(), *ends.last().unwrap());
+    drop(wal);
+    assert_eq!(open(dir.path(), cfg).1.len(), 20);
+}
+
+#[test]
+fn direct_io_log_reopens_mid_block_and_keeps_every_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small(SyncMethod::OpenDatasyncDirect);
+    let mut expected = Vec::new();
+    for round in 0..3u32 {
+        let (wal, recovered) =
+            match syncbench_engine::wal::Wal::open(syncbench_engine::RealStorage, dir.path(), cfg.clone()) {
+                Ok(w) => w,
+                Err(e) => {
+                    eprintln!("skipping: O_DIRECT is not available here: {e}");
+                    return;
+                }
+            };
+        assert_eq!(recovered.iter().map(|r| r.payload.clone()).collect::<Vec<_>>(), expected);
+        // Odd sizes so every reopen lands in the middle of a 4 KiB block.
+        for i in 0..7u32 {
+            let p = payload(round, i, 333 + i as usize * 101);
+            let lsn = wal.append(1, &p).unwrap();
+            wal.commit(lsn).unwrap();
+            expected.push(p);
+        }
+        assert_ne!(wal.appended_lsn() % 4096, 0);
+    }
 }

@@ -106,6 +106,8 @@ struct State {
     flushed_lsn: Lsn,
     /// A leader is writing.
     flush_in_progress: bool,
+    /// Batches taken so far: the in-flight batch (if any) is number `batches_taken`.
+    batches_taken: u64,
     /// The first failure; the log is dead.
     poisoned: Option<(&'static str, String)>,
     /// Commits currently inside `commit` (for `commit_siblings`).
@@ -124,7 +126,10 @@ struct Batch {
 /// The write-ahead log. See the module documentation.
 pub struct Wal<S: Storage> {
     state: Mutex<State>,
-    flush_done: Condvar,
+    /// Wake-ups by batch parity: waiters whose record is in batch `g` sleep on `wakeups[g % 2]`, so a
+    /// finished flush wakes only the commits it covered (plus one waiter to lead the next batch),
+    /// instead of every waiter: on a small machine those wake-ups are what limits group commit.
+    wakeups: [Condvar; 2],
     segments: Mutex<Segments<S>>,
     config: WalConfig,
     segment_bytes: u64,
@@ -165,10 +170,11 @@ impl<S: Storage> Wal<S> {
                 written_lsn: scan.end_lsn,
                 flushed_lsn: scan.end_lsn,
                 flush_in_progress: false,
+                batches_taken: 0,
                 poisoned: None,
                 active_commits: 0,
             }),
-            flush_done: Condvar::new(),
+            wakeups: [Condvar::new(), Condvar::new()],
             segments: Mutex::new(segments),
             segment_bytes,
             log_id: scan.log_id.unwrap_or_else(new_log_id),
@@ -322,7 +328,7 @@ impl<S: Storage> Wal<S> {
                 return Ok(());
             }
             if st.flush_in_progress {
-                self.flush_done.wait(st);
+                self.wait_for_batch(st, target);
                 continue;
             }
             st.flush_in_progress = true;
@@ -342,7 +348,7 @@ impl<S: Storage> Wal<S> {
             if !st.flush_in_progress {
                 break;
             }
-            self.flush_done.wait(st);
+            self.wait_for_batch(st, target);
         }
         st.flush_in_progress = true;
         // Sync the segment of our record even when another commit already wrote it.
@@ -360,15 +366,36 @@ impl<S: Storage> Wal<S> {
     /// lock, then publish the result (or the poison) and wake everyone.
     fn lead_one_flush(&self, st: &mut MutexGuard<'_, State>, limit: Lsn, cap: usize, also_sync: Option<u64>) {
         let batch = self.take_batch(st, limit, cap);
+        st.batches_taken += 1;
         let result = MutexGuard::unlocked(st, || self.write_batch(&batch, also_sync));
         st.flush_in_progress = false;
+        let this = self.parity(st.batches_taken);
         match result {
-            Ok(()) => st.flushed_lsn = st.flushed_lsn.max(batch.end_lsn),
+            Ok(()) => {
+                st.flushed_lsn = st.flushed_lsn.max(batch.end_lsn);
+                // The next leader first, so the disk gets its next batch before the followers run.
+                self.wakeups[1 - this].notify_one();
+                self.wakeups[this].notify_all(); // every commit in this batch is done
+            }
             Err(failure) => {
                 st.poisoned.get_or_insert((failure.what, failure.error.to_string()));
+                for wakeup in &self.wakeups {
+                    wakeup.notify_all();
+                }
             }
         }
-        self.flush_done.notify_all();
+    }
+
+    fn parity(&self, batch: u64) -> usize {
+        (batch % 2) as usize
+    }
+
+    /// Sleep until the batch holding `target` finishes: the one in flight if it took our record,
+    /// else the next one (whose leader is woken when the one in flight finishes).
+    fn wait_for_batch(&self, st: &mut MutexGuard<'_, State>, target: Lsn) {
+        let in_flight = st.batches_taken;
+        let batch = if target <= st.written_lsn { in_flight } else { in_flight + 1 };
+        self.wakeups[self.parity(batch)].wait(st);
     }
 
     /// Seal the records from `written_lsn` up to `limit` (whole records, at most `cap` bytes unless one
