@@ -89,3 +89,27 @@ fn commit_bad_input_is_one_line_and_exit_2_leaving_nothing() {
     }
     assert!(leftovers(dir.path()).is_empty());
 }
+
+#[test]
+fn commit_ctrl_c_removes_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("syncbench");
+    let child = std::process::Command::new(bin)
+        .args(["commit", dir.path().to_str().unwrap(), "--clients", "4", "--secs", "30"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the log directory exists, i.e. the measurement is running.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while leftovers(dir.path()).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!leftovers(dir.path()).is_empty(), "syncbench commit never created its directory");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let sent = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(leftovers(dir.path()).is_empty(), "left behind: {:?}", leftovers(dir.path()));
+}
