@@ -308,6 +308,7 @@ fn many_threads_small_groups_and_a_commit_delay() {
         max_group_bytes: 700,
         commit_delay: Duration::from_micros(200),
         commit_siblings: 2,
+        leader_extra_batches: 3,
         ..small(SyncMethod::Fdatasync)
     });
 }

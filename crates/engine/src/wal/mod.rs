@@ -335,8 +335,17 @@ impl<S: Storage> Wal<S> {
             if may_delay && self.should_delay(st) {
                 MutexGuard::unlocked(st, || std::thread::sleep(self.config.commit_delay));
             }
-            let limit = st.appended_lsn;
-            self.lead_one_flush(st, limit, self.config.max_group_bytes, None);
+            let mut extra_batches = self.config.leader_extra_batches;
+            loop {
+                let limit = st.appended_lsn;
+                // Keep the lead (no hand-off to a sleeping thread) only once our own record is durable.
+                let keep = (extra_batches > 0).then_some(target);
+                let keep_lead = self.lead_one_flush(st, limit, self.config.max_group_bytes, None, keep);
+                if !keep_lead {
+                    break;
+                }
+                extra_batches -= 1;
+            }
         }
     }
 
@@ -353,7 +362,7 @@ impl<S: Storage> Wal<S> {
         st.flush_in_progress = true;
         // Sync the segment of our record even when another commit already wrote it.
         let own_segment = target.saturating_sub(1) / self.segment_bytes;
-        self.lead_one_flush(st, target, usize::MAX, Some(own_segment));
+        self.lead_one_flush(st, target, usize::MAX, Some(own_segment), None);
         check_poison(st)
     }
 
@@ -363,25 +372,42 @@ impl<S: Storage> Wal<S> {
     }
 
     /// As leader (`flush_in_progress` set by the caller): take a batch, write and sync it without the
-    /// lock, then publish the result (or the poison) and wake everyone.
-    fn lead_one_flush(&self, st: &mut MutexGuard<'_, State>, limit: Lsn, cap: usize, also_sync: Option<u64>) {
+    /// lock, then publish the result (or the poison) and wake the commits it covered. Returns true if
+    /// the caller keeps the lead for another batch: allowed by `keep_lead_past` (the caller's own
+    /// target, which this batch must have made durable) and records are waiting. Otherwise the lead
+    /// passes to one waiter.
+    fn lead_one_flush(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        limit: Lsn,
+        cap: usize,
+        also_sync: Option<u64>,
+        keep_lead_past: Option<Lsn>,
+    ) -> bool {
         let batch = self.take_batch(st, limit, cap);
         st.batches_taken += 1;
         let result = MutexGuard::unlocked(st, || self.write_batch(&batch, also_sync));
-        st.flush_in_progress = false;
         let this = self.parity(st.batches_taken);
         match result {
             Ok(()) => {
                 st.flushed_lsn = st.flushed_lsn.max(batch.end_lsn);
-                // The next leader first, so the disk gets its next batch before the followers run.
-                self.wakeups[1 - this].notify_one();
+                let keep_lead =
+                    keep_lead_past.is_some_and(|own| st.flushed_lsn >= own) && st.appended_lsn > st.written_lsn;
+                if !keep_lead {
+                    st.flush_in_progress = false;
+                    // The next leader first, so the disk gets its next batch before the followers run.
+                    self.wakeups[1 - this].notify_one();
+                }
                 self.wakeups[this].notify_all(); // every commit in this batch is done
+                keep_lead
             }
             Err(failure) => {
+                st.flush_in_progress = false;
                 st.poisoned.get_or_insert((failure.what, failure.error.to_string()));
                 for wakeup in &self.wakeups {
                     wakeup.notify_all();
                 }
+                false
             }
         }
     }

@@ -41,6 +41,10 @@ pub struct Args {
     /// The leader waits only if at least this many other commits are in progress (commit_siblings).
     #[arg(long, default_value_t = 5)]
     pub commit_siblings: u32,
+    /// After its own commit is durable, a group leader flushes up to this many more batches itself
+    /// instead of waking another thread to lead (0 = PostgreSQL's behaviour).
+    #[arg(long, default_value_t = 0)]
+    pub leader_extra_batches: u32,
     /// Seconds to time each point (after a short warm-up). Default 3, or 1 with --quick.
     #[arg(long)]
     pub secs: Option<f64>,
@@ -79,6 +83,8 @@ pub struct CommitResults {
     pub durable: bool,
     /// Payload bytes per record.
     pub record_size_bytes: u64,
+    /// Batches a leader may flush beyond its own (`--leader-extra-batches`).
+    pub leader_extra_batches: u32,
     /// Bytes per record in the log (header and padding included).
     pub record_log_bytes: u64,
     /// One entry per (commit delay, client count, group commit on/off).
@@ -115,6 +121,7 @@ struct Plan {
     method: SyncMethod,
     record_size: usize,
     commit_siblings: u32,
+    leader_extra_batches: u32,
     secs: f64,
     points: Vec<PointSpec>,
 }
@@ -156,6 +163,7 @@ pub fn main(args: Args) -> Outcome {
             method: plan.method.name().to_string(),
             durable: plan.method.durable(),
             record_size_bytes: plan.record_size as u64,
+            leader_extra_batches: plan.leader_extra_batches,
             record_log_bytes: syncbench_engine::wal::record::encoded_len(plan.record_size) as u64,
             points,
         },
@@ -204,6 +212,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         method,
         record_size: args.record_size,
         commit_siblings: args.commit_siblings,
+        leader_extra_batches: args.leader_extra_batches,
         secs,
         points,
     })
@@ -242,6 +251,7 @@ fn wal_config(plan: &Plan, spec: &PointSpec) -> WalConfig {
         group_commit: spec.group_commit,
         commit_delay: Duration::from_micros(spec.commit_delay_us),
         commit_siblings: plan.commit_siblings,
+        leader_extra_batches: plan.leader_extra_batches,
         ..WalConfig::default()
     }
 }
@@ -564,6 +574,7 @@ mod tests {
             method: "fdatasync".into(),
             durable: true,
             record_size_bytes: 256,
+            leader_extra_batches: 0,
             record_log_bytes: 296,
             points: vec![p],
         })
