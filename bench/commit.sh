@@ -28,6 +28,12 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 echo "== 2. syncbench commit: group commit vs naive log"
 $PRIO "$BIN" commit "$DIR" --clients "$CLIENTS" --with-baseline --secs "$SECS" --json "$OUT/commit_fdatasync.json"
+echo "== 2b. syncbench commit: commit_delay at 16 clients (commit_siblings 5)"
+$PRIO "$BIN" commit "$DIR" --clients 16 --commit-delay-us 0,20,50,100,200 --secs "$SECS" --json "$OUT/commit_delay.json"
+echo "== 2c. syncbench commit: every method at 1 and 16 clients"
+for m in fsync fdatasync open_datasync open_datasync+direct pwritev2_dsync io_uring_fdatasync none; do
+    $PRIO "$BIN" commit "$DIR" --clients 1,16 --method "$m" --secs "$SECS" --json "$OUT/commit_method_$m.json"
+done
 echo "== 3. PostgreSQL pgbench"
 $PRIO bash bench/commit_pgbench.sh "$DIR" "$SECS" "$CLIENTS" | tee "$OUT/commit_pgbench.txt"
 python3 bench/commit_summary.py "$OUT"

@@ -41,3 +41,20 @@ for c in sorted(group):
           f"| {l['p50']/1000:.0f} | {l['p99']/1000:.0f} | {l['p999']/1000:.0f} "
           f"| {n['commits_per_s']:.0f} | {g['commits_per_s']/n['commits_per_s']:.1f} "
           f"| {pg_tps:.0f} | {g['commits_per_s']/pg_tps if pg_tps else float('nan'):.1f} |")
+
+print("\ncommit_delay at 16 clients:\n")
+print("| commit_delay µs | commits/s | commits/sync | p50 µs | p99 µs |")
+print("|---:|---:|---:|---:|---:|")
+for p in json.loads((out / "commit_delay.json").read_text())["commit"]["points"]:
+    l = p["latency_ns"]
+    print(f"| {p['commit_delay_us']} | {p['commits_per_s']:.0f} | {p['commits_per_sync']:.2f} "
+          f"| {l['p50']/1000:.0f} | {l['p99']/1000:.0f} |")
+print("\nMethods (group commit):\n")
+print("| method | 1 client commits/s | p50 µs | 16 clients commits/s | commits/sync | p50 µs | p99 µs |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for path in sorted(out.glob("commit_method_*.json")):
+    doc = json.loads(path.read_text())["commit"]
+    a, b = doc["points"]
+    print(f"| {doc['method']} | {a['commits_per_s']:.0f} | {a['latency_ns']['p50']/1000:.0f} "
+          f"| {b['commits_per_s']:.0f} | {b['commits_per_sync']:.2f} | {b['latency_ns']['p50']/1000:.0f} "
+          f"| {b['latency_ns']['p99']/1000:.0f} |")
