@@ -1,3 +1,4 @@
 mod advise;
+mod commit;
 mod probe;
 mod run;
