@@ -1,1 +1,5 @@
+mod advise;
+mod commit;
+mod probe;
 mod report;
+mod run;
