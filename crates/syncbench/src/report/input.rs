@@ -104,6 +104,8 @@ pub struct PagesPayload {
 pub struct PagesRow {
     /// `none`, `fpw`, `dw` or `atomic`.
     pub mode: String,
+    /// Whether the mode could run here (`None` when the file does not say).
+    pub supported: Option<bool>,
     /// Buffer pool size.
     pub buffer_pool_bytes: u64,
     /// Transactions per second (`None` when the mode did not run).
