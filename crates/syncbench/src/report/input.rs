@@ -44,6 +44,8 @@ pub struct RunFile {
 pub struct CommitPayload {
     /// The sync method of the log.
     pub method: String,
+    /// Whether a commit is durable when acknowledged (`method` `none` is not; `None` when the file does not say).
+    pub durable: Option<bool>,
     /// Bytes per log record.
     pub record_size_bytes: u64,
     /// One point per (clients, commit_delay_us, group_commit).
