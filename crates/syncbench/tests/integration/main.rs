@@ -1,4 +1,5 @@
 mod advise;
 mod commit;
 mod probe;
+mod report;
 mod run;
