@@ -8,4 +8,6 @@ pub mod exit;
 pub mod output;
 pub mod probe;
 pub mod schema;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod trace;
 pub mod verdict;
