@@ -92,26 +92,47 @@ pub fn build_filter(rules: &[TraceRule]) -> Vec<libc::sock_filter> {
     prog
 }
 
-/// Spawn `cmd` traced by this thread, with the seccomp `filter` installed just before `exec`.
+/// Spawn `argv` traced by this thread, with the seccomp `filter` installed just before `exec`.
 ///
-/// The child stops with `SIGTRAP` right after a successful `exec`; call [`wait_exec_stop`] next. An `exec`
-/// failure (program not found) is returned here as an error, like `Command::spawn`.
-pub fn spawn_traced(cmd: &mut Command, filter: Vec<libc::sock_filter>) -> io::Result<Pid> {
+/// The child stops with `SIGTRAP` right after a successful `exec`; call [`wait_exec_stop`] next, which
+/// also reports a failed `exec` (program not found, not executable) as that error.
+///
+/// Why the child calls `execvp` itself instead of letting `Command` do it: once the filter is installed,
+/// a filtered call made before the tracer has set its options fails with `ENOSYS`. `Command` reports an
+/// exec failure by writing to a pipe, and aborts when that write fails, which under ptrace becomes a
+/// stop nobody resumes. Here the child leaves with `_exit(errno)` instead, and makes no other call.
+pub fn spawn_traced(argv: &[std::ffi::OsString], filter: Vec<libc::sock_filter>) -> io::Result<Pid> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let to_c = |s: &std::ffi::OsString| {
+        CString::new(s.as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "argument contains NUL"))
+    };
+    let c_args = argv.iter().map(to_c).collect::<io::Result<Vec<CString>>>()?;
+    let Some(program) = c_args.first() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
+    };
+    let mut c_argv: Vec<*const libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
+    c_argv.push(std::ptr::null());
     let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut libc::sock_filter };
-    let prog_addr = &prog as *const libc::sock_fprog as usize;
+    // Raw addresses so the closure is Send; all of them outlive `spawn`, which returns only after the
+    // child has exec'd or exited.
+    let (prog_addr, program_addr, argv_addr) =
+        (&prog as *const libc::sock_fprog as usize, program.as_ptr() as usize, c_argv.as_ptr() as usize);
+    let mut cmd = Command::new(&argv[0]);
     // SAFETY: the closure runs in the forked child before exec and makes only async-signal-safe system
-    // calls (ptrace, prctl, seccomp). `prog` and `filter` outlive `spawn`, which returns only after the
-    // child has exec'd or failed.
+    // calls (ptrace, prctl, seccomp, execvp, _exit); the pointers are valid as explained above.
     unsafe {
         cmd.pre_exec(move || {
             if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 {
                 return Err(io::Error::last_os_error());
             }
-            install_filter(prog_addr as *const libc::sock_fprog)
+            install_filter(prog_addr as *const libc::sock_fprog)?;
+            libc::execvp(program_addr as *const libc::c_char, argv_addr as *const *const libc::c_char);
+            libc::_exit(*libc::__errno_location() & 0xff);
         });
     }
     let child = cmd.spawn()?;
-    drop(filter);
+    drop((filter, c_argv, c_args));
     Ok(child.id() as Pid)
 }
 
@@ -153,6 +174,8 @@ pub const TRACE_OPTIONS: libc::c_int = libc::PTRACE_O_TRACESECCOMP
 pub fn wait_exec_stop(pid: Pid) -> io::Result<()> {
     match wait_one(pid)? {
         (_, Stop::Signal(libc::SIGTRAP)) => set_options(pid, TRACE_OPTIONS),
+        // The child's exit status carries execvp's errno (see `spawn_traced`).
+        (_, Stop::Exited(errno)) => Err(io::Error::from_raw_os_error(errno)),
         (_, other) => Err(io::Error::other(format!("traced child did not stop after exec: {other:?}"))),
     }
 }
@@ -377,10 +400,18 @@ mod tests {
     }
 
     #[test]
+    fn exec_failure_is_reported_with_its_errno() {
+        let filter = build_filter(&[TraceRule { nr: libc::SYS_write, when: StopWhen::Always }]);
+        let pid = spawn_traced(&["/nonexistent/syncbench-test-program".into()], filter).unwrap();
+        let err = wait_exec_stop(pid).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+    }
+
+    #[test]
     fn traced_child_stops_on_filtered_call_only() {
         // `true` makes no fsync: it must run to completion with no seccomp stop.
         let filter = build_filter(&[TraceRule { nr: libc::SYS_fsync, when: StopWhen::Always }]);
-        let pid = match spawn_traced(&mut Command::new("true"), filter) {
+        let pid = match spawn_traced(&["true".into()], filter) {
             Ok(pid) => pid,
             Err(e) => {
                 eprintln!("skipping: cannot spawn a traced child here: {e}");

@@ -168,7 +168,9 @@ impl Recorder {
     pub fn call(&mut self, call: SyncCall, target: &str, ns: Option<u64>, failed: bool, written: u64) {
         let bytes = match call {
             _ if call.is_durable_write() => Some(written),
-            SyncCall::Fsync | SyncCall::Fdatasync | SyncCall::SyncFileRange | SyncCall::Msync if self.writes_seen => {
+            // sync_file_range makes nothing durable: the bytes stay pending for the next real sync.
+            SyncCall::SyncFileRange if self.writes_seen => Some(self.pending_bytes.get(target).copied().unwrap_or(0)),
+            SyncCall::Fsync | SyncCall::Fdatasync | SyncCall::Msync if self.writes_seen => {
                 Some(self.pending_bytes.remove(target).unwrap_or(0))
             }
             // syncfs and sync flush many files: the per-file counters are reset, no sample is taken.
@@ -227,6 +229,17 @@ mod tests {
             a.histogram_log2(),
             vec![Log2Bucket { lower_ns: 512, count: 1 }, Log2Bucket { lower_ns: 2048, count: 1 }]
         );
+    }
+
+    #[test]
+    fn sync_file_range_keeps_bytes_pending_for_the_next_sync() {
+        let mut r = Recorder::new(true);
+        r.wrote("/b", 100);
+        r.call(SyncCall::SyncFileRange, "/b", Some(10), false, 0);
+        r.wrote("/b", 50);
+        r.call(SyncCall::Fsync, "/b", Some(10), false, 0);
+        assert_eq!(r.by_file[&("/b".to_string(), SyncCall::SyncFileRange)].bytes_summary().total, 100);
+        assert_eq!(r.by_file[&("/b".to_string(), SyncCall::Fsync)].bytes_summary().total, 150);
     }
 
     #[test]

@@ -71,11 +71,9 @@ struct Tracer {
 /// Run `argv` under the tracer until it and all its descendants have exited. `on_spawn` gets the
 /// command's pid (to pass Ctrl-C on).
 pub fn trace_command(argv: &[OsString], options: TraceOptions, on_spawn: impl FnOnce(Pid)) -> io::Result<Traced> {
-    let mut cmd = std::process::Command::new(&argv[0]);
-    cmd.args(&argv[1..]);
     let filter = ptrace::build_filter(&filter::rules(options.track_writes));
     let started = Instant::now();
-    let root = ptrace::spawn_traced(&mut cmd, filter)?;
+    let root = ptrace::spawn_traced(argv, filter)?;
     on_spawn(root);
     ptrace::wait_exec_stop(root)?;
     let mut tracer = Tracer {
