@@ -53,7 +53,7 @@ mod imp {
     use crate::schema::Envelope;
     use crate::trace::baseline;
     use crate::trace::report::{self, TracePayload};
-    use crate::trace::tracer::{self, Ending, TraceOptions};
+    use crate::trace::tracer::{self, Ending, LiveProcesses, TraceOptions};
     use std::process::ExitCode;
     use std::sync::{Arc, Condvar, Mutex};
     use std::time::Duration;
@@ -74,8 +74,9 @@ mod imp {
         }
         let options = TraceOptions { no_sync: args.no_sync, track_writes: !args.syncs_only };
         let done: Done = Arc::new((Mutex::new(false), Condvar::new()));
-        let traced = tracer::trace_command(&args.command, options, |pid| pass_on_interrupt(pid, done.clone()))
-            .map_err(|e| spawn_error(&args.command, e))?;
+        let live = LiveProcesses::default();
+        pass_on_interrupt(live.clone(), done.clone());
+        let traced = tracer::trace_command(&args.command, options, live).map_err(|e| spawn_error(&args.command, e))?;
         let command = args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         let mut report = report::build(command, &traced, args.no_sync, options.track_writes);
         if let (Some(path), Some(case)) = (&args.baseline, &baseline_case) {
@@ -122,10 +123,15 @@ mod imp {
         }
     }
 
-    /// On Ctrl-C or SIGTERM, pass SIGINT on to the command and wait (up to 10 s) for the report.
-    fn pass_on_interrupt(pid: syncbench_sys::ptrace::Pid, done: Done) {
+    /// On Ctrl-C or SIGTERM, pass SIGINT on to every traced process (a terminal's Ctrl-C reaches them
+    /// anyway; a `kill` of syncbench alone would not) and wait up to 10 s for the report. After that
+    /// syncbench exits and the kernel kills whatever is still traced (PTRACE_O_EXITKILL).
+    fn pass_on_interrupt(live: LiveProcesses, done: Done) {
         crate::cleanup::on_signal(move || {
-            let _ = syncbench_sys::ptrace::send_signal(pid, libc::SIGINT);
+            let pids: Vec<_> = live.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect();
+            for pid in pids {
+                let _ = syncbench_sys::ptrace::send_signal(pid, libc::SIGINT);
+            }
             let (lock, cvar) = &*done;
             let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
             let _ = cvar.wait_timeout_while(guard, Duration::from_secs(10), |printed| !*printed);

@@ -44,6 +44,9 @@ pub struct Traced {
     pub tasks_seen: u64,
 }
 
+/// The processes being traced right now, shared with a signal handler that passes Ctrl-C on to them.
+pub type LiveProcesses = std::sync::Arc<std::sync::Mutex<std::collections::HashSet<Pid>>>;
+
 /// A call the tracer is waiting to see return.
 #[derive(Debug)]
 enum Pending {
@@ -65,16 +68,16 @@ struct Tracer {
     fds: FdTable,
     tasks: HashMap<Pid, Task>,
     processes: std::collections::HashSet<Pid>,
+    live: LiveProcesses,
     tasks_seen: u64,
 }
 
-/// Run `argv` under the tracer until it and all its descendants have exited. `on_spawn` gets the
-/// command's pid (to pass Ctrl-C on).
-pub fn trace_command(argv: &[OsString], options: TraceOptions, on_spawn: impl FnOnce(Pid)) -> io::Result<Traced> {
+/// Run `argv` under the tracer until it and all its descendants have exited. `live` is kept up to date
+/// with the traced processes.
+pub fn trace_command(argv: &[OsString], options: TraceOptions, live: LiveProcesses) -> io::Result<Traced> {
     let filter = ptrace::build_filter(&filter::rules(options.track_writes));
     let started = Instant::now();
     let root = ptrace::spawn_traced(argv, filter)?;
-    on_spawn(root);
     ptrace::wait_exec_stop(root)?;
     let mut tracer = Tracer {
         options,
@@ -82,6 +85,7 @@ pub fn trace_command(argv: &[OsString], options: TraceOptions, on_spawn: impl Fn
         fds: FdTable::default(),
         tasks: HashMap::new(),
         processes: Default::default(),
+        live,
         tasks_seen: 0,
     };
     tracer.task(root);
@@ -119,6 +123,7 @@ impl Tracer {
         let tgid = fds::read_tgid(tid).unwrap_or(tid);
         self.task(tid).tgid = Some(tgid);
         self.processes.insert(tgid);
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).insert(tgid);
         tgid
     }
 
@@ -159,6 +164,7 @@ impl Tracer {
             && task.tgid == Some(tid)
         {
             self.fds.forget_process(tid);
+            self.live.lock().unwrap_or_else(|p| p.into_inner()).remove(&tid);
         }
         ending
     }
