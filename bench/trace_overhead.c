@@ -1,7 +1,9 @@
 /* Workloads for bench/trace_overhead.sh: prints the mean time per iteration in ns.
  *   sync  DIR N   : N x (8 KiB pwrite + fdatasync) on one file (the traced calls)
  *   write DIR N   : N x 8 KiB pwrite, no sync (writes are traced unless --syncs-only)
- *   other DIR N   : N x (getppid + 8 KiB read from the page cache): calls the filter never stops */
+ *   other DIR N   : N x (getppid + 8 KiB read from the page cache): calls the filter never stops
+ *   sfr   DIR N   : N x sync_file_range(WRITE) of a clean range: a traced call that does no I/O, so the
+ *                   difference traced - untraced is the tracer's own cost per timed call (two stops) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,7 +15,7 @@
 static void die(const char *what) { perror(what); exit(1); }
 
 int main(int argc, char **argv) {
-    if (argc != 4) { fprintf(stderr, "usage: %s sync|write|other DIR N\n", argv[0]); return 2; }
+    if (argc != 4) { fprintf(stderr, "usage: %s sync|write|other|sfr DIR N\n", argv[0]); return 2; }
     const char *mode = argv[1];
     long n = atol(argv[3]);
     char path[4096], buf[8192];
@@ -33,6 +35,8 @@ int main(int argc, char **argv) {
             if (fdatasync(fd)) die("fdatasync");
         } else if (strcmp(mode, "write") == 0) {
             if (pwrite(fd, buf, 8192, off) != 8192) die("pwrite");
+        } else if (strcmp(mode, "sfr") == 0) {
+            if (sync_file_range(fd, off, 8192, SYNC_FILE_RANGE_WRITE)) die("sync_file_range");
         } else {
             getppid();
             if (pread(fd, buf, 8192, off) != 8192) die("pread");

@@ -207,10 +207,15 @@ impl Tracer {
     /// What a sync call applies to: the descriptor's path, the mapped file, or all file systems.
     fn target_of(&mut self, tid: Pid, tgid: Pid, fd: Option<i32>, addr: Option<u64>) -> String {
         match (fd, addr) {
-            (Some(fd), _) => match fds::read_fd(tid, fd) {
-                Some(info) => info.path,
-                None => format!("(bad descriptor {fd})"),
-            },
+            (Some(fd), _) => {
+                // The cache is exact only while closes and dups are traced.
+                let path = if self.options.track_writes {
+                    self.fds.lookup(tgid, tid, fd).map(|info| info.path.clone())
+                } else {
+                    fds::read_fd(tid, fd).map(|info| info.path)
+                };
+                path.unwrap_or_else(|| format!("(bad descriptor {fd})"))
+            }
             (None, Some(addr)) => fds::mapped_file(tgid, addr).unwrap_or_else(|| "(anonymous mapping)".into()),
             (None, None) => "(all file systems)".into(),
         }
