@@ -271,3 +271,27 @@ fn baseline_comparison_uses_the_run_fdatasync_case() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn interrupt_passes_sigint_on_and_still_prints_the_report() {
+    use std::io::BufRead;
+    if !can_trace() {
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("syncbench");
+    let mut child = std::process::Command::new(bin)
+        .args(["trace", "--", "sh", "-c", "echo ready; exec sleep 60"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the traced shell runs, so the interrupt reaches a traced process.
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    syncbench_sys::ptrace::send_signal(child.id() as i32, libc::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("killed by signal 2"), "{stderr}");
+}
