@@ -421,7 +421,8 @@ mod tests {
         wait_exec_stop(pid).unwrap();
         resume(pid, Resume::Continue, 0).unwrap();
         loop {
-            let (got, stop) = wait_any().unwrap().expect("child still traced");
+            // wait_one(pid), not wait_any(): other tests in this binary may have children of their own.
+            let (got, stop) = wait_one(pid).unwrap();
             assert_eq!(got, pid);
             match stop {
                 Stop::Exited(code) => {
