@@ -370,6 +370,14 @@ pub fn write_word(pid: Pid, addr: u64, value: u64) -> io::Result<()> {
     check(unsafe { libc::ptrace(libc::PTRACE_POKEDATA, pid, addr as *mut libc::c_void, value as *mut libc::c_void) })
 }
 
+/// Set the nice value of the calling thread only (Linux applies `PRIO_PROCESS` with a thread id to that
+/// thread). The tracer raises its own priority after spawning, so the traced programs keep theirs.
+pub fn set_this_thread_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: gettid and setpriority take and return integers only.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) };
+    if rc == -1 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
 /// Send `signal` to process `pid` (used to pass Ctrl-C on to the traced command).
 pub fn send_signal(pid: Pid, signal: i32) -> io::Result<()> {
     // SAFETY: kill takes integers only.
