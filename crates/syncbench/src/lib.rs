@@ -17,4 +17,6 @@ pub mod schema;
 pub mod stats;
 pub mod suite;
 pub mod table;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod trace;
 pub mod verdict;

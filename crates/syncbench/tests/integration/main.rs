@@ -3,3 +3,4 @@ mod commit;
 mod probe;
 mod report;
 mod run;
+mod trace;
