@@ -12,9 +12,11 @@
 #![deny(missing_docs)]
 
 mod aligned;
+mod fiemap;
 mod uring;
 
 pub use aligned::AlignedBuf;
+pub use fiemap::{FileExtent, fiemap};
 pub use uring::Uring;
 
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
