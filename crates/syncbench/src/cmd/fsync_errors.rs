@@ -1,12 +1,109 @@
-//! `syncbench fsync-errors` (not implemented yet).
+//! `syncbench fsync-errors`: make one block's writeback fail on a real ext4, xfs or btrfs and show what
+//! every later fsync and read reports, next to the USENIX ATC'20 findings.
 
 use crate::exit::{Outcome, usage};
+use crate::fsync_errors::cases::{self, FsCase};
+use std::path::PathBuf;
 
 /// Flags of `syncbench fsync-errors`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// File systems to test, comma-separated: ext4 (data=ordered), ext4-journal (data=journal), xfs, btrfs.
+    #[arg(long, value_name = "LIST", default_value = "ext4,ext4-journal,xfs,btrfs")]
+    pub fs: String,
+    /// Write the results as JSON (schema syncbench/v1) to FILE; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the tables as Markdown to FILE; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
 
 /// Run the command.
-pub fn main(_args: Args) -> Outcome {
-    Err(usage("syncbench fsync-errors is not implemented yet"))
+pub fn main(args: Args) -> Outcome {
+    let fs_cases = cases::parse_list(&args.fs).map_err(usage)?;
+    run(&fs_cases, &args)
+}
+
+#[cfg(not(feature = "fuse"))]
+fn run(_cases: &[FsCase], _args: &Args) -> Outcome {
+    Err(usage(
+        "this syncbench was built without FUSE support, which fsync-errors needs; \
+         rebuild with `cargo build --release --features fuse`",
+    ))
+}
+
+#[cfg(feature = "fuse")]
+fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
+    use crate::fsync_errors::{experiment, prereq, report, results};
+    let missing = prereq::missing_for_command();
+    if !missing.is_empty() {
+        return Err(usage(format!("fsync-errors cannot run: missing {}", missing.join("; "))));
+    }
+    let started_at = now_rfc3339();
+    let mut all = Vec::new();
+    for &case in fs_cases {
+        if crate::output::stderr_is_terminal() {
+            eprintln!("fsync-errors: {} …", case.name());
+        }
+        all.push(experiment::run_case(case));
+    }
+    let conclusion = report::conclusion(&all);
+    let stdout_taken = [&args.json, &args.markdown].iter().any(|d| d.as_deref() == Some(std::path::Path::new("-")));
+    if !stdout_taken {
+        print!("{}", report::render(&all, &conclusion, false));
+    }
+    if let Some(dest) = &args.markdown {
+        crate::output::write_to(dest, &report::render(&all, &conclusion, true))?;
+    }
+    let ran = all.iter().any(|r| r.observed.is_some());
+    let problems: Vec<String> = all
+        .iter()
+        .filter_map(|r| r.error.as_ref().or(r.skipped.as_ref()).map(|e| format!("{}: {e}", r.fs.name())))
+        .collect();
+    if let Some(dest) = &args.json {
+        let payload = results::Payload { fsync_errors: results::Report { results: all, conclusion } };
+        let environment = crate::probe::collect(&std::env::temp_dir());
+        let envelope = crate::schema::Envelope::new(started_at, environment, Vec::new(), payload);
+        crate::output::write_to(dest, &(serde_json::to_string_pretty(&envelope)? + "\n"))?;
+    }
+    if !ran {
+        return Err(usage(format!("no file system could be tested: {}", problems.join("; "))));
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Now as RFC 3339 UTC, to the second.
+#[cfg(feature = "fuse")]
+fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    rfc3339(secs)
+}
+
+/// Seconds since the epoch as `YYYY-MM-DDThh:mm:ssZ` (civil-from-days, proleptic Gregorian).
+#[cfg(any(feature = "fuse", test))]
+fn rfc3339(epoch_secs: u64) -> String {
+    let (days, rem) = ((epoch_secs / 86_400) as i64, epoch_secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_matches_known_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_795_305_599), "2026-11-21T23:59:59Z");
+    }
 }

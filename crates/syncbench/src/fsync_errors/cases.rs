@@ -1,0 +1,143 @@
+//! The file-system configurations the experiment runs on, and how each is made and mounted.
+
+use serde::Serialize;
+
+/// One file system (and journalling mode) to test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FsCase {
+    /// ext4 with the default `data=ordered`.
+    Ext4,
+    /// ext4 with `data=journal`: file data goes through the journal first.
+    Ext4Journal,
+    /// XFS.
+    Xfs,
+    /// Btrfs (copy-on-write: an overwrite goes to a new location).
+    Btrfs,
+}
+
+/// How the failing write is recognised by the image server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Targeting {
+    /// Writes overlapping the block's location on the image (found with FIEMAP) fail.
+    BlockRange,
+    /// Writes carrying the new block's contents fail, wherever they go: needed for copy-on-write file
+    /// systems, whose overwrite goes to a location unknown before writeback.
+    Content,
+}
+
+impl FsCase {
+    /// Every case, in the order they run by default.
+    pub const ALL: [FsCase; 4] = [FsCase::Ext4, FsCase::Ext4Journal, FsCase::Xfs, FsCase::Btrfs];
+
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            FsCase::Ext4 => "ext4",
+            FsCase::Ext4Journal => "ext4-journal",
+            FsCase::Xfs => "xfs",
+            FsCase::Btrfs => "btrfs",
+        }
+    }
+
+    /// The `mount -t` type.
+    pub fn fs_type(self) -> &'static str {
+        match self {
+            FsCase::Ext4 | FsCase::Ext4Journal => "ext4",
+            FsCase::Xfs => "xfs",
+            FsCase::Btrfs => "btrfs",
+        }
+    }
+
+    /// The `f_type` magic `statfs` reports once mounted: proves the mount happened.
+    pub fn magic(self) -> u64 {
+        match self {
+            FsCase::Ext4 | FsCase::Ext4Journal => 0xEF53,
+            FsCase::Xfs => 0x5846_5342,
+            FsCase::Btrfs => 0x9123_683E,
+        }
+    }
+
+    /// The mkfs program and its flags (quiet, force, 4 KiB blocks where it matters, no discard: the image
+    /// server has no fallocate and a discard would only produce noise).
+    pub fn mkfs(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            FsCase::Ext4 | FsCase::Ext4Journal => {
+                ("mkfs.ext4", &["-q", "-F", "-b", "4096", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1"])
+            }
+            FsCase::Xfs => ("mkfs.xfs", &["-q", "-f", "-K"]),
+            FsCase::Btrfs => ("mkfs.btrfs", &["-q", "-f", "-K"]),
+        }
+    }
+
+    /// The Debian package that provides the mkfs program.
+    pub fn package(self) -> &'static str {
+        match self {
+            FsCase::Ext4 | FsCase::Ext4Journal => "e2fsprogs",
+            FsCase::Xfs => "xfsprogs",
+            FsCase::Btrfs => "btrfs-progs",
+        }
+    }
+
+    /// `mount -o` options.
+    pub fn mount_options(self) -> &'static str {
+        match self {
+            FsCase::Ext4 => "data=ordered",
+            FsCase::Ext4Journal => "data=journal",
+            FsCase::Xfs | FsCase::Btrfs => "defaults",
+        }
+    }
+
+    /// How the failure is aimed at the overwritten block.
+    pub fn targeting(self) -> Targeting {
+        match self {
+            FsCase::Btrfs => Targeting::Content,
+            _ => Targeting::BlockRange,
+        }
+    }
+}
+
+/// Parse `--fs ext4,xfs`: names separated by commas, each once.
+pub fn parse_list(text: &str) -> Result<Vec<FsCase>, String> {
+    let mut cases = Vec::new();
+    for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let case = FsCase::ALL.into_iter().find(|c| c.name() == word).ok_or_else(|| {
+            let known: Vec<_> = FsCase::ALL.iter().map(|c| c.name()).collect();
+            format!("unknown file system {word:?} in --fs; choose from {}", known.join(","))
+        })?;
+        if !cases.contains(&case) {
+            cases.push(case);
+        }
+    }
+    if cases.is_empty() {
+        return Err("--fs is empty; name at least one of ext4,ext4-journal,xfs,btrfs".to_string());
+    }
+    Ok(cases)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_in_order_without_duplicates() {
+        assert_eq!(parse_list("xfs, ext4,xfs").unwrap(), vec![FsCase::Xfs, FsCase::Ext4]);
+        assert_eq!(parse_list("ext4-journal").unwrap(), vec![FsCase::Ext4Journal]);
+    }
+
+    #[test]
+    fn rejects_unknown_and_empty_lists_with_the_choices() {
+        let err = parse_list("ext4,zfs").unwrap_err();
+        assert!(err.contains("\"zfs\"") && err.contains("ext4,ext4-journal,xfs,btrfs"), "{err}");
+        assert!(parse_list(" , ").is_err());
+    }
+
+    #[test]
+    fn names_round_trip_and_only_btrfs_needs_content_targeting() {
+        for case in FsCase::ALL {
+            assert_eq!(parse_list(case.name()).unwrap(), vec![case]);
+            assert_eq!(case.targeting() == Targeting::Content, case == FsCase::Btrfs);
+        }
+    }
+}

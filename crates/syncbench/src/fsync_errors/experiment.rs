@@ -1,0 +1,153 @@
+//! The experiment on one mounted file system: overwrite a synced block, make its writeback fail, and
+//! record what every later fsync and read reports.
+
+use super::cases::{FsCase, Targeting};
+use super::fault::{SECTOR_BYTES, Target};
+use super::results::{FsResult, Observations, classify, describe_sync, errno_text};
+use super::stack::Stack;
+use anyhow::Context;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use syncbench_sys::OpenFlags;
+
+/// File-system block size the experiment overwrites (ext4 is made with `-b 4096`; xfs and btrfs default to it).
+pub const BLOCK_BYTES: usize = 4096;
+/// Blocks in the test file.
+const FILE_BLOCKS: usize = 4;
+/// The overwritten block: not the first, so the file's start stays intact and recognisable.
+const VICTIM_BLOCK: usize = 1;
+/// Starts every sector of the old block.
+const OLD_MARKER: &[u8; 32] = b"syncbench-fsync-errors-old-block";
+/// Starts every sector of the new block; the image server recognises its writes by it (content targeting).
+const NEW_MARKER: &[u8; 32] = b"syncbench-fsync-errors-NEW-block";
+/// The test file, inside the throwaway file system.
+const FILE_NAME: &str = ".syncbench-fsync-errors-victim";
+
+/// Run the whole experiment for `case`: skip it when its mkfs is missing, record an error when setup fails.
+pub fn run_case(case: FsCase) -> FsResult {
+    let mut result = FsResult::new(case);
+    if let Some(why) = super::prereq::missing_for_case(case) {
+        result.skipped = Some(why);
+        return result;
+    }
+    match Stack::build(case).and_then(|mut stack| observe(&mut stack)) {
+        Ok(observed) => result.observed = Some(observed),
+        Err(e) => result.error = Some(format!("{e:#}")),
+    }
+    result
+}
+
+/// A block whose every sector starts with `marker` (then a sector number, so no two sectors are equal).
+fn block_of(marker: &[u8]) -> Vec<u8> {
+    let mut block = vec![b'.'; BLOCK_BYTES];
+    for (n, sector) in block.chunks_mut(SECTOR_BYTES).enumerate() {
+        sector[..marker.len()].copy_from_slice(marker);
+        let number = format!("#{n}");
+        sector[marker.len()..marker.len() + number.len()].copy_from_slice(number.as_bytes());
+    }
+    block
+}
+
+fn victim_offset() -> u64 {
+    (VICTIM_BLOCK * BLOCK_BYTES) as u64
+}
+
+fn read_victim(fd: &OwnedFd, old: &[u8], new: &[u8]) -> String {
+    let mut buf = vec![0u8; BLOCK_BYTES];
+    match syncbench_sys::pread_exact(fd, &mut buf, victim_offset()) {
+        Ok(()) => classify(&buf, old, new),
+        Err(e) => errno_text(&e),
+    }
+}
+
+fn read_victim_fresh(path: &Path, old: &[u8], new: &[u8]) -> anyhow::Result<String> {
+    let fd = syncbench_sys::open_read_only(path).context("reopening the test file")?;
+    Ok(read_victim(&fd, old, new))
+}
+
+/// Where the failure is aimed: the block's location on the image, or its contents.
+fn target_for(case: FsCase, writer: &OwnedFd) -> anyhow::Result<(Target, Option<u64>)> {
+    match case.targeting() {
+        Targeting::Content => Ok((Target::Content(NEW_MARKER.to_vec()), None)),
+        Targeting::BlockRange => {
+            let extents = syncbench_sys::fiemap(writer).context("FIEMAP on the test file")?;
+            let start = extents
+                .iter()
+                .find_map(|e| e.physical_of(victim_offset()))
+                .with_context(|| format!("FIEMAP does not map the overwritten block: {extents:?}"))?;
+            Ok((Target::Range { start, len: BLOCK_BYTES as u64 }, Some(start)))
+        }
+    }
+}
+
+/// One fsync, described. Real code must never retry a failed sync; here the retry is the point.
+fn sync_text(fd: &OwnedFd) -> String {
+    describe_sync(&syncbench_sys::fsync(fd))
+}
+
+/// Drop clean page-cache pages system-wide, so the next read comes from the "disk".
+fn drop_page_cache() -> anyhow::Result<()> {
+    std::fs::write("/proc/sys/vm/drop_caches", b"1").context("writing 1 to /proc/sys/vm/drop_caches")
+}
+
+fn observe(stack: &mut Stack) -> anyhow::Result<Observations> {
+    let (old, new) = (block_of(OLD_MARKER), block_of(NEW_MARKER));
+    let path = stack.mount_dir().join(FILE_NAME);
+    let writer = syncbench_sys::create_new(&path, OpenFlags::BUFFERED).context("creating the test file")?;
+    for n in 0..FILE_BLOCKS {
+        syncbench_sys::pwrite_all(&writer, &old, (n * BLOCK_BYTES) as u64).context("writing the test file")?;
+    }
+    syncbench_sys::fsync(&writer).context("the fsync before any failure is armed failed")?;
+    let opened_before = syncbench_sys::open_existing(&path, OpenFlags::BUFFERED)?;
+    let (target, target_offset) = target_for(stack.case(), &writer)?;
+    // Arm before the overwrite: background writeback could otherwise write the page first.
+    stack.faults.arm(target.clone());
+    syncbench_sys::pwrite_all(&writer, &new, victim_offset()).context("overwriting the block")?;
+
+    let mut seen = Observations {
+        targeting: Some(stack.case().targeting()),
+        target_image_offset_bytes: target_offset,
+        block_size_bytes: BLOCK_BYTES as u64,
+        fsync_first: sync_text(&writer),
+        injected_write_errors_at_first_fsync: stack.faults.failed_writes(),
+        ..Observations::default()
+    };
+    seen.fsync_second = sync_text(&writer);
+    seen.fsync_fd_opened_before_error = sync_text(&opened_before);
+    let opened_after = syncbench_sys::open_existing(&path, OpenFlags::BUFFERED)?;
+    seen.fsync_fd_opened_after_error = sync_text(&opened_after);
+    seen.read_in_cache = read_victim(&writer, &old, &new);
+    seen.read_only_after_error = syncbench_sys::is_read_only_fs(stack.mount_dir())?;
+
+    stack.faults.disarm();
+    seen.fsync_after_device_recovers = sync_text(&writer);
+    seen.rewritten_after_device_recovers = stack.faults.watched_writes_ok() > 0;
+    drop((writer, opened_before, opened_after));
+
+    drop_page_cache()?;
+    seen.read_after_drop_caches = read_victim_fresh(&path, &old, &new)?;
+    stack.remount().context("remounting after the error")?;
+    seen.read_after_remount = read_victim_fresh(&path, &old, &new)?;
+    if let Target::Range { start, len } = target {
+        seen.image_at_target = Some(classify(&stack.read_image(start, len as usize)?, &old, &new));
+    }
+    seen.injected_write_errors_total = stack.faults.failed_writes();
+    Ok(seen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsync_errors::fault::Target;
+
+    #[test]
+    fn blocks_carry_their_marker_in_every_sector_and_differ() {
+        let (old, new) = (block_of(OLD_MARKER), block_of(NEW_MARKER));
+        assert_eq!(new.len(), BLOCK_BYTES);
+        assert_ne!(old, new);
+        let content = Target::Content(NEW_MARKER.to_vec());
+        assert!(content.hits(0, &new));
+        assert!(!content.hits(0, &old));
+        assert!(new.chunks(SECTOR_BYTES).all(|s| s.starts_with(NEW_MARKER)));
+    }
+}
