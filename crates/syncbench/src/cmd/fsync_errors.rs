@@ -48,6 +48,12 @@ fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
         }
         all.push(experiment::run_case(case));
     }
+    if crate::fsync_errors::stack::interrupted() {
+        // The signal thread is tearing down and will exit with 128+signal; a partial table would mislead.
+        loop {
+            std::thread::park();
+        }
+    }
     let conclusion = report::conclusion(&all);
     let stdout_taken = [&args.json, &args.markdown].iter().any(|d| d.as_deref() == Some(std::path::Path::new("-")));
     if !stdout_taken {

@@ -30,9 +30,10 @@ pub fn run_case(case: FsCase) -> FsResult {
         result.skipped = Some(why);
         return result;
     }
-    match Stack::build(case).and_then(|mut stack| observe(&mut stack)) {
-        Ok(observed) => result.observed = Some(observed),
-        Err(e) => result.error = Some(format!("{e:#}")),
+    match super::stack::run_exclusive(|| Stack::build(case).and_then(|mut stack| observe(&mut stack))) {
+        Some(Ok(observed)) => result.observed = Some(observed),
+        Some(Err(e)) => result.error = Some(format!("{e:#}")),
+        None => result.error = Some("interrupted".to_string()),
     }
     result
 }

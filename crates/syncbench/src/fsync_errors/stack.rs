@@ -2,8 +2,10 @@
 //! backing file → FUSE image server → loop device → mkfs → mount.
 //!
 //! Teardown runs in reverse (unmount, detach the loop device, unmount FUSE) on every path: when the
-//! [`Stack`] is dropped after success or error, and from the SIGINT/SIGTERM hook, which works from a
-//! process-wide record of what is currently set up.
+//! [`Stack`] is dropped after success or error, and on SIGINT/SIGTERM. A case runs inside
+//! [`run_exclusive`]; the signal hook waits for the running case to finish and tear down normally (a few
+//! seconds at most) and stops the next one from starting. Only if that takes too long does it tear down
+//! from the process-wide record of what is set up, detaching lazily what is still busy.
 
 use super::cases::FsCase;
 use super::fault::FaultSwitch;
@@ -12,8 +14,9 @@ use crate::cleanup::{self, Created};
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, Once};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, Once, TryLockError};
+use std::time::{Duration, Instant};
 
 /// Size of the disk image: `mkfs.xfs` refuses devices smaller than 300 MB. The backing file is sparse.
 pub const IMAGE_SIZE_BYTES: u64 = 320 << 20;
@@ -29,6 +32,28 @@ struct Active {
 }
 
 static ACTIVE: Mutex<Active> = Mutex::new(Active { fs_mount: None, loop_device: None, fuse_mount: None });
+
+/// Held while a case builds, runs and tears down its stack.
+static CASE_RUNNING: Mutex<()> = Mutex::new(());
+/// Set by the signal hook: no further case may start.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// How long the signal hook waits for the running case to finish on its own.
+const SIGNAL_WAIT: Duration = Duration::from_secs(15);
+
+/// Run one case (build, experiment, teardown) unless the process was interrupted; `None` if it was.
+pub fn run_exclusive<T>(case: impl FnOnce() -> T) -> Option<T> {
+    install_signal_hook();
+    let _running = CASE_RUNNING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        return None;
+    }
+    Some(case())
+}
+
+/// Whether SIGINT/SIGTERM arrived: the signal thread then tears down, removes files and exits with 128+signal.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
 
 fn active() -> std::sync::MutexGuard<'static, Active> {
     ACTIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -51,7 +76,6 @@ pub struct Stack {
 impl Stack {
     /// Build the whole stack for `case` in a private directory under the system temporary directory.
     pub fn build(case: FsCase) -> anyhow::Result<Stack> {
-        install_signal_hook();
         let workdir = std::env::temp_dir().join(cleanup::unique_name("fsync-errors"));
         let guard = Created::register(workdir.clone());
         std::fs::create_dir(&workdir).with_context(|| format!("cannot create {}", workdir.display()))?;
@@ -159,21 +183,39 @@ impl Drop for Stack {
 /// Register, once per process, the signal-time teardown of whatever is set up.
 fn install_signal_hook() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| cleanup::on_signal(teardown_active));
+    ONCE.call_once(|| cleanup::on_signal(on_signal));
+}
+
+/// Let the running case finish and tear down, keep the next one from starting; force teardown if stuck.
+fn on_signal() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    let deadline = Instant::now() + SIGNAL_WAIT;
+    loop {
+        match CASE_RUNNING.try_lock() {
+            Ok(guard) => return std::mem::forget(guard),
+            Err(TryLockError::Poisoned(poisoned)) => return std::mem::forget(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) if Instant::now() >= deadline => {
+                eprintln!("syncbench: the running case did not stop in time; tearing it down under it");
+                return teardown_active();
+            }
+            Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
 }
 
 /// Signal-time teardown: the main thread may still hold descriptors, so fall back to lazy unmounts.
 fn teardown_active() {
     let now = std::mem::take(&mut *active());
     if let Some(dir) = now.fs_mount {
-        let _ = unmount(&dir);
+        warn_on_error("unmount", unmount(&dir));
     }
     if let Some(device) = now.loop_device {
         // On a busy device this only sets autoclear: it detaches when the last user closes it.
-        let _ = run("losetup", &["-d", &device]);
+        warn_on_error("losetup -d", run("losetup", &["-d", &device]).map(drop));
     }
     if let Some(dir) = now.fuse_mount {
-        let _ = run("umount", &[path_str(&dir).unwrap_or_default()]).map(drop).or_else(|_| lazy_unmount(&dir));
+        let result = path_str(&dir).and_then(|d| run("umount", &[d])).map(drop);
+        warn_on_error("FUSE unmount", result.or_else(|_| lazy_unmount(&dir)));
     }
 }
 
