@@ -1,1 +1,1 @@
-
+mod fsync_errors;
