@@ -8,7 +8,7 @@ fn rows(seen: &Observations, result: &FsResult) -> Vec<[String; 3]> {
     let paper = &result.paper;
     let dash = || "—".to_string();
     let first =
-        format!("{} ({} injected write errors so far)", seen.fsync_first, seen.injected_write_errors_at_first_fsync);
+        format!("{} (image writes failed so far: {})", seen.fsync_first, seen.injected_write_errors_at_first_fsync);
     let recovered = format!(
         "{}, {}",
         seen.fsync_after_device_recovers,
