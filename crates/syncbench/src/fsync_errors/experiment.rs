@@ -7,7 +7,7 @@ use super::results::{FsResult, Observations, classify, describe_sync, errno_text
 use super::stack::Stack;
 use anyhow::Context;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use syncbench_sys::OpenFlags;
 
 /// File-system block size the experiment overwrites (ext4 is made with `-b 4096`; xfs and btrfs default to it).
@@ -53,30 +53,43 @@ fn victim_offset() -> u64 {
     (VICTIM_BLOCK * BLOCK_BYTES) as u64
 }
 
-fn read_victim(fd: &OwnedFd, old: &[u8], new: &[u8]) -> String {
-    let mut buf = vec![0u8; BLOCK_BYTES];
-    match syncbench_sys::pread_exact(fd, &mut buf, victim_offset()) {
-        Ok(()) => classify(&buf, old, new),
-        Err(e) => errno_text(&e),
+/// The two contents of the overwritten block.
+struct Blocks {
+    old: Vec<u8>,
+    new: Vec<u8>,
+}
+
+impl Blocks {
+    fn new() -> Blocks {
+        Blocks { old: block_of(OLD_MARKER), new: block_of(NEW_MARKER) }
+    }
+
+    /// `new`, `old`, `other`, or the errno of the failed read.
+    fn read_victim(&self, fd: &OwnedFd) -> String {
+        let mut buf = vec![0u8; BLOCK_BYTES];
+        match syncbench_sys::pread_exact(fd, &mut buf, victim_offset()) {
+            Ok(()) => classify(&buf, &self.old, &self.new),
+            Err(e) => errno_text(&e),
+        }
+    }
+
+    fn read_victim_fresh(&self, path: &Path) -> anyhow::Result<String> {
+        let fd = syncbench_sys::open_read_only(path).context("reopening the test file")?;
+        Ok(self.read_victim(&fd))
     }
 }
 
-fn read_victim_fresh(path: &Path, old: &[u8], new: &[u8]) -> anyhow::Result<String> {
-    let fd = syncbench_sys::open_read_only(path).context("reopening the test file")?;
-    Ok(read_victim(&fd, old, new))
-}
-
 /// Where the failure is aimed: the block's location on the image, or its contents.
-fn target_for(case: FsCase, writer: &OwnedFd) -> anyhow::Result<(Target, Option<u64>)> {
+fn target_for(case: FsCase, writer: &OwnedFd) -> anyhow::Result<Target> {
     match case.targeting() {
-        Targeting::Content => Ok((Target::Content(NEW_MARKER.to_vec()), None)),
+        Targeting::Content => Ok(Target::Content(NEW_MARKER.to_vec())),
         Targeting::BlockRange => {
             let extents = syncbench_sys::fiemap(writer).context("FIEMAP on the test file")?;
             let start = extents
                 .iter()
                 .find_map(|e| e.physical_of(victim_offset()))
                 .with_context(|| format!("FIEMAP does not map the overwritten block: {extents:?}"))?;
-            Ok((Target::Range { start, len: BLOCK_BYTES as u64 }, Some(start)))
+            Ok(Target::Range { start, len: BLOCK_BYTES as u64 })
         }
     }
 }
@@ -91,49 +104,85 @@ fn drop_page_cache() -> anyhow::Result<()> {
     std::fs::write("/proc/sys/vm/drop_caches", b"1").context("writing 1 to /proc/sys/vm/drop_caches")
 }
 
+/// The synced test file, with the failure armed for its victim block.
+struct Armed {
+    path: PathBuf,
+    writer: OwnedFd,
+    opened_before: OwnedFd,
+    target: Target,
+}
+
 fn observe(stack: &mut Stack) -> anyhow::Result<Observations> {
-    let (old, new) = (block_of(OLD_MARKER), block_of(NEW_MARKER));
+    let blocks = Blocks::new();
+    let armed = write_sync_and_arm(stack, &blocks)?;
+    let target_image_offset_bytes = match armed.target {
+        Target::Range { start, .. } => Some(start),
+        Target::Content(_) => None,
+    };
+    syncbench_sys::pwrite_all(&armed.writer, &blocks.new, victim_offset()).context("overwriting the block")?;
+    let mut seen = Observations {
+        targeting: Some(stack.case().targeting()),
+        target_image_offset_bytes,
+        block_size_bytes: BLOCK_BYTES as u64,
+        ..Observations::default()
+    };
+    while_writes_fail(stack, &armed, &blocks, &mut seen)?;
+    after_the_device_recovers(stack, armed, &blocks, &mut seen)?;
+    Ok(seen)
+}
+
+/// Write the file with the old contents, fsync it, open a second descriptor, and arm the failure.
+fn write_sync_and_arm(stack: &Stack, blocks: &Blocks) -> anyhow::Result<Armed> {
     let path = stack.mount_dir().join(FILE_NAME);
     let writer = syncbench_sys::create_new(&path, OpenFlags::BUFFERED).context("creating the test file")?;
     for n in 0..FILE_BLOCKS {
-        syncbench_sys::pwrite_all(&writer, &old, (n * BLOCK_BYTES) as u64).context("writing the test file")?;
+        let offset = (n * BLOCK_BYTES) as u64;
+        syncbench_sys::pwrite_all(&writer, &blocks.old, offset).context("writing the test file")?;
     }
     syncbench_sys::fsync(&writer).context("the fsync before any failure is armed failed")?;
     let opened_before = syncbench_sys::open_existing(&path, OpenFlags::BUFFERED)?;
-    let (target, target_offset) = target_for(stack.case(), &writer)?;
+    let target = target_for(stack.case(), &writer)?;
     // Arm before the overwrite: background writeback could otherwise write the page first.
     stack.faults.arm(target.clone());
-    syncbench_sys::pwrite_all(&writer, &new, victim_offset()).context("overwriting the block")?;
+    Ok(Armed { path, writer, opened_before, target })
+}
 
-    let mut seen = Observations {
-        targeting: Some(stack.case().targeting()),
-        target_image_offset_bytes: target_offset,
-        block_size_bytes: BLOCK_BYTES as u64,
-        fsync_first: sync_text(&writer),
-        injected_write_errors_at_first_fsync: stack.faults.failed_writes(),
-        ..Observations::default()
-    };
-    seen.fsync_second = sync_text(&writer);
-    seen.fsync_fd_opened_before_error = sync_text(&opened_before);
-    let opened_after = syncbench_sys::open_existing(&path, OpenFlags::BUFFERED)?;
+/// The fsyncs and the cached read while every write of the block fails.
+fn while_writes_fail(stack: &Stack, armed: &Armed, blocks: &Blocks, seen: &mut Observations) -> anyhow::Result<()> {
+    seen.fsync_first = sync_text(&armed.writer);
+    seen.injected_write_errors_at_first_fsync = stack.faults.failed_writes();
+    seen.fsync_second = sync_text(&armed.writer);
+    seen.fsync_fd_opened_before_error = sync_text(&armed.opened_before);
+    let opened_after = syncbench_sys::open_existing(&armed.path, OpenFlags::BUFFERED)?;
     seen.fsync_fd_opened_after_error = sync_text(&opened_after);
-    seen.read_in_cache = read_victim(&writer, &old, &new);
+    seen.read_in_cache = blocks.read_victim(&armed.writer);
     seen.read_only_after_error = syncbench_sys::is_read_only_fs(stack.mount_dir())?;
+    Ok(())
+}
 
+/// Once writes work again: does a sync rewrite the block, and what do the cache, the file system and the
+/// image hold after eviction and remount.
+fn after_the_device_recovers(
+    stack: &mut Stack,
+    armed: Armed,
+    blocks: &Blocks,
+    seen: &mut Observations,
+) -> anyhow::Result<()> {
     stack.faults.disarm();
-    seen.fsync_after_device_recovers = sync_text(&writer);
+    seen.fsync_after_device_recovers = sync_text(&armed.writer);
     seen.rewritten_after_device_recovers = stack.faults.watched_writes_ok() > 0;
-    drop((writer, opened_before, opened_after));
-
+    let Armed { path, writer, opened_before, target } = armed;
+    drop((writer, opened_before)); // no descriptor may keep the file system busy during the remount
     drop_page_cache()?;
-    seen.read_after_drop_caches = read_victim_fresh(&path, &old, &new)?;
+    seen.read_after_drop_caches = blocks.read_victim_fresh(&path)?;
     stack.remount().context("remounting after the error")?;
-    seen.read_after_remount = read_victim_fresh(&path, &old, &new)?;
+    seen.read_after_remount = blocks.read_victim_fresh(&path)?;
     if let Target::Range { start, len } = target {
-        seen.image_at_target = Some(classify(&stack.read_image(start, len as usize)?, &old, &new));
+        let on_image = stack.read_image(start, len as usize)?;
+        seen.image_at_target = Some(classify(&on_image, &blocks.old, &blocks.new));
     }
     seen.injected_write_errors_total = stack.faults.failed_writes();
-    Ok(seen)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -143,7 +192,7 @@ mod tests {
 
     #[test]
     fn blocks_carry_their_marker_in_every_sector_and_differ() {
-        let (old, new) = (block_of(OLD_MARKER), block_of(NEW_MARKER));
+        let Blocks { old, new } = Blocks::new();
         assert_eq!(new.len(), BLOCK_BYTES);
         assert_ne!(old, new);
         let content = Target::Content(NEW_MARKER.to_vec());

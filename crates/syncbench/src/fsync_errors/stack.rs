@@ -265,8 +265,10 @@ fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
         .output()
         .with_context(|| format!("cannot run {program}"))?;
     if !output.status.success() {
+        // One line: users get one line per problem.
         let stderr = String::from_utf8_lossy(&output.stderr);
-        bail!("{program} {} failed ({}): {}", args.join(" "), output.status, stderr.trim());
+        let stderr = stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+        bail!("{program} {} failed ({}): {stderr}", args.join(" "), output.status);
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }

@@ -97,4 +97,32 @@ mod as_root {
             assert!(left.is_empty(), "run {run} left behind: {left:#?}");
         }
     }
+
+    #[test]
+    fn a_failing_setup_is_reported_and_torn_down() {
+        if let Some(why) = missing_prerequisite() {
+            eprintln!("skipping: fsync-errors setup-failure case needs root, /dev/fuse and losetup ({why})");
+            return;
+        }
+        // A mkfs.ext4 that formats nothing: FUSE and the loop device are up, then the mount fails.
+        let fake_bin = tempfile::tempdir().unwrap();
+        let fake_mkfs = fake_bin.path().join("mkfs.ext4");
+        std::fs::write(&fake_mkfs, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&fake_mkfs, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", fake_bin.path().display(), std::env::var("PATH").unwrap_or_default());
+        let child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+            .args(["fsync-errors", "--fs", "ext4"])
+            .env("PATH", path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("no file system could be tested") && stderr.contains("mount"), "{stderr}");
+        let left = leftovers(pid);
+        assert!(left.is_empty(), "a failed setup left behind: {left:#?}");
+    }
 }
