@@ -55,6 +55,7 @@ fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
         }
     }
     let conclusion = report::conclusion(&all);
+    let verdicts = report::verdicts(&all);
     let stdout_taken = [&args.json, &args.markdown].iter().any(|d| d.as_deref() == Some(std::path::Path::new("-")));
     if !stdout_taken {
         print!("{}", report::render(&all, &conclusion, false));
@@ -70,7 +71,7 @@ fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
     if let Some(dest) = &args.json {
         let payload = results::Payload { fsync_errors: results::Report { results: all, conclusion } };
         let environment = crate::probe::collect(&std::env::temp_dir());
-        let envelope = crate::schema::Envelope::new(started_at, environment, Vec::new(), payload);
+        let envelope = crate::schema::Envelope::new(started_at, environment, verdicts, payload);
         crate::output::write_to(dest, &(serde_json::to_string_pretty(&envelope)? + "\n"))?;
     }
     if !ran {

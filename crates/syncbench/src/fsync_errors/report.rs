@@ -1,6 +1,7 @@
 //! The tables (this kernel next to the ATC'20 paper, one per file system) and the plain conclusion.
 
 use super::results::{FsResult, Observations};
+use crate::verdict::{Severity, Verdict};
 use comfy_table::{Table, presets};
 
 /// Rows of one file system's table: step, this kernel, the paper.
@@ -126,6 +127,43 @@ pub fn conclusion(results: &[FsResult]) -> Vec<String> {
     lines
 }
 
+/// The findings as verdicts for the JSON envelope: each names the file systems it was seen on.
+pub fn verdicts(results: &[FsResult]) -> Vec<Verdict> {
+    let mut verdicts = Vec::new();
+    let mut add = |names: Vec<&str>, severity, code: &str, message: &str, advice: &str| {
+        if !names.is_empty() {
+            verdicts.push(Verdict {
+                severity,
+                code: code.to_string(),
+                message: format!("{}: {message}", names.join(", ")),
+                advice: advice.to_string(),
+            });
+        }
+    };
+    add(
+        names_where(results, |s| s.fsync_first != "ok" && s.fsync_second == "ok"),
+        Severity::Critical,
+        "fsync_retry_succeeds_after_data_loss",
+        "a retried fsync returned ok after a failed one, and the data was not on disk.",
+        "Never retry fsync: stop and recover from the log, or rewrite from your own copy.",
+    );
+    add(
+        names_where(results, |s| s.read_in_cache == "new" && s.read_after_drop_caches == "old"),
+        Severity::Warning,
+        "page_cache_serves_lost_data",
+        "after the failed fsync, reads returned data that was not on disk until the cache was dropped.",
+        "After an fsync error, do not recover from the page cache: restart from durable state.",
+    );
+    add(
+        names_where(results, |s| s.fsync_first != "ok" && s.fsync_fd_opened_after_error == "ok"),
+        Severity::Warning,
+        "fsync_error_unseen_by_later_descriptors",
+        "a descriptor opened after the error saw no error on fsync.",
+        "Keep descriptors open from write to fsync, or fsync through the descriptor that wrote.",
+    );
+    verdicts
+}
+
 /// Where this kernel did not do what the ATC'20 paper reported (kernels changed since 2020).
 fn differences_from_paper(results: &[FsResult]) -> Vec<String> {
     let mut lines = Vec::new();
@@ -184,6 +222,24 @@ mod tests {
         assert!(lines.iter().any(|l| l.contains("page cache")));
         assert!(!lines.iter().any(|l| l.contains("btrfs")));
         assert!(lines.last().unwrap().starts_with("Never retry fsync"));
+    }
+
+    #[test]
+    fn verdicts_follow_the_observations() {
+        let codes: Vec<String> = verdicts(&[linux_like(FsCase::Ext4)]).into_iter().map(|v| v.code).collect();
+        assert_eq!(
+            codes,
+            [
+                "fsync_retry_succeeds_after_data_loss",
+                "page_cache_serves_lost_data",
+                "fsync_error_unseen_by_later_descriptors"
+            ]
+        );
+        let mut honest = linux_like(FsCase::Xfs);
+        let seen = honest.observed.as_mut().unwrap();
+        (seen.fsync_second, seen.read_in_cache, seen.fsync_fd_opened_after_error) =
+            ("EIO".into(), "old".into(), "EIO".into());
+        assert!(verdicts(&[honest]).is_empty());
     }
 
     #[test]
