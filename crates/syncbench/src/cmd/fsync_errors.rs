@@ -2,7 +2,7 @@
 //! every later fsync and read reports, next to the USENIX ATC'20 findings.
 
 use crate::exit::{Outcome, usage};
-use crate::fsync_errors::cases::{self, FsCase};
+use crate::fsync_errors::cases::{self, FsCase, SyncCall};
 use std::path::PathBuf;
 
 /// Flags of `syncbench fsync-errors`.
@@ -11,6 +11,9 @@ pub struct Args {
     /// File systems to test, comma-separated: ext4 (data=ordered), ext4-journal (data=journal), xfs, btrfs.
     #[arg(long, value_name = "LIST", default_value = "ext4,ext4-journal,xfs,btrfs")]
     pub fs: String,
+    /// The sync call made after the failed writeback.
+    #[arg(long, value_enum, default_value_t = SyncCall::Fsync)]
+    pub sync: SyncCall,
     /// Write the results as JSON (schema syncbench/v1) to FILE; `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -46,7 +49,7 @@ fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
         if crate::output::stderr_is_terminal() {
             eprintln!("fsync-errors: {} …", case.name());
         }
-        all.push(experiment::run_case(case));
+        all.push(experiment::run_case(case, args.sync));
     }
     if crate::fsync_errors::stack::interrupted() {
         // The signal thread is tearing down and will exit with 128+signal; a partial table would mislead.

@@ -98,6 +98,35 @@ impl FsCase {
     }
 }
 
+/// Which sync call the experiment makes after the overwrite (the setup's own sync is always fsync).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncCall {
+    /// `fsync(2)`.
+    #[default]
+    Fsync,
+    /// `fdatasync(2)`, what most write-ahead logs call.
+    Fdatasync,
+}
+
+impl SyncCall {
+    /// The call's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncCall::Fsync => "fsync",
+            SyncCall::Fdatasync => "fdatasync",
+        }
+    }
+
+    /// Make the call on `fd`.
+    pub fn call(self, fd: &std::os::fd::OwnedFd) -> std::io::Result<()> {
+        match self {
+            SyncCall::Fsync => syncbench_sys::fsync(fd),
+            SyncCall::Fdatasync => syncbench_sys::fdatasync(fd),
+        }
+    }
+}
+
 /// Parse `--fs ext4,xfs`: names separated by commas, each once.
 pub fn parse_list(text: &str) -> Result<Vec<FsCase>, String> {
     let mut cases = Vec::new();
@@ -131,6 +160,16 @@ mod tests {
         let err = parse_list("ext4,zfs").unwrap_err();
         assert!(err.contains("\"zfs\"") && err.contains("ext4,ext4-journal,xfs,btrfs"), "{err}");
         assert!(parse_list(" , ").is_err());
+    }
+
+    #[test]
+    fn sync_calls_report_errors() {
+        // A pipe cannot be synced: both calls must return the error, not swallow it.
+        let (reader, _writer) = std::io::pipe().unwrap();
+        let fd = std::os::fd::OwnedFd::from(reader);
+        assert!(SyncCall::Fsync.call(&fd).is_err());
+        assert!(SyncCall::Fdatasync.call(&fd).is_err());
+        assert_eq!(SyncCall::default().name(), "fsync");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The experiment on one mounted file system: overwrite a synced block, make its writeback fail, and
 //! record what every later fsync and read reports.
 
-use super::cases::{FsCase, Targeting};
+use super::cases::{FsCase, SyncCall, Targeting};
 use super::fault::{SECTOR_BYTES, Target};
 use super::results::{FsResult, Observations, classify, describe_sync, errno_text};
 use super::stack::Stack;
@@ -24,13 +24,13 @@ const NEW_MARKER: &[u8; 32] = b"syncbench-fsync-errors-NEW-block";
 const FILE_NAME: &str = ".syncbench-fsync-errors-victim";
 
 /// Run the whole experiment for `case`: skip it when its mkfs is missing, record an error when setup fails.
-pub fn run_case(case: FsCase) -> FsResult {
-    let mut result = FsResult::new(case);
+pub fn run_case(case: FsCase, sync: SyncCall) -> FsResult {
+    let mut result = FsResult::new(case, sync);
     if let Some(why) = super::prereq::missing_for_case(case) {
         result.skipped = Some(why);
         return result;
     }
-    match super::stack::run_exclusive(|| Stack::build(case).and_then(|mut stack| observe(&mut stack))) {
+    match super::stack::run_exclusive(|| Stack::build(case).and_then(|mut stack| observe(&mut stack, sync))) {
         Some(Ok(observed)) => result.observed = Some(observed),
         Some(Err(e)) => result.error = Some(format!("{e:#}")),
         None => result.error = Some("interrupted".to_string()),
@@ -94,9 +94,9 @@ fn target_for(case: FsCase, writer: &OwnedFd) -> anyhow::Result<Target> {
     }
 }
 
-/// One fsync, described. Real code must never retry a failed sync; here the retry is the point.
-fn sync_text(fd: &OwnedFd) -> String {
-    describe_sync(&syncbench_sys::fsync(fd))
+/// One sync call, described. Real code must never retry a failed sync; here the retry is the point.
+fn sync_text(sync: SyncCall, fd: &OwnedFd) -> String {
+    describe_sync(&sync.call(fd))
 }
 
 /// Drop clean page-cache pages system-wide, so the next read comes from the "disk".
@@ -112,7 +112,7 @@ struct Armed {
     target: Target,
 }
 
-fn observe(stack: &mut Stack) -> anyhow::Result<Observations> {
+fn observe(stack: &mut Stack, sync: SyncCall) -> anyhow::Result<Observations> {
     let blocks = Blocks::new();
     let armed = write_sync_and_arm(stack, &blocks)?;
     let target_image_offset_bytes = match armed.target {
@@ -126,8 +126,8 @@ fn observe(stack: &mut Stack) -> anyhow::Result<Observations> {
         block_size_bytes: BLOCK_BYTES as u64,
         ..Observations::default()
     };
-    while_writes_fail(stack, &armed, &blocks, &mut seen)?;
-    after_the_device_recovers(stack, armed, &blocks, &mut seen)?;
+    while_writes_fail(stack, sync, &armed, &blocks, &mut seen)?;
+    after_the_device_recovers(stack, sync, armed, &blocks, &mut seen)?;
     Ok(seen)
 }
 
@@ -148,13 +148,19 @@ fn write_sync_and_arm(stack: &Stack, blocks: &Blocks) -> anyhow::Result<Armed> {
 }
 
 /// The fsyncs and the cached read while every write of the block fails.
-fn while_writes_fail(stack: &Stack, armed: &Armed, blocks: &Blocks, seen: &mut Observations) -> anyhow::Result<()> {
-    seen.fsync_first = sync_text(&armed.writer);
+fn while_writes_fail(
+    stack: &Stack,
+    sync: SyncCall,
+    armed: &Armed,
+    blocks: &Blocks,
+    seen: &mut Observations,
+) -> anyhow::Result<()> {
+    seen.fsync_first = sync_text(sync, &armed.writer);
     seen.injected_write_errors_at_first_fsync = stack.faults.failed_writes();
-    seen.fsync_second = sync_text(&armed.writer);
-    seen.fsync_fd_opened_before_error = sync_text(&armed.opened_before);
+    seen.fsync_second = sync_text(sync, &armed.writer);
+    seen.fsync_fd_opened_before_error = sync_text(sync, &armed.opened_before);
     let opened_after = syncbench_sys::open_existing(&armed.path, OpenFlags::BUFFERED)?;
-    seen.fsync_fd_opened_after_error = sync_text(&opened_after);
+    seen.fsync_fd_opened_after_error = sync_text(sync, &opened_after);
     seen.read_in_cache = blocks.read_victim(&armed.writer);
     seen.read_only_after_error = syncbench_sys::is_read_only_fs(stack.mount_dir())?;
     Ok(())
@@ -164,12 +170,13 @@ fn while_writes_fail(stack: &Stack, armed: &Armed, blocks: &Blocks, seen: &mut O
 /// image hold after eviction and remount.
 fn after_the_device_recovers(
     stack: &mut Stack,
+    sync: SyncCall,
     armed: Armed,
     blocks: &Blocks,
     seen: &mut Observations,
 ) -> anyhow::Result<()> {
     stack.faults.disarm();
-    seen.fsync_after_device_recovers = sync_text(&armed.writer);
+    seen.fsync_after_device_recovers = sync_text(sync, &armed.writer);
     seen.rewritten_after_device_recovers = stack.faults.watched_writes_ok() > 0;
     let Armed { path, writer, opened_before, target } = armed;
     drop((writer, opened_before)); // no descriptor may keep the file system busy during the remount

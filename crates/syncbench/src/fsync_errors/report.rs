@@ -7,6 +7,7 @@ use comfy_table::{Table, presets};
 /// Rows of one file system's table: step, this kernel, the paper.
 fn rows(seen: &Observations, result: &FsResult) -> Vec<[String; 3]> {
     let paper = &result.paper;
+    let call = result.sync_call.name();
     let dash = || "—".to_string();
     let first =
         format!("{} (image writes failed so far: {})", seen.fsync_first, seen.injected_write_errors_at_first_fsync);
@@ -16,16 +17,16 @@ fn rows(seen: &Observations, result: &FsResult) -> Vec<[String; 3]> {
         if seen.rewritten_after_device_recovers { "block written again" } else { "nothing written again" }
     );
     vec![
-        ["first fsync after the failed writeback".into(), first, paper.fsync_first.clone()],
-        ["second fsync, same descriptor (the retry)".into(), seen.fsync_second.clone(), paper.fsync_second.clone()],
+        [format!("first {call} after the failed writeback"), first, paper.fsync_first.clone()],
+        [format!("second {call}, same descriptor (the retry)"), seen.fsync_second.clone(), paper.fsync_second.clone()],
         [
-            "fsync, descriptor opened before the error".into(),
+            format!("{call}, descriptor opened before the error"),
             seen.fsync_fd_opened_before_error.clone(),
             paper.other_descriptors.clone(),
         ],
-        ["fsync, descriptor opened after the error".into(), seen.fsync_fd_opened_after_error.clone(), dash()],
+        [format!("{call}, descriptor opened after the error"), seen.fsync_fd_opened_after_error.clone(), dash()],
         ["read of the block, page cache".into(), seen.read_in_cache.clone(), paper.read_in_cache.clone()],
-        ["fsync once the device works again".into(), recovered, "ok, nothing written again (pages clean)".into()],
+        [format!("{call} once the device works again"), recovered, "ok, nothing written again (pages clean)".into()],
         [
             "read after dropping the page cache".into(),
             seen.read_after_drop_caches.clone(),
@@ -50,7 +51,7 @@ pub fn table(result: &FsResult, markdown: bool) -> Option<Table> {
     let seen = result.observed.as_ref()?;
     let mut table = Table::new();
     table.load_preset(if markdown { presets::ASCII_MARKDOWN } else { presets::UTF8_FULL_CONDENSED });
-    table.set_header(["step", "this kernel", "ATC'20 paper"]);
+    table.set_header(["step", "this kernel", "ATC'20 paper (fsync)"]);
     for row in rows(seen, result) {
         table.add_row(row);
     }
@@ -59,7 +60,7 @@ pub fn table(result: &FsResult, markdown: bool) -> Option<Table> {
 
 /// The heading of one file system's section.
 pub fn heading(result: &FsResult) -> String {
-    format!("{} ({}, {})", result.fs.name(), result.fs_type, result.mount_options)
+    format!("{} ({}, {}, {})", result.fs.name(), result.fs_type, result.mount_options, result.sync_call.name())
 }
 
 /// Everything, as text: a heading and a table (or why there is none) per file system, then the conclusion.
@@ -194,10 +195,10 @@ fn differences_from_paper(results: &[FsResult]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsync_errors::cases::FsCase;
+    use crate::fsync_errors::cases::{FsCase, SyncCall};
 
     fn linux_like(fs: FsCase) -> FsResult {
-        let mut result = FsResult::new(fs);
+        let mut result = FsResult::new(fs, SyncCall::Fsync);
         result.observed = Some(Observations {
             fsync_first: "EIO".into(),
             injected_write_errors_at_first_fsync: 1,
@@ -215,7 +216,7 @@ mod tests {
 
     #[test]
     fn conclusion_names_the_file_systems_that_lie() {
-        let mut skipped = FsResult::new(FsCase::Btrfs);
+        let mut skipped = FsResult::new(FsCase::Btrfs, SyncCall::Fsync);
         skipped.skipped = Some("mkfs.btrfs not found".into());
         let lines = conclusion(&[linux_like(FsCase::Ext4), linux_like(FsCase::Xfs), skipped]);
         assert!(lines[0].starts_with("ext4, xfs: after a failed fsync, the retry returned ok"), "{lines:?}");
@@ -262,11 +263,11 @@ mod tests {
 
     #[test]
     fn render_shows_tables_skips_and_failures() {
-        let mut failed = FsResult::new(FsCase::Xfs);
+        let mut failed = FsResult::new(FsCase::Xfs, SyncCall::Fsync);
         failed.error = Some("mount failed".into());
         let results = [linux_like(FsCase::Ext4), failed];
         let text = render(&results, &conclusion(&results), true);
-        assert!(text.contains("### ext4 (ext4, data=ordered)"));
+        assert!(text.contains("### ext4 (ext4, data=ordered, fsync)"));
         assert!(text.contains("| first fsync after the failed writeback"));
         assert!(text.contains("failed: mount failed"));
         assert!(text.contains("- Never retry fsync"));

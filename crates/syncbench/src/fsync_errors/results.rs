@@ -3,7 +3,7 @@
 //! Outcomes are plain strings so that JSON readers need no enum table: a sync is `ok` or an errno name
 //! (`EIO`); a read of the overwritten block is `new`, `old`, `other` or an errno name.
 
-use super::cases::{FsCase, Targeting};
+use super::cases::{FsCase, SyncCall, Targeting};
 use serde::Serialize;
 use std::io;
 
@@ -32,6 +32,8 @@ pub struct FsResult {
     pub fs_type: String,
     /// The mount options used.
     pub mount_options: String,
+    /// The sync call the steps make (the `fsync_*` observations name the step, whichever call it was).
+    pub sync_call: SyncCall,
     /// Why the case did not run (a missing mkfs program), if it did not.
     pub skipped: Option<String>,
     /// What went wrong while setting up or running, if anything did.
@@ -44,11 +46,12 @@ pub struct FsResult {
 
 impl FsResult {
     /// A result with nothing observed yet.
-    pub fn new(fs: FsCase) -> FsResult {
+    pub fn new(fs: FsCase, sync_call: SyncCall) -> FsResult {
         FsResult {
             fs,
             fs_type: fs.fs_type().to_string(),
             mount_options: fs.mount_options().to_string(),
+            sync_call,
             skipped: None,
             error: None,
             observed: None,
