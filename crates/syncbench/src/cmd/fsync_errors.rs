@@ -38,49 +38,70 @@ fn run(_cases: &[FsCase], _args: &Args) -> Outcome {
 
 #[cfg(feature = "fuse")]
 fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
-    use crate::fsync_errors::{experiment, prereq, report, results};
+    use crate::fsync_errors::{prereq, report, results};
     let missing = prereq::missing_for_command();
     if !missing.is_empty() {
         return Err(usage(format!("fsync-errors cannot run: missing {}", missing.join("; "))));
     }
     let started_at = now_rfc3339();
+    let all = run_cases(fs_cases, args.sync);
+    let payload =
+        results::Payload { fsync_errors: results::Report { conclusion: report::conclusion(&all), results: all } };
+    write_outputs(&payload, args, started_at)?;
+    let results = &payload.fsync_errors.results;
+    if results.iter().all(|r| r.observed.is_none()) {
+        let problems: Vec<String> = results
+            .iter()
+            .filter_map(|r| r.error.as_ref().or(r.skipped.as_ref()).map(|e| format!("{}: {e}", r.fs.name())))
+            .collect();
+        return Err(usage(format!("no file system could be tested: {}", problems.join("; "))));
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Every case in order; on SIGINT/SIGTERM this never returns (the signal thread tears down and exits).
+#[cfg(feature = "fuse")]
+fn run_cases(fs_cases: &[FsCase], sync: SyncCall) -> Vec<crate::fsync_errors::results::FsResult> {
+    use crate::fsync_errors::{experiment, stack};
     let mut all = Vec::new();
     for &case in fs_cases {
         if crate::output::stderr_is_terminal() {
             eprintln!("fsync-errors: {} …", case.name());
         }
-        all.push(experiment::run_case(case, args.sync));
+        all.push(experiment::run_case(case, sync));
     }
-    if crate::fsync_errors::stack::interrupted() {
-        // The signal thread is tearing down and will exit with 128+signal; a partial table would mislead.
+    if stack::interrupted() {
+        // The signal thread exits with 128+signal once teardown is done; a partial table would mislead.
         loop {
             std::thread::park();
         }
     }
-    let conclusion = report::conclusion(&all);
-    let verdicts = report::verdicts(&all);
-    let stdout_taken = [&args.json, &args.markdown].iter().any(|d| d.as_deref() == Some(std::path::Path::new("-")));
-    if !stdout_taken {
-        print!("{}", report::render(&all, &conclusion, false));
+    all
+}
+
+/// The table on stdout (unless stdout carries JSON or Markdown), then the requested exports.
+#[cfg(feature = "fuse")]
+fn write_outputs(
+    payload: &crate::fsync_errors::results::Payload,
+    args: &Args,
+    started_at: String,
+) -> anyhow::Result<()> {
+    use crate::fsync_errors::report;
+    let found = &payload.fsync_errors;
+    let stdout = Some(std::path::Path::new("-"));
+    if args.json.as_deref() != stdout && args.markdown.as_deref() != stdout {
+        print!("{}", report::render(&found.results, &found.conclusion, false));
     }
     if let Some(dest) = &args.markdown {
-        crate::output::write_to(dest, &report::render(&all, &conclusion, true))?;
+        crate::output::write_to(dest, &report::render(&found.results, &found.conclusion, true))?;
     }
-    let ran = all.iter().any(|r| r.observed.is_some());
-    let problems: Vec<String> = all
-        .iter()
-        .filter_map(|r| r.error.as_ref().or(r.skipped.as_ref()).map(|e| format!("{}: {e}", r.fs.name())))
-        .collect();
     if let Some(dest) = &args.json {
-        let payload = results::Payload { fsync_errors: results::Report { results: all, conclusion } };
         let environment = crate::probe::collect(&std::env::temp_dir());
+        let verdicts = report::verdicts(&found.results);
         let envelope = crate::schema::Envelope::new(started_at, environment, verdicts, payload);
         crate::output::write_to(dest, &(serde_json::to_string_pretty(&envelope)? + "\n"))?;
     }
-    if !ran {
-        return Err(usage(format!("no file system could be tested: {}", problems.join("; "))));
-    }
-    Ok(std::process::ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Now as RFC 3339 UTC, to the second.

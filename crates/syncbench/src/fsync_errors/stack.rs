@@ -116,8 +116,8 @@ impl Stack {
 
     /// Unmount and mount the file system again (everything cached for it is gone afterwards).
     pub fn remount(&mut self) -> anyhow::Result<()> {
-        self.fs_mounted = false;
         unmount(&self.mount_dir)?;
+        self.fs_mounted = false;
         active().fs_mount = None;
         self.mount()
     }
@@ -230,7 +230,9 @@ fn unmount(dir: &Path) -> anyhow::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    lazy_unmount(dir).with_context(|| format!("{:#}", last.expect("at least one attempt")))
+    let busy = last.expect("at least one attempt");
+    eprintln!("syncbench: warning: {} stayed busy ({busy:#}); detaching it lazily", dir.display());
+    lazy_unmount(dir).with_context(|| format!("{busy:#}"))
 }
 
 fn lazy_unmount(dir: &Path) -> anyhow::Result<()> {
