@@ -125,4 +125,27 @@ mod as_root {
         let left = leftovers(pid);
         assert!(left.is_empty(), "a failed setup left behind: {left:#?}");
     }
+
+    #[test]
+    fn ctrl_c_mid_run_tears_everything_down() {
+        if let Some(why) = missing_prerequisite() {
+            eprintln!("skipping: fsync-errors interrupt case needs root, /dev/fuse and losetup ({why})");
+            return;
+        }
+        // All four cases take a few seconds; the signal lands inside one of them, wherever that is.
+        let child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+            .args(["fsync-errors", "--fs", "ext4,ext4-journal,xfs,btrfs"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let killed = Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
+        assert!(killed.success());
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+        let left = leftovers(pid);
+        assert!(left.is_empty(), "Ctrl-C left behind: {left:#?}");
+    }
 }
