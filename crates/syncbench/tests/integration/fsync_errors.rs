@@ -144,7 +144,15 @@ mod as_root {
         let killed = Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
         assert!(killed.success());
         let output = child.wait_with_output().unwrap();
-        assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+        // 130 from our handler; on a machine so loaded that the signal beat the handler's installation, the
+        // default action killed it before anything was set up, and the leftover check below still applies.
+        let killed_early = std::os::unix::process::ExitStatusExt::signal(&output.status) == Some(2);
+        assert!(
+            output.status.code() == Some(130) || killed_early,
+            "{:?}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
         let left = leftovers(pid);
         assert!(left.is_empty(), "Ctrl-C left behind: {left:#?}");
     }
