@@ -8,8 +8,9 @@ use std::path::PathBuf;
 /// Flags of `syncbench fsync-errors`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// File systems to test, comma-separated: ext4 (data=ordered), ext4-journal (data=journal), xfs, btrfs.
-    #[arg(long, value_name = "LIST", default_value = "ext4,ext4-journal,xfs,btrfs")]
+    /// File systems to test, comma-separated: ext4 (data=ordered), ext4-journal (data=journal),
+    /// ext4-journal-write (data=journal, the journal write fails), xfs, btrfs.
+    #[arg(long, value_name = "LIST", default_value = "ext4,ext4-journal,ext4-journal-write,xfs,btrfs")]
     pub fs: String,
     /// The sync call made after the failed writeback.
     #[arg(long, value_enum, default_value_t = SyncCall::Fsync)]

@@ -8,8 +8,10 @@ use serde::Serialize;
 pub enum FsCase {
     /// ext4 with the default `data=ordered`.
     Ext4,
-    /// ext4 with `data=journal`: file data goes through the journal first.
+    /// ext4 with `data=journal`: file data goes through the journal first; the block's in-place write fails.
     Ext4Journal,
+    /// ext4 with `data=journal`, failing the journal's copy of the block instead (a journal write error).
+    Ext4JournalWrite,
     /// XFS.
     Xfs,
     /// Btrfs (copy-on-write: an overwrite goes to a new location).
@@ -29,13 +31,15 @@ pub enum Targeting {
 
 impl FsCase {
     /// Every case, in the order they run by default.
-    pub const ALL: [FsCase; 4] = [FsCase::Ext4, FsCase::Ext4Journal, FsCase::Xfs, FsCase::Btrfs];
+    pub const ALL: [FsCase; 5] =
+        [FsCase::Ext4, FsCase::Ext4Journal, FsCase::Ext4JournalWrite, FsCase::Xfs, FsCase::Btrfs];
 
     /// The name used on the command line and in JSON.
     pub fn name(self) -> &'static str {
         match self {
             FsCase::Ext4 => "ext4",
             FsCase::Ext4Journal => "ext4-journal",
+            FsCase::Ext4JournalWrite => "ext4-journal-write",
             FsCase::Xfs => "xfs",
             FsCase::Btrfs => "btrfs",
         }
@@ -44,7 +48,7 @@ impl FsCase {
     /// The `mount -t` type.
     pub fn fs_type(self) -> &'static str {
         match self {
-            FsCase::Ext4 | FsCase::Ext4Journal => "ext4",
+            FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite => "ext4",
             FsCase::Xfs => "xfs",
             FsCase::Btrfs => "btrfs",
         }
@@ -53,7 +57,7 @@ impl FsCase {
     /// The `f_type` magic `statfs` reports once mounted: proves the mount happened.
     pub fn magic(self) -> u64 {
         match self {
-            FsCase::Ext4 | FsCase::Ext4Journal => 0xEF53,
+            FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite => 0xEF53,
             FsCase::Xfs => 0x5846_5342,
             FsCase::Btrfs => 0x9123_683E,
         }
@@ -63,7 +67,7 @@ impl FsCase {
     /// server has no fallocate and a discard would only produce noise).
     pub fn mkfs(self) -> (&'static str, &'static [&'static str]) {
         match self {
-            FsCase::Ext4 | FsCase::Ext4Journal => {
+            FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite => {
                 ("mkfs.ext4", &["-q", "-F", "-b", "4096", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1"])
             }
             FsCase::Xfs => ("mkfs.xfs", &["-q", "-f", "-K"]),
@@ -74,7 +78,7 @@ impl FsCase {
     /// The Debian package that provides the mkfs program.
     pub fn package(self) -> &'static str {
         match self {
-            FsCase::Ext4 | FsCase::Ext4Journal => "e2fsprogs",
+            FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite => "e2fsprogs",
             FsCase::Xfs => "xfsprogs",
             FsCase::Btrfs => "btrfs-progs",
         }
@@ -84,15 +88,16 @@ impl FsCase {
     pub fn mount_options(self) -> &'static str {
         match self {
             FsCase::Ext4 => "data=ordered",
-            FsCase::Ext4Journal => "data=journal",
+            FsCase::Ext4Journal | FsCase::Ext4JournalWrite => "data=journal",
             FsCase::Xfs | FsCase::Btrfs => "defaults",
         }
     }
 
-    /// How the failure is aimed at the overwritten block.
+    /// How the failure is aimed at the overwritten block. Content targeting on ext4 `data=journal` hits the
+    /// first write that carries the new block: its copy in the journal.
     pub fn targeting(self) -> Targeting {
         match self {
-            FsCase::Btrfs => Targeting::Content,
+            FsCase::Btrfs | FsCase::Ext4JournalWrite => Targeting::Content,
             _ => Targeting::BlockRange,
         }
     }
@@ -127,20 +132,24 @@ impl SyncCall {
     }
 }
 
+fn known_names() -> String {
+    FsCase::ALL.iter().map(|c| c.name()).collect::<Vec<_>>().join(",")
+}
+
 /// Parse `--fs ext4,xfs`: names separated by commas, each once.
 pub fn parse_list(text: &str) -> Result<Vec<FsCase>, String> {
     let mut cases = Vec::new();
     for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-        let case = FsCase::ALL.into_iter().find(|c| c.name() == word).ok_or_else(|| {
-            let known: Vec<_> = FsCase::ALL.iter().map(|c| c.name()).collect();
-            format!("unknown file system {word:?} in --fs; choose from {}", known.join(","))
-        })?;
+        let case = FsCase::ALL
+            .into_iter()
+            .find(|c| c.name() == word)
+            .ok_or_else(|| format!("unknown file system {word:?} in --fs; choose from {}", known_names()))?;
         if !cases.contains(&case) {
             cases.push(case);
         }
     }
     if cases.is_empty() {
-        return Err("--fs is empty; name at least one of ext4,ext4-journal,xfs,btrfs".to_string());
+        return Err(format!("--fs is empty; name at least one of {}", known_names()));
     }
     Ok(cases)
 }
@@ -158,7 +167,7 @@ mod tests {
     #[test]
     fn rejects_unknown_and_empty_lists_with_the_choices() {
         let err = parse_list("ext4,zfs").unwrap_err();
-        assert!(err.contains("\"zfs\"") && err.contains("ext4,ext4-journal,xfs,btrfs"), "{err}");
+        assert!(err.contains("\"zfs\"") && err.contains("ext4,ext4-journal,ext4-journal-write,xfs,btrfs"), "{err}");
         assert!(parse_list(" , ").is_err());
     }
 
@@ -173,10 +182,11 @@ mod tests {
     }
 
     #[test]
-    fn names_round_trip_and_only_btrfs_needs_content_targeting() {
+    fn names_round_trip_and_content_targeting_is_for_cow_and_the_journal_copy() {
         for case in FsCase::ALL {
             assert_eq!(parse_list(case.name()).unwrap(), vec![case]);
-            assert_eq!(case.targeting() == Targeting::Content, case == FsCase::Btrfs);
+            let content = matches!(case, FsCase::Btrfs | FsCase::Ext4JournalWrite);
+            assert_eq!(case.targeting() == Targeting::Content, content, "{case:?}");
         }
     }
 }

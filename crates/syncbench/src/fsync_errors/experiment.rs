@@ -99,6 +99,16 @@ fn sync_text(sync: SyncCall, fd: &OwnedFd) -> String {
     describe_sync(&sync.call(fd))
 }
 
+/// Whether the file system still takes a new file (an aborted journal refuses it with EROFS).
+fn try_new_file(dir: &Path) -> String {
+    let probe = dir.join(".syncbench-fsync-errors-probe");
+    let created = syncbench_sys::create_new(&probe, OpenFlags::BUFFERED);
+    if created.is_ok() {
+        let _ = std::fs::remove_file(&probe); // inside the throwaway file system; a failure changes nothing
+    }
+    created.map(drop).as_ref().map_or_else(errno_text, |()| "ok".to_string())
+}
+
 /// Drop clean page-cache pages system-wide, so the next read comes from the "disk".
 fn drop_page_cache() -> anyhow::Result<()> {
     std::fs::write("/proc/sys/vm/drop_caches", b"1").context("writing 1 to /proc/sys/vm/drop_caches")
@@ -159,10 +169,11 @@ fn while_writes_fail(
     seen.injected_write_errors_at_first_fsync = stack.faults.failed_writes();
     seen.fsync_second = sync_text(sync, &armed.writer);
     seen.fsync_fd_opened_before_error = sync_text(sync, &armed.opened_before);
-    let opened_after = syncbench_sys::open_existing(&armed.path, OpenFlags::BUFFERED)?;
+    // Read-only: the file system may have gone read-only, and fsync works on any descriptor.
+    let opened_after = syncbench_sys::open_read_only(&armed.path)?;
     seen.fsync_fd_opened_after_error = sync_text(sync, &opened_after);
     seen.read_in_cache = blocks.read_victim(&armed.writer);
-    seen.read_only_after_error = syncbench_sys::is_read_only_fs(stack.mount_dir())?;
+    seen.new_file_after_error = try_new_file(stack.mount_dir());
     Ok(())
 }
 

@@ -92,8 +92,8 @@ pub struct Observations {
     pub read_after_remount: String,
     /// The bytes at the block's location on the image, read directly (block-range targeting only).
     pub image_at_target: Option<String>,
-    /// Whether the file system had gone read-only after the error.
-    pub read_only_after_error: bool,
+    /// Creating a new file after the error: `ok`, or the errno (`EROFS` once the journal has aborted).
+    pub new_file_after_error: String,
     /// Writes the image server failed in total.
     pub injected_write_errors_total: u64,
 }
@@ -109,8 +109,12 @@ pub struct PaperFinding {
     pub other_descriptors: String,
     /// The page cache's content after the error.
     pub read_in_cache: String,
+    /// A sync once the device works again.
+    pub fsync_after_recovery: String,
     /// After the cache is dropped.
     pub read_after_eviction: String,
+    /// Whether the file system stays writable.
+    pub new_file_after_error: String,
     /// One sentence of context.
     pub note: String,
 }
@@ -118,13 +122,10 @@ pub struct PaperFinding {
 impl PaperFinding {
     /// The paper's finding for one file system (USENIX ATC'20 §4 and the CuttleFS `--fsync-behavior` model).
     pub fn for_case(fs: FsCase) -> PaperFinding {
+        if fs == FsCase::Ext4JournalWrite {
+            return PaperFinding::journal_write_failure();
+        }
         let (first, others, cache, note) = match fs {
-            FsCase::Ext4 | FsCase::Xfs => (
-                "EIO",
-                "EIO once on each descriptor open at the failure",
-                "new",
-                "pages marked clean; the new data stays in memory although it is not on disk",
-            ),
             FsCase::Ext4Journal => (
                 "ok (error reported late, on a later fsync)",
                 "EIO once on each descriptor open at the failure",
@@ -137,14 +138,37 @@ impl PaperFinding {
                 "old",
                 "copy-on-write: the inode reverts to the old blocks and the failed pages are dropped",
             ),
+            _ => (
+                "EIO",
+                "EIO once on each descriptor open at the failure",
+                "new",
+                "pages marked clean; the new data stays in memory although it is not on disk",
+            ),
         };
         PaperFinding {
             fsync_first: first.to_string(),
             fsync_second: "ok (pages already clean)".to_string(),
             other_descriptors: others.to_string(),
             read_in_cache: cache.to_string(),
+            fsync_after_recovery: "ok, nothing written again (pages clean)".to_string(),
             read_after_eviction: "old (the new data is lost)".to_string(),
+            new_file_after_error: "ok (only a data block failed)".to_string(),
             note: note.to_string(),
+        }
+    }
+
+    /// The paper reports only that journal and metadata write failures make the file system unavailable.
+    fn journal_write_failure() -> PaperFinding {
+        let unknown = || "—".to_string();
+        PaperFinding {
+            fsync_first: "an error (not detailed in the paper)".to_string(),
+            fsync_second: unknown(),
+            other_descriptors: unknown(),
+            read_in_cache: unknown(),
+            fsync_after_recovery: unknown(),
+            read_after_eviction: unknown(),
+            new_file_after_error: "fails: the file system becomes unavailable".to_string(),
+            note: "a failed journal write makes the file system unavailable (ext4 aborts the journal)".to_string(),
         }
     }
 }
