@@ -13,6 +13,8 @@
 
 mod aligned;
 mod fiemap;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod ptrace;
 mod uring;
 
 pub use aligned::AlignedBuf;

@@ -44,7 +44,7 @@ fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
     if !missing.is_empty() {
         return Err(usage(format!("fsync-errors cannot run: missing {}", missing.join("; "))));
     }
-    let started_at = now_rfc3339();
+    let started_at = crate::schema::now_rfc3339();
     let all = run_cases(fs_cases, args.sync);
     let payload =
         results::Payload { fsync_errors: results::Report { conclusion: report::conclusion(&all), results: all } };
@@ -103,39 +103,4 @@ fn write_outputs(
         crate::output::write_to(dest, &(serde_json::to_string_pretty(&envelope)? + "\n"))?;
     }
     Ok(())
-}
-
-/// Now as RFC 3339 UTC, to the second.
-#[cfg(feature = "fuse")]
-fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    rfc3339(secs)
-}
-
-/// Seconds since the epoch as `YYYY-MM-DDThh:mm:ssZ` (civil-from-days, proleptic Gregorian).
-#[cfg(any(feature = "fuse", test))]
-fn rfc3339(epoch_secs: u64) -> String {
-    let (days, rem) = ((epoch_secs / 86_400) as i64, epoch_secs % 86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rfc3339_matches_known_dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_795_305_599), "2026-11-21T23:59:59Z");
-    }
 }
