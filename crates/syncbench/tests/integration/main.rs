@@ -1,5 +1,7 @@
 mod advise;
 mod commit;
+mod fsync_errors;
 mod probe;
 mod report;
 mod run;
+mod trace;
