@@ -4,3 +4,5 @@
 pub mod storage;
 
 pub use storage::{FileOptions, RealFile, RealStorage, Storage, StorageFile, WriteSync};
+pub mod pages;
+pub mod workload;
