@@ -24,6 +24,9 @@ pub struct Frame {
     pub pinned: bool,
     /// Recovery read it and its checksum failed: only a full-page image may overwrite it.
     pub torn: bool,
+    /// It was dirty when the running checkpoint chose its redo LSN: the checkpoint must write a copy of
+    /// it taken after that moment, even if it has been changed again since.
+    pub checkpoint_needed: bool,
 }
 
 /// The frames, the page table and the clock hand.
@@ -46,6 +49,7 @@ impl Pool {
                 io_busy: false,
                 pinned: false,
                 torn: false,
+                checkpoint_needed: false,
             })
             .collect();
         Pool { frames, map: HashMap::new(), hand: 0 }
@@ -90,6 +94,7 @@ impl Pool {
         f.dirty = false;
         f.referenced = true;
         f.torn = torn;
+        f.checkpoint_needed = false;
         self.map.insert(id, idx);
     }
 

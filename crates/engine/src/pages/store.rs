@@ -81,6 +81,8 @@ struct PageCopy {
     frame: usize,
     id: PageId,
     lsn: Lsn,
+    /// The frame was marked for the running checkpoint when this copy was taken.
+    for_checkpoint: bool,
     bytes: AlignedBuf,
 }
 
@@ -501,6 +503,7 @@ impl<S: Storage> PageStore<S> {
         self.poison(result)?;
         add(&self.counters.eviction_writes, 1);
         inner.pool.frames[idx].dirty = false;
+        inner.pool.frames[idx].checkpoint_needed = false;
         Ok(())
     }
 
@@ -556,7 +559,7 @@ impl<S: Storage> PageStore<S> {
 
     /// Flush up to one batch of dirty pages chosen by `pick` (called on each idle dirty frame, in
     /// clock order from the hand). Returns how many were written.
-    fn flush_batch(&self, pick: impl Fn(usize, Lsn) -> bool) -> io::Result<usize> {
+    fn flush_batch(&self, pick: impl Fn(&super::pool::Frame) -> bool) -> io::Result<usize> {
         self.check_poison()?;
         let _io = lock(&self.batch_io);
         let mut copies = {
@@ -571,13 +574,14 @@ impl<S: Storage> PageStore<S> {
                 let idx = (start + step) % n;
                 let frame = &mut inner.pool.frames[idx];
                 let lsn = page::lsn(frame.data.as_slice());
-                if !frame.dirty || frame.pinned || frame.io_busy || !pick(idx, lsn) {
+                if !frame.dirty || frame.pinned || frame.io_busy || !pick(frame) {
                     continue;
                 }
                 frame.io_busy = true;
                 let mut bytes = AlignedBuf::new(self.config.page_size, self.config.page_size);
                 bytes.as_mut_slice().copy_from_slice(frame.data.as_slice());
-                copies.push(PageCopy { frame: idx, id: frame.id.expect("dirty frame has a page"), lsn, bytes });
+                let id = frame.id.expect("dirty frame has a page");
+                copies.push(PageCopy { frame: idx, id, lsn, for_checkpoint: frame.checkpoint_needed, bytes });
             }
             copies
         };
@@ -589,8 +593,15 @@ impl<S: Storage> PageStore<S> {
         for c in &copies {
             let frame = &mut inner.pool.frames[c.frame];
             frame.io_busy = false;
+            if result.is_err() || frame.id != Some(c.id) {
+                continue;
+            }
+            // A copy taken after the checkpoint marked the frame holds every change up to its redo LSN.
+            if c.for_checkpoint {
+                frame.checkpoint_needed = false;
+            }
             // Changed again while being written: it stays dirty.
-            if result.is_ok() && frame.id == Some(c.id) && page::lsn(frame.data.as_slice()) == c.lsn {
+            if page::lsn(frame.data.as_slice()) == c.lsn {
                 frame.dirty = false;
             }
         }
@@ -610,7 +621,7 @@ impl<S: Storage> PageStore<S> {
         if clean >= low_water {
             return Ok(0);
         }
-        self.flush_batch(|_, _| true)
+        self.flush_batch(|_| true)
     }
 
     /// A checkpoint, in the order of docs/format-pages.md: note the redo LSN, flush every page dirtied at
@@ -620,12 +631,17 @@ impl<S: Storage> PageStore<S> {
         self.check_poison()?;
         let _one_at_a_time = lock(&self.checkpoint_lock);
         let started = Instant::now();
+        // Every page dirty at this moment holds changes at or below the redo LSN, whatever its page LSN
+        // becomes later: mark them all, and write each marked page from a copy taken after this point.
         let redo_lsn = {
             let mut inner = lock(&self.inner);
             inner.redo_lsn = self.log.last_lsn();
+            for frame in inner.pool.frames.iter_mut() {
+                frame.checkpoint_needed = frame.dirty;
+            }
             inner.redo_lsn
         };
-        while self.flush_batch(|_, lsn| lsn <= redo_lsn)? > 0 {}
+        while self.flush_batch(|frame| frame.checkpoint_needed)? > 0 {}
         if !self.config.faults.checkpoint_skip_data_fsync {
             for n in 0..self.files.len() as u32 {
                 let synced = self.sync_data_file(n);

@@ -1,1 +1,3 @@
+//! Integration tests driving the real `syncbench` binary, one module per area.
 
+mod pages;
