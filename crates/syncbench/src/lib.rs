@@ -5,6 +5,7 @@ pub mod cleanup;
 pub mod cli;
 pub mod cmd;
 pub mod exit;
+pub mod export;
 pub mod output;
 pub mod probe;
 pub mod schema;
