@@ -69,12 +69,9 @@ pub struct Paths {
     /// Put the double-write area in a `.syncbench-*` directory here (e.g. another device).
     #[arg(long)]
     pub dw_dir: Option<PathBuf>,
-    /// Write JSON here (`-` = stdout).
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write CSV here (`-` = stdout).
-    #[arg(long)]
-    pub csv: Option<PathBuf>,
+    /// --json, --csv, --markdown.
+    #[command(flatten)]
+    pub export: crate::export::ExportArgs,
     /// Append each acknowledged transaction id to this file as it is acknowledged (kill -9 tests).
     #[arg(long, hide = true)]
     pub ack_log: Option<PathBuf>,
@@ -181,7 +178,7 @@ pub fn main(args: Args) -> Outcome {
         return recover_and_check(store_dir, args.paths.ack_log.as_deref());
     }
     let plan = validate(&args)?;
-    let started_at = now_rfc3339();
+    let started_at = crate::schema::now_rfc3339();
     let environment = crate::probe::collect(&plan.dir);
     let mut rows = Vec::new();
     for &pool in &plan.pools_bytes {
@@ -215,6 +212,7 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
             return Err(usage(format!("{flag} {} is not a directory; create it or pick another", d.display())));
         }
     }
+    args.paths.export.validate()?;
     let modes = parse_modes(&args.mode)?;
     let pools_bytes = args.buffer_pool.split(',').map(|s| parse_size(s.trim())).collect::<anyhow::Result<Vec<_>>>()?;
     let secs = args.secs.unwrap_or(if args.quick { 3.0 } else { 10.0 });
@@ -442,17 +440,62 @@ fn mode_verdicts(rows: &[PagesRow]) -> Vec<crate::verdict::Verdict> {
 }
 
 fn export(args: &Args, envelope: Envelope<PagesPayload>) -> Outcome {
-    let to_stdout = |p: &Option<PathBuf>| p.as_deref() == Some(Path::new("-"));
-    if let Some(path) = &args.paths.json {
-        crate::output::write_to(path, &(serde_json::to_string_pretty(&envelope)? + "\n"))?;
+    let targets = &args.paths.export;
+    let rows = &envelope.payload.pages.rows;
+    if let Some(path) = &targets.json {
+        crate::output::write_to(path, &crate::export::to_json(&envelope)?)?;
     }
-    if let Some(path) = &args.paths.csv {
-        crate::output::write_to(path, &to_csv(&envelope.payload.pages.rows)?)?;
+    if let Some(path) = &targets.csv {
+        crate::output::write_to(path, &to_csv(rows)?)?;
     }
-    if !to_stdout(&args.paths.json) && !to_stdout(&args.paths.csv) {
-        crate::output::write_to(Path::new("-"), &to_table(&envelope.payload.pages))?;
+    if let Some(path) = &targets.markdown {
+        crate::output::write_to(path, &to_markdown(&envelope.payload.pages))?;
+    }
+    let table = to_table(&envelope.payload.pages);
+    if targets.uses_stdout() {
+        eprint!("{table}");
+    } else {
+        crate::output::write_to(Path::new("-"), &table)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn versus_none(t: &PagesTable, r: &PagesRow) -> String {
+    let baseline = t.rows.iter().find(|b| b.mode == "none" && b.buffer_pool_bytes == r.buffer_pool_bytes);
+    match baseline {
+        Some(b) if b.tps > 0.0 && b.supported => format!("{:+.0}%", (r.tps / b.tps - 1.0) * 100.0),
+        _ => "-".to_string(),
+    }
+}
+
+fn to_markdown(t: &PagesTable) -> String {
+    let mut out = format!(
+        "TPC-B-like, scale {}, {} clients, {}-byte pages, checkpoint every {} s, dw batch {} pages\n\n",
+        t.scale, t.clients, t.page_size_bytes, t.checkpoint_secs, t.dw_batch_pages
+    );
+    out += "| mode | buffer pool | tps | vs none | p50 ms | p99 ms | WAL B/txn | FPI share | data B/txn | fsyncs/txn | checkpoint s |\n";
+    out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+    for r in &t.rows {
+        let pool = format_bytes(r.buffer_pool_bytes);
+        if !r.supported {
+            out += &format!("| {} | {pool} | unsupported: {} |||||||||\n", r.mode, r.error.as_deref().unwrap_or(""));
+            continue;
+        }
+        out += &format!(
+            "| {} | {pool} | {:.0} | {} | {:.2} | {:.2} | {:.0} | {:.0}% | {:.0} | {:.2} | {:.3} |\n",
+            r.mode,
+            r.tps,
+            versus_none(t, r),
+            r.latency_ns.p50 as f64 / 1e6,
+            r.latency_ns.p99 as f64 / 1e6,
+            r.wal_bytes_per_txn,
+            r.fpi_share * 100.0,
+            r.data_bytes_per_txn,
+            r.fsyncs_per_txn,
+            r.checkpoint_duration_s_mean,
+        );
+    }
+    out
 }
 
 fn to_csv(rows: &[PagesRow]) -> anyhow::Result<String> {
@@ -515,11 +558,7 @@ fn to_table(t: &PagesTable) -> String {
             out += &format!("{:<7} {:>8} unsupported: {}\n", r.mode, pool, r.error.as_deref().unwrap_or(""));
             continue;
         }
-        let baseline = t.rows.iter().find(|b| b.mode == "none" && b.buffer_pool_bytes == r.buffer_pool_bytes);
-        let versus = match baseline {
-            Some(b) if b.tps > 0.0 => format!("{:+.0}%", (r.tps / b.tps - 1.0) * 100.0),
-            _ => "-".to_string(),
-        };
+        let versus = versus_none(t, r);
         out += &format!(
             "{:<7} {:>8} {:>9.0} {:>9} {:>9.2} {:>9.2} {:>5.0} {:>10.0} {:>7.1} {:>8.2} {:>8.3}\n",
             r.mode,
@@ -587,23 +626,6 @@ fn read_ack_log(path: &Path) -> anyhow::Result<Vec<u64>> {
     complete.lines().map(|l| l.parse::<u64>().with_context(|| format!("bad ack-log line {l:?}"))).collect()
 }
 
-/// The current time as RFC 3339 UTC (`2026-11-21T23:59:00Z`).
-fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,13 +646,6 @@ mod tests {
         assert_eq!(parse_modes("none,fpw,dw,fpw").unwrap(), vec![Mode::None, Mode::Fpw, Mode::Dw]);
         let err = parse_modes("none,raid").unwrap_err();
         assert!(err.downcast_ref::<crate::exit::UsageError>().is_some());
-    }
-
-    #[test]
-    fn rfc3339_looks_right() {
-        let t = now_rfc3339();
-        assert_eq!(t.len(), 20);
-        assert!(t.starts_with("20") && t.ends_with('Z'), "{t}");
     }
 
     #[test]
