@@ -188,11 +188,14 @@ impl<S: Storage> PageStore<S> {
         dir.join(format!("data-{n}"))
     }
 
-    /// Create an empty store in `dir` (which must exist). Load pages with [`PageStore::load_page`], then
+    /// Create an empty store in `dir` (created if missing). Load pages with [`PageStore::load_page`], then
     /// call [`PageStore::finish_load`] before using it.
     pub fn create(storage: S, dir: &Path, config: StoreConfig) -> io::Result<Self> {
         config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let (wal_dir, dw_dir) = Self::paths(dir, &config);
+        for d in [dir, &wal_dir, &dw_dir] {
+            storage.create_dir_all(d)?;
+        }
         let opts = Self::file_options(&config);
         let files = (0..config.data_files)
             .map(|n| storage.create_new(&Self::data_path(dir, n), opts))
