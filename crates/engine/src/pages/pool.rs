@@ -62,9 +62,12 @@ impl Pool {
         Some(idx)
     }
 
-    /// Choose a frame to reuse: an empty one, or the first unreferenced, unpinned, idle frame the clock
-    /// hand reaches (clearing reference bits as it passes). `None` if two sweeps find nothing.
+    /// Choose a frame to reuse: an empty one, or an unreferenced, unpinned, idle frame the clock hand
+    /// reaches (clearing reference bits as it passes). Clean frames are preferred: a dirty victim costs
+    /// the client a synchronous write (through the double-write area in dw mode), so it is returned
+    /// only when two sweeps find no clean one. `None` if nothing is evictable.
     pub fn victim(&mut self) -> Option<usize> {
+        let mut dirty_fallback = None;
         for _ in 0..2 * self.frames.len() {
             let idx = self.hand;
             self.hand = (self.hand + 1) % self.frames.len();
@@ -79,9 +82,12 @@ impl Pool {
                 f.referenced = false;
                 continue;
             }
-            return Some(idx);
+            if !f.dirty {
+                return Some(idx);
+            }
+            dirty_fallback.get_or_insert(idx);
         }
-        None
+        dirty_fallback
     }
 
     /// Make frame `idx` hold `id` (its bytes already loaded), dropping whatever it held.
@@ -126,6 +132,10 @@ mod tests {
         }
         // All referenced: the hand clears bits and comes back to frame 0.
         assert_eq!(pool.victim(), Some(0));
+        // A clean frame is preferred over a dirty one further ahead of the hand.
+        pool.frames[1].dirty = true;
+        assert_eq!(pool.victim(), Some(2));
+        pool.frames[1].dirty = false;
         pool.install(0, id(10), false);
         pool.frames[1].pinned = true;
         pool.frames[2].io_busy = true;

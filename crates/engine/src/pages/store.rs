@@ -620,7 +620,7 @@ impl<S: Storage> PageStore<S> {
             let inner = lock(&self.inner);
             (inner.pool.clean_frames(), inner.pool.frames.len())
         };
-        let low_water = (frames / 8).max(2 * self.config.dw_batch_pages);
+        let low_water = (frames / 4).max(2 * self.config.dw_batch_pages);
         if clean >= low_water {
             return Ok(0);
         }
