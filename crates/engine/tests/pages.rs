@@ -18,6 +18,7 @@ fn small_config(mode: Mode) -> StoreConfig {
     c.page_size = PAGE;
     c.dw_batch_pages = 8;
     c.buffer_pool_bytes = 40 * PAGE; // smaller than the 50 account pages: evictions happen
+    c.wal.segment_bytes = 1 << 20; // small segments: fast to create
     c
 }
 

@@ -1,16 +1,13 @@
-//! What the page store needs from a write-ahead log, and a small file log that provides it.
+//! What the page store needs from a write-ahead log: [`PageLog`], implemented by the reference WAL
+//! ([`crate::wal::Wal`]).
 //!
-//! [`PageLog`] is the seam to the reference WAL (crates/engine/src/wal): same shape — append returns an
-//! LSN, `flush_to` is a group commit, recovery hands back the records in LSN order. [`FileLog`] is a
-//! single-file log with leader/follower group commit and fail-stop on any write or sync error; it lets
-//! the page store run (and be crash-tested) on any [`Storage`] on its own.
+//! LSNs are whatever the log says, as long as they increase with every record: the page store stamps a
+//! page with the LSN `append` returned and treats a record as durable once `flushed_lsn` reaches it.
 
 use super::page::Lsn;
-use crate::storage::{FileOptions, Storage, StorageFile, WriteSync};
+use crate::storage::Storage;
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// One recovered log record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,7 +33,11 @@ pub struct LogStats {
 pub trait PageLog: Send + Sync {
     /// Append a record to the in-memory tail; durable only after `flush_to` covers its LSN.
     fn append(&self, kind: u8, payload: &[u8]) -> io::Result<Lsn>;
-    /// Return once every record up to `lsn` is durable (group commit: one sync covers many callers).
+    /// A transaction's commit: return once `lsn` is durable (group commit).
+    fn commit(&self, lsn: Lsn) -> io::Result<()> {
+        self.flush_to(lsn)
+    }
+    /// Return once every record up to `lsn` is durable (the write-ahead rule before a page write).
     fn flush_to(&self, lsn: Lsn) -> io::Result<()>;
     /// Highest LSN known durable.
     fn flushed_lsn(&self) -> Lsn;
@@ -46,234 +47,85 @@ pub trait PageLog: Send + Sync {
     fn truncate_before(&self, lsn: Lsn) -> io::Result<()>;
     /// Counters.
     fn stats(&self) -> LogStats;
+    /// Bytes a record with this payload takes in the log, header included.
+    fn record_bytes(&self, payload_len: usize) -> u64;
 }
 
-/// Bytes of record header: crc32c u32, payload length u32, lsn u64, kind u8.
-pub const RECORD_HEADER_BYTES: usize = 17;
-
-struct Tail {
-    pending: Vec<u8>,
-    pending_from_offset: u64,
-    last_lsn: Lsn,
+fn wal_error(e: crate::wal::WalError) -> io::Error {
+    io::Error::other(e)
 }
 
-struct FlushState {
-    flushing: bool,
-    flushed_lsn: Lsn,
-    poisoned: Option<String>,
-}
-
-/// A single append-only log file with group commit.
-pub struct FileLog<F> {
-    file: F,
-    tail: Mutex<Tail>,
-    flush: Mutex<FlushState>,
-    flushed: Condvar,
-    bytes: AtomicU64,
-    syncs: AtomicU64,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn encode(lsn: Lsn, kind: u8, payload: &[u8], out: &mut Vec<u8>) {
-    let start = out.len();
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&lsn.to_le_bytes());
-    out.push(kind);
-    out.extend_from_slice(payload);
-    let sum = crc32c::crc32c(&out[start + 4..]);
-    out[start..start + 4].copy_from_slice(&sum.to_le_bytes());
-}
-
-/// Decode records from the start of `bytes` while they validate and continue the LSN sequence; returns
-/// the records and the byte length of the valid prefix (the end of the log).
-fn decode_all(bytes: &[u8]) -> (Vec<LogRecord>, usize) {
-    let mut records = Vec::new();
-    let mut at = 0;
-    while at + RECORD_HEADER_BYTES <= bytes.len() {
-        let head = &bytes[at..at + RECORD_HEADER_BYTES];
-        let len = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes")) as usize;
-        let end = at + RECORD_HEADER_BYTES + len;
-        if end > bytes.len() {
-            break;
-        }
-        let sum = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
-        let lsn = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
-        let expected_lsn = records.last().map_or(1, |r: &LogRecord| r.lsn + 1);
-        if sum != crc32c::crc32c(&bytes[at + 4..end]) || lsn != expected_lsn {
-            break;
-        }
-        records.push(LogRecord { lsn, kind: head[16], payload: bytes[at + RECORD_HEADER_BYTES..end].to_vec() });
-        at = end;
-    }
-    (records, at)
-}
-
-impl<F: StorageFile> FileLog<F> {
-    /// Create an empty log file at `path` (and fsync its directory).
-    pub fn create<S: Storage<File = F>>(storage: &S, path: &Path) -> io::Result<Self> {
-        let file = storage.create_new(path, FileOptions::default())?;
-        file.sync_all()?;
-        storage.sync_dir(path.parent().unwrap_or(Path::new(".")))?;
-        Ok(Self::from_parts(file, 0, 0))
-    }
-
-    /// Open an existing log: read every valid record, cut off the torn or garbage tail (durably), and
-    /// continue after the last valid record. Returns the log and the records in LSN order.
-    pub fn open<S: Storage<File = F>>(storage: &S, path: &Path) -> io::Result<(Self, Vec<LogRecord>)> {
-        let file = storage.open(path, FileOptions::default())?;
-        let len = file.len()?;
-        let mut bytes = vec![0u8; len as usize];
-        file.read_exact_at(&mut bytes, 0)?;
-        let (records, valid_len) = decode_all(&bytes);
-        if valid_len as u64 != len {
-            file.set_len(valid_len as u64)?;
-            file.sync_all()?;
-        }
-        let last = records.last().map_or(0, |r| r.lsn);
-        Ok((Self::from_parts(file, valid_len as u64, last), records))
-    }
-
-    fn from_parts(file: F, end_offset: u64, last_lsn: Lsn) -> Self {
-        FileLog {
-            file,
-            tail: Mutex::new(Tail { pending: Vec::new(), pending_from_offset: end_offset, last_lsn }),
-            flush: Mutex::new(FlushState { flushing: false, flushed_lsn: last_lsn, poisoned: None }),
-            flushed: Condvar::new(),
-            bytes: AtomicU64::new(0),
-            syncs: AtomicU64::new(0),
-        }
-    }
-
-    /// As the leader: write everything pending and sync it. Returns the LSN now durable.
-    fn write_pending(&self) -> io::Result<Lsn> {
-        let (bytes, offset, upto) = {
-            let mut tail = lock(&self.tail);
-            let bytes = std::mem::take(&mut tail.pending);
-            let offset = tail.pending_from_offset;
-            tail.pending_from_offset += bytes.len() as u64;
-            (bytes, offset, tail.last_lsn)
-        };
-        if !bytes.is_empty() {
-            self.file.write_at(&bytes, offset, WriteSync::None)?;
-            self.file.sync_data()?;
-            self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-            self.syncs.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(upto)
-    }
-}
-
-fn poisoned_error(why: &str) -> io::Error {
-    io::Error::other(format!("log is poisoned after an earlier failure ({why}); restart and recover"))
-}
-
-impl<F: StorageFile> PageLog for FileLog<F> {
+/// The reference WAL. Its LSNs are byte positions and `append` returns a record's END, so a page stamped
+/// with it is covered exactly when `flushed_lsn` reaches it; recovered records are handed to the page
+/// store by their end LSN.
+impl<S: Storage> PageLog for crate::wal::Wal<S> {
     fn append(&self, kind: u8, payload: &[u8]) -> io::Result<Lsn> {
-        if let Some(why) = &lock(&self.flush).poisoned {
-            return Err(poisoned_error(why));
-        }
-        let mut tail = lock(&self.tail);
-        let lsn = tail.last_lsn + 1;
-        encode(lsn, kind, payload, &mut tail.pending);
-        tail.last_lsn = lsn;
-        Ok(lsn)
+        crate::wal::Wal::append(self, kind, payload).map_err(wal_error)
+    }
+
+    fn commit(&self, lsn: Lsn) -> io::Result<()> {
+        crate::wal::Wal::commit(self, lsn).map_err(wal_error)
     }
 
     fn flush_to(&self, lsn: Lsn) -> io::Result<()> {
-        let mut state = lock(&self.flush);
-        loop {
-            if let Some(why) = &state.poisoned {
-                return Err(poisoned_error(why));
-            }
-            if state.flushed_lsn >= lsn {
-                return Ok(());
-            }
-            if state.flushing {
-                state = self.flushed.wait(state).unwrap_or_else(|p| p.into_inner());
-                continue;
-            }
-            state.flushing = true;
-            drop(state);
-            let result = self.write_pending();
-            state = lock(&self.flush);
-            state.flushing = false;
-            match result {
-                Ok(upto) => state.flushed_lsn = state.flushed_lsn.max(upto),
-                // Fail-stop: never retry a failed write or sync; every waiter and later caller fails.
-                Err(e) => state.poisoned = Some(e.to_string()),
-            }
-            self.flushed.notify_all();
-        }
+        crate::wal::Wal::flush_to(self, lsn).map_err(wal_error)
     }
 
     fn flushed_lsn(&self) -> Lsn {
-        lock(&self.flush).flushed_lsn
+        crate::wal::Wal::flushed_lsn(self)
     }
 
     fn last_lsn(&self) -> Lsn {
-        lock(&self.tail).last_lsn
+        self.appended_lsn()
     }
 
-    fn truncate_before(&self, _lsn: Lsn) -> io::Result<()> {
-        // One append-only file: space is not recycled; recovery skips records at or below the redo LSN.
-        Ok(())
+    fn truncate_before(&self, lsn: Lsn) -> io::Result<()> {
+        crate::wal::Wal::truncate_before(self, lsn).map(|_retired| ()).map_err(wal_error)
     }
 
     fn stats(&self) -> LogStats {
-        LogStats { bytes: self.bytes.load(Ordering::Relaxed), syncs: self.syncs.load(Ordering::Relaxed) }
+        let s = crate::wal::Wal::stats(self);
+        LogStats { bytes: s.bytes_written, syncs: s.flushes }
     }
+
+    fn record_bytes(&self, payload_len: usize) -> u64 {
+        crate::wal::record::encoded_len(payload_len) as u64
+    }
+}
+
+/// Open (or create) the reference WAL in `dir` for a page store; records come back by end LSN.
+pub fn open_wal<S: Storage>(
+    storage: S,
+    dir: &Path,
+    config: crate::wal::WalConfig,
+) -> io::Result<(crate::wal::Wal<S>, Vec<LogRecord>)> {
+    let (wal, records) = crate::wal::Wal::open(storage, dir, config).map_err(wal_error)?;
+    let records = records.into_iter().map(|r| LogRecord { lsn: r.end_lsn, kind: r.kind, payload: r.payload }).collect();
+    Ok((wal, records))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::RealStorage;
+    use crate::RealStorage;
 
     #[test]
-    fn records_survive_reopen_and_torn_tail_is_cut() {
+    fn wal_as_page_log_stamps_end_lsns_and_recovers_them() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log");
-        let log = FileLog::create(&RealStorage, &path).unwrap();
-        let a = log.append(1, b"first").unwrap();
-        let b = log.append(2, b"second").unwrap();
-        log.flush_to(b).unwrap();
-        assert_eq!((a, b, log.flushed_lsn()), (1, 2, 2));
-        let c = log.append(3, b"never flushed").unwrap();
-        assert_eq!(c, 3);
+        let config = crate::wal::WalConfig { segment_bytes: 1 << 20, ..Default::default() };
+        let (log, old) = open_wal(RealStorage, dir.path(), config.clone()).unwrap();
+        assert!(old.is_empty());
+        let a = PageLog::append(&log, 1, b"first").unwrap();
+        let b = PageLog::append(&log, 2, &[9u8; 300]).unwrap();
+        assert!(b > a && PageLog::last_lsn(&log) == b);
+        assert!(PageLog::flushed_lsn(&log) < a, "appended, not yet durable");
+        PageLog::flush_to(&log, a).unwrap();
+        assert!(PageLog::flushed_lsn(&log) >= a);
+        PageLog::commit(&log, b).unwrap();
+        assert!(PageLog::record_bytes(&log, 300) >= 300);
         drop(log);
-        // A torn third record on disk: garbage after the valid prefix.
-        let f = RealStorage.open(&path, FileOptions::default()).unwrap();
-        let end = f.len().unwrap();
-        f.write_at(&[7u8; 30], end, WriteSync::None).unwrap();
-        let (log, records) = FileLog::open(&RealStorage, &path).unwrap();
-        assert_eq!(records.iter().map(|r| (r.lsn, r.kind)).collect::<Vec<_>>(), vec![(1, 1), (2, 2)]);
-        assert_eq!(records[1].payload, b"second");
-        assert_eq!(f.len().unwrap(), end);
-        assert_eq!(log.append(9, b"next").unwrap(), 3);
-    }
-
-    #[test]
-    fn group_commit_from_many_threads() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = std::sync::Arc::new(FileLog::create(&RealStorage, &dir.path().join("log")).unwrap());
-        let threads: Vec<_> = (0..4)
-            .map(|_| {
-                let log = log.clone();
-                std::thread::spawn(move || {
-                    for _ in 0..50 {
-                        let lsn = log.append(1, &[0u8; 40]).unwrap();
-                        log.flush_to(lsn).unwrap();
-                        assert!(log.flushed_lsn() >= lsn);
-                    }
-                })
-            })
-            .collect();
-        threads.into_iter().for_each(|t| t.join().unwrap());
-        assert_eq!(log.last_lsn(), 200);
-        assert!(log.stats().syncs <= 200);
+        let (_log, records) = open_wal(RealStorage, dir.path(), config).unwrap();
+        assert_eq!(records.iter().map(|r| (r.lsn, r.kind)).collect::<Vec<_>>(), vec![(a, 1), (b, 2)]);
+        assert_eq!(records[1].payload, vec![9u8; 300]);
     }
 }

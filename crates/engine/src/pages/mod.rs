@@ -13,7 +13,7 @@ pub mod pool;
 mod record;
 mod store;
 
-pub use log::{FileLog, LogRecord, LogStats, PageLog};
+pub use log::{LogRecord, LogStats, PageLog};
 pub use page::{Lsn, PageId};
 pub use store::{Background, PageStore, StoreStats, Tx, data_file_path};
 
@@ -96,6 +96,8 @@ pub struct StoreConfig {
     pub wal_dir: Option<PathBuf>,
     /// Where the double-write area lives (default: the store directory).
     pub dw_dir: Option<PathBuf>,
+    /// The write-ahead log's settings (sync method, segment size, group commit).
+    pub wal: crate::wal::WalConfig,
     /// Test-only deliberate bugs.
     #[doc(hidden)]
     pub faults: FaultSwitches,
@@ -112,6 +114,7 @@ impl StoreConfig {
             data_files,
             wal_dir: None,
             dw_dir: None,
+            wal: crate::wal::WalConfig::default(),
             faults: FaultSwitches::default(),
         }
     }

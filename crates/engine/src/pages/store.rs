@@ -8,7 +8,7 @@
 
 use super::control::{ControlFile, ControlRecord};
 use super::dw::{self, DoubleWrite, Region};
-use super::log::{FileLog, PageLog, RECORD_HEADER_BYTES};
+use super::log::{PageLog, open_wal};
 use super::page::{self, Lsn, PageCheck, PageId};
 use super::pool::Pool;
 use super::record::{self, Edit};
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use syncbench_sys::AlignedBuf;
 
 const CONTROL_FILE_NAME: &str = "control";
-const LOG_FILE_NAME: &str = "wal.log";
+const WAL_SUBDIR: &str = "wal";
 
 /// Counters for the benchmark (monotonic since open).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -118,7 +118,7 @@ pub struct Tx<'a, S: Storage> {
     pinned: Vec<usize>,
 }
 
-impl<S: Storage> Tx<'_, S> {
+impl<S: Storage + Clone + 'static> Tx<'_, S> {
     /// Copy `out.len()` bytes at `offset` of `page` (its latest version, including this transaction's
     /// writes).
     pub fn read(&mut self, page: PageId, offset: usize, out: &mut [u8]) -> io::Result<()> {
@@ -144,7 +144,7 @@ impl<S: Storage> Tx<'_, S> {
         if needs_image {
             let payload = record::encode_image(page, frame.data.as_slice());
             let lsn = self.store.log.append(record::KIND_IMAGE, &payload)?;
-            let logged = (payload.len() + RECORD_HEADER_BYTES) as u64;
+            let logged = self.store.log.record_bytes(payload.len());
             add(&self.store.counters.wal_bytes, logged);
             add(&self.store.counters.fpi_bytes, logged);
             page::set_lsn(frame.data.as_mut_slice(), lsn);
@@ -162,7 +162,7 @@ impl<S: Storage> Tx<'_, S> {
         }
         let payload = record::encode_edits(tag, &self.edits);
         let lsn = self.store.log.append(record::KIND_EDITS, &payload)?;
-        add(&self.store.counters.wal_bytes, (payload.len() + RECORD_HEADER_BYTES) as u64);
+        add(&self.store.counters.wal_bytes, self.store.log.record_bytes(payload.len()));
         for idx in self.pinned {
             let frame = &mut self.inner.pool.frames[idx];
             page::set_lsn(frame.data.as_mut_slice(), lsn);
@@ -173,9 +173,9 @@ impl<S: Storage> Tx<'_, S> {
     }
 }
 
-impl<S: Storage> PageStore<S> {
+impl<S: Storage + Clone + 'static> PageStore<S> {
     fn paths(dir: &Path, config: &StoreConfig) -> (PathBuf, PathBuf) {
-        let wal_dir = config.wal_dir.clone().unwrap_or_else(|| dir.to_path_buf());
+        let wal_dir = config.wal_dir.clone().unwrap_or_else(|| dir.join(WAL_SUBDIR));
         let dw_dir = config.dw_dir.clone().unwrap_or_else(|| dir.to_path_buf());
         (wal_dir, dw_dir)
     }
@@ -200,7 +200,10 @@ impl<S: Storage> PageStore<S> {
         let files = (0..config.data_files)
             .map(|n| storage.create_new(&Self::data_path(dir, n), opts))
             .collect::<io::Result<Vec<_>>>()?;
-        let log = FileLog::create(&storage, &wal_dir.join(LOG_FILE_NAME))?;
+        let (log, old) = open_wal(storage.clone(), &wal_dir, config.wal.clone())?;
+        if !old.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "the log directory already holds a log"));
+        }
         let dw = Self::open_dw(&storage, &dw_dir, &config)?;
         let first = ControlRecord {
             seq: 1,
@@ -297,7 +300,7 @@ impl<S: Storage> PageStore<S> {
         for f in &files {
             f.sync_all()?;
         }
-        let (log, records) = FileLog::open(&storage, &wal_dir.join(LOG_FILE_NAME))?;
+        let (log, records) = open_wal(storage.clone(), &wal_dir, config.wal.clone())?;
         let dw = Self::open_dw(&storage, &dw_dir, &config)?;
         let store = Self::assemble(storage, dir, config, files, Box::new(log), dw, control);
         store.restore_from_dw()?;
@@ -661,7 +664,7 @@ impl<S: Storage> PageStore<S> {
     fn record_checkpoint(&self, redo_lsn: Lsn) -> io::Result<()> {
         let payload = record::encode_checkpoint(redo_lsn);
         let checkpoint_lsn = self.log.append(record::KIND_CHECKPOINT, &payload)?;
-        add(&self.counters.wal_bytes, (payload.len() + RECORD_HEADER_BYTES) as u64);
+        add(&self.counters.wal_bytes, self.log.record_bytes(payload.len()));
         self.log.flush_to(checkpoint_lsn)?;
         let mut control = lock(&self.control);
         let next = ControlRecord { redo_lsn, checkpoint_lsn, clean_shutdown: false, ..control.current() };
@@ -683,7 +686,7 @@ impl<S: Storage> PageStore<S> {
 
     /// Wait until the record at `lsn` is durable (group commit).
     pub fn commit(&self, lsn: Lsn) -> io::Result<()> {
-        let flushed = self.log.flush_to(lsn);
+        let flushed = self.log.commit(lsn);
         self.poison(flushed)
     }
 
@@ -743,7 +746,7 @@ pub struct Background {
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
-impl<S: Storage + 'static> PageStore<S> {
+impl<S: Storage + Clone + 'static> PageStore<S> {
     /// Start the background flusher (every few ms) and a checkpoint every `checkpoint_every`.
     /// A failure in either poisons the store; clients see it on their next call.
     pub fn start_background(self: &Arc<Self>, checkpoint_every: Duration) -> Background {

@@ -57,7 +57,7 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-impl<S: Storage + 'static> Bank<S> {
+impl<S: Storage + Clone + 'static> Bank<S> {
     /// Run transfers from `spec.clients` threads; `on_ack(txn_id)` is called once per transaction
     /// after it is durable. Stops at the first error (reported, not panicked).
     pub fn run(&self, spec: RunSpec, on_ack: &(dyn Fn(u64) + Sync)) -> RunReport {

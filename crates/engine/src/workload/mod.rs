@@ -85,7 +85,7 @@ fn row_count(table: u32, c: BankConfig) -> u64 {
     }
 }
 
-impl<S: Storage> Bank<S> {
+impl<S: Storage + Clone + 'static> Bank<S> {
     /// The store configuration a bank needs (four data files) for `mode`.
     pub fn store_config(mode: crate::pages::Mode) -> StoreConfig {
         StoreConfig::new(mode, 4)
