@@ -164,3 +164,27 @@ fn recover_refuses_a_directory_syncbench_did_not_create() {
     assert_eq!(out.status.code(), Some(2));
     assert!(dir.path().exists());
 }
+
+#[test]
+fn ctrl_c_removes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        .args(["pages", "--mode", "dw", "--secs", "60"])
+        .args(SMALL)
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while leftovers(dir.path()).is_empty() {
+        assert!(Instant::now() < deadline, "the run never created its store");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300)); // mid-run
+    let sent = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+}
