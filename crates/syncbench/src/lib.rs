@@ -8,6 +8,7 @@ pub mod cmd;
 pub mod compare;
 pub mod exit;
 pub mod export;
+pub mod fsync_errors;
 pub mod method;
 pub mod output;
 pub mod probe;
@@ -17,4 +18,6 @@ pub mod schema;
 pub mod stats;
 pub mod suite;
 pub mod table;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod trace;
 pub mod verdict;

@@ -1,8 +1,8 @@
-//! Integration tests driving the real `syncbench` binary, one module per area.
-
 mod advise;
 mod commit;
+mod fsync_errors;
 mod pages;
 mod probe;
 mod report;
 mod run;
+mod trace;
