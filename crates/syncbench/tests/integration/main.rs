@@ -1,6 +1,7 @@
 mod advise;
 mod commit;
 mod fsync_errors;
+mod pages;
 mod probe;
 mod report;
 mod run;
