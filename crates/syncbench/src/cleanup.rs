@@ -43,14 +43,28 @@ fn lock() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 }
 
 fn remove_path(path: &Path) {
-    // Only paths registered by this process get here, so removing a directory tree is safe.
-    let result = match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
-        Ok(_) => std::fs::remove_file(path),
-        Err(_) => Ok(()),
-    };
+    // Only paths registered by this process get here, so removing a directory tree is safe. On a signal
+    // the main thread may still be creating a file in the tree while it is removed ("Directory not
+    // empty"): try again a few times, briefly, before giving up and saying so.
+    let mut result = remove_once(path);
+    for _ in 0..20 {
+        if result.is_ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        result = remove_once(path);
+    }
     if let Err(e) = result {
         eprintln!("syncbench: could not remove {}: {e}", path.display());
+    }
+}
+
+fn remove_once(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

@@ -178,7 +178,6 @@ pub fn main(args: Args) -> Outcome {
         return recover_and_check(store_dir, args.paths.ack_log.as_deref());
     }
     let plan = validate(&args)?;
-    crate::cleanup::on_signal(remove_stores_with_retries);
     let started_at = crate::schema::now_rfc3339();
     let environment = crate::probe::collect(&plan.dir);
     let mut rows = Vec::new();
@@ -284,20 +283,6 @@ fn store_config(args: &Args, mode: Mode, pool_bytes: usize) -> StoreConfig {
     config.buffer_pool_bytes = pool_bytes;
     config.dw_batch_pages = args.dw_batch;
     config
-}
-
-/// On Ctrl-C: the log may be creating a segment file in a store directory while it is being removed
-/// ("Directory not empty"), so remove our store directories with a few retries before the generic cleanup.
-fn remove_stores_with_retries() {
-    let ours = |p: &PathBuf| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(".syncbench-pages-"));
-    for path in crate::cleanup::registered().into_iter().filter(ours) {
-        for _ in 0..50 {
-            match std::fs::remove_dir_all(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => std::thread::sleep(Duration::from_millis(2)),
-                _ => break,
-            }
-        }
-    }
 }
 
 /// A `.syncbench-<what>-*` directory inside `parent`, registered for removal.
