@@ -15,16 +15,27 @@ mkdir "$mnt"
 mount -t tmpfs -o size=256m tmpfs "$mnt"
 trap 'umount "$mnt"; rm -rf "$work"' EXIT
 cc -O2 -o "$work/cloop" bench/run_write_loop.c
-echo "round  c_loop_ops_per_s  syncbench_ops_per_s  ratio"
+echo "load average: $(cut -d" " -f1-3 /proc/loadavg)"
+echo "Wall-clock ops/s (the target), and CPU time per write (user+sys of the whole process / writes, less"
+echo "sensitive to other jobs on the machine; both processes also pay for their 16 MiB preparation)."
+echo "round  c_loop_ops_per_s  syncbench_ops_per_s  ratio  c_cpu_ns_per_op  syncbench_cpu_ns_per_op  cpu_ratio"
 ratios=()
+cpu_ratios=()
 for i in $(seq "$rounds"); do
   # Both at the same raised priority (other jobs share the cores). syncbench stops when its mean is known to
   # ±2% (or after SECS); the C loop then runs exactly as long as syncbench's timed loop did.
-  read -r s d < <(nice -n -10 "$bin" run --sections e --methods write --secs "$secs" --json - "$mnt" 2>/dev/null |
-    python3 -c 'import json,sys; r = json.load(sys.stdin)["results"][0]; print(r["ops_per_s"], r["duration_s"])')
-  c=$(nice -n -10 "$work/cloop" "$mnt/.syncbench-cloop" "$d")
-  r=$(python3 -c "print(f'{$s/$c:.3f}')")
+  read -r s d n < <(nice -n -10 /usr/bin/time -f "%U %S" -o "$work/sb.time" \
+    "$bin" run --sections e --methods write --secs "$secs" --json - "$mnt" 2>/dev/null |
+    python3 -c 'import json,sys; r = json.load(sys.stdin)["results"][0]
+print(r["ops_per_s"], r["duration_s"], r["ops"] + r["warmup_ops"])')
+  read -r c cn < <(nice -n -10 /usr/bin/time -f "%U %S" -o "$work/c.time" "$work/cloop" "$mnt/.syncbench-cloop" "$d")
+  read -r r sb_cpu c_cpu cr < <(python3 -c "
+sb = sum(map(float, open('$work/sb.time').read().split())) / $n * 1e9
+c = sum(map(float, open('$work/c.time').read().split())) / $cn * 1e9
+print(f'{$s/$c:.3f} {sb:.0f} {c:.0f} {c/sb:.3f}')")
   ratios+=("$r")
-  printf "%5d  %16.0f  %19.0f  %s  (%.2f s each)\n" "$i" "$c" "$s" "$r" "$d"
+  cpu_ratios+=("$cr")
+  printf "%5d  %16.0f  %19.0f  %5s  %15s  %23s  %9s\n" "$i" "$c" "$s" "$r" "$c_cpu" "$sb_cpu" "$cr"
 done
-printf "%s\n" "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print "median ratio: " a[int((NR+1)/2)]}'
+median() { printf "%s\n" "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "median ratio (ops/s): $(median "${ratios[@]}")   median cpu_ratio: $(median "${cpu_ratios[@]}")"

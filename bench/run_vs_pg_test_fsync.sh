@@ -13,7 +13,7 @@ pg=$(ls /usr/lib/postgresql/*/bin/pg_test_fsync 2>/dev/null | sort -V | tail -1)
 [ -x "$pg" ] || { echo "pg_test_fsync not found: apt-get install postgresql" >&2; exit 2; }
 cargo build --release -q -p syncbench
 bin=$PWD/target/release/syncbench
-echo "dir: $dir ($(stat -f -c %T "$dir")), $pg, $secs s per test"
+echo "dir: $dir ($(findmnt -no FSTYPE --target "$dir")), $pg, $secs s per test, load average: $(cut -d" " -f1-3 /proc/loadavg)"
 echo "round  method     pg_ops_per_s  syncbench_ops_per_s  ratio  syncbench_ci95"
 for i in $(seq "$rounds"); do
   pg_out=$(LC_ALL=C "$pg" -s "$secs" -f "$dir/.syncbench-pg_test_fsync")

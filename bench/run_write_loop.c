@@ -1,6 +1,6 @@
 /* The minimal loop syncbench's `write` case is compared against (bench/run_overhead.sh):
  * 8 KiB pwrite()s advancing through a zero-filled 16 MiB file and wrapping, for SECS seconds.
- * Prints ops/s. Every result is checked, like syncbench does. Usage: run_write_loop FILE SECS */
+ * Prints ops/s and the number of writes. Every result is checked, like syncbench does. Usage: run_write_loop FILE SECS */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
         /* Read the clock every 64 writes only: the loop must be as cheap as a loop can be. */
         if ((ops & 63) == 0 && (t = now_s()) >= end) break;
     }
-    printf("%.1f\n", ops / (t - start));
+    printf("%.1f %ld\n", ops / (t - start), ops);
     close(fd);
     unlink(argv[1]);
     return 0;
