@@ -1,6 +1,7 @@
 //! syncbench as a library: the measurement core, the environment probe, the advice rules and the exporters.
 //! The binary in `main.rs` only parses arguments and dispatches to `cmd`.
 
+pub mod advise;
 pub mod cleanup;
 pub mod cli;
 pub mod cmd;

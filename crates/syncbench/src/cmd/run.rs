@@ -158,7 +158,7 @@ fn parse_seed(text: &str) -> anyhow::Result<MockTiming> {
 }
 
 /// DIR exists, is a directory, is on a writable file system with room for the test files.
-fn check_dir(dir: &Path, needs_space: bool) -> anyhow::Result<PathBuf> {
+pub(crate) fn check_dir(dir: &Path, needs_space: bool) -> anyhow::Result<PathBuf> {
     let shown = dir.display();
     let meta = std::fs::metadata(dir)
         .map_err(|e| usage(format!("cannot use {shown}: {} — give an existing directory", reason(&e))))?;
@@ -230,7 +230,7 @@ pub fn main(args: Args) -> Outcome {
     }
 }
 
-fn prepare(dir: &Path, fs_type: &str) -> anyhow::Result<PreparedDir> {
+pub(crate) fn prepare(dir: &Path, fs_type: &str) -> anyhow::Result<PreparedDir> {
     PreparedDir::prepare(dir, FILE_SIZE_BYTES, fs_type).map_err(|e| {
         let shown = dir.display();
         match e.raw_os_error() {
