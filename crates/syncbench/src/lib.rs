@@ -5,14 +5,18 @@ pub mod advise;
 pub mod cleanup;
 pub mod cli;
 pub mod cmd;
+pub mod compare;
 pub mod exit;
 pub mod export;
 pub mod method;
 pub mod output;
 pub mod probe;
+pub mod report;
 pub mod runner;
 pub mod schema;
 pub mod stats;
 pub mod suite;
 pub mod table;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod trace;
 pub mod verdict;
