@@ -5,10 +5,12 @@
 //! on a disk they are `Instant` and real syscalls; with `--mock-timing SEED` a virtual clock and a
 //! deterministic latency model, so exports and advice rules can be tested with realistic results and no disk.
 
+mod clock;
 mod disk;
 mod mock;
 mod offsets;
 
+pub use clock::{BestClock, MonotonicClock, TscClock};
 pub use disk::PreparedDir;
 pub use mock::MockTiming;
 pub use offsets::OffsetPlan;
@@ -55,25 +57,6 @@ impl RunBudget {
 pub trait Clock {
     /// Nanoseconds since an arbitrary fixed point.
     fn now_ns(&mut self) -> u64;
-}
-
-/// `std::time::Instant` (CLOCK_MONOTONIC).
-#[derive(Debug)]
-pub struct MonotonicClock {
-    origin: std::time::Instant,
-}
-
-impl Default for MonotonicClock {
-    fn default() -> Self {
-        MonotonicClock { origin: std::time::Instant::now() }
-    }
-}
-
-impl Clock for MonotonicClock {
-    #[inline]
-    fn now_ns(&mut self) -> u64 {
-        self.origin.elapsed().as_nanos() as u64
-    }
 }
 
 /// Something that runs commits one at a time.

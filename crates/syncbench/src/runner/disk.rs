@@ -1,7 +1,7 @@
 //! Cases on a real directory: the prepared files, the executors that issue real syscalls, and the plain
 //! sentences for methods a file system refuses.
 
-use super::{CaseFailure, CommitExecutor, MeasureError, Measurement, MonotonicClock, OffsetPlan, RunBudget, measure};
+use super::{BestClock, CaseFailure, CommitExecutor, MeasureError, Measurement, OffsetPlan, RunBudget, measure};
 use crate::cleanup::{Created, unique_name};
 use crate::method::{MethodError, MethodFile, WriteCall};
 use crate::suite::{Case, FileState, Shape, format_size};
@@ -59,7 +59,7 @@ pub(super) fn run(case: &Case, budget: &RunBudget, dir: &PreparedDir) -> Result<
     let region = CaseFile::for_case(case, dir)?;
     let buf = pattern_buffer(case.bytes_per_commit() as usize, dir);
     let plan = OffsetPlan::new(case, dir.file_size_bytes);
-    let mut clock = MonotonicClock::default();
+    let mut clock = BestClock::new();
     match case.shape {
         Shape::Steady => {
             let file = case.method.open(region.path()).map_err(|e| setup_failure(case, dir, &e))?;
