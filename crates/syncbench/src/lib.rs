@@ -8,6 +8,7 @@ pub mod cmd;
 pub mod compare;
 pub mod exit;
 pub mod export;
+pub mod fsync_errors;
 pub mod method;
 pub mod output;
 pub mod probe;
