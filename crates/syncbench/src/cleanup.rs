@@ -68,8 +68,22 @@ fn remove_once(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Remove everything still registered (called at exit and from the signal handler).
+/// Set once a SIGINT/SIGTERM is being handled: the handler thread owns the exit from then on.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Remove everything still registered (called by `main` at exit). If a signal is being handled, wait for
+/// the handler to exit the process instead: otherwise the main thread, seeing its files vanish under it,
+/// could finish first and exit with a misleading error instead of 130/143.
 pub fn remove_all() {
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+    remove_registered();
+}
+
+fn remove_registered() {
     let paths: Vec<PathBuf> = lock().drain(..).collect();
     for p in paths.iter().rev() {
         remove_path(p);
@@ -90,8 +104,9 @@ pub fn install_signal_handlers() {
     };
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
+            INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
             run_exit_hooks();
-            remove_all();
+            remove_registered();
             eprintln!("syncbench: interrupted; removed temporary files");
             std::process::exit(128 + sig);
         }

@@ -1,7 +1,9 @@
-//! Statistics of one case's commit latencies: exact mean/stddev/min/max (Welford), percentiles from an
-//! HDR histogram, the 95% confidence interval of the mean, outliers, and exact log2 buckets.
+//! Statistics of one case's commit latencies: exact mean/stddev/min/max, percentiles from an HDR
+//! histogram, the 95% confidence interval of the mean, outliers, and exact log2 buckets.
 //!
-//! Recording a sample is O(1) and allocation-free, so it can sit next to (never inside) the timed region.
+//! Recording a sample is O(1), allocation-free and division-free (integer sums of the samples shifted by
+//! the first one: exact, and free of the cancellation of a naive sum of squares), because it runs once
+//! per commit between two clock reads.
 
 use crate::schema::{LatencyNs, Log2Bucket};
 use hdrhistogram::Histogram;
@@ -14,9 +16,12 @@ const HIGHEST_TRACKABLE_NS: u64 = 3_600_000_000_000;
 pub struct Samples {
     histogram: Histogram<u64>,
     count: u64,
-    mean_ns: f64,
-    /// Sum of squared deviations from the running mean (Welford's M2).
-    m2: f64,
+    /// The first sample: every later one is summed as a deviation from it.
+    shift_ns: u64,
+    /// Σ (x - shift).
+    sum_dev: i128,
+    /// Σ (x - shift)².
+    sum_dev_sq: u128,
     min_ns: u64,
     max_ns: u64,
     log2_counts: [u64; 64],
@@ -32,17 +37,32 @@ impl Samples {
     /// No samples yet. Percentiles keep 3 significant digits (0.1% error).
     pub fn new() -> Samples {
         let histogram = Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NS, 3).expect("static histogram bounds");
-        Samples { histogram, count: 0, mean_ns: 0.0, m2: 0.0, min_ns: u64::MAX, max_ns: 0, log2_counts: [0; 64] }
+        Samples {
+            histogram,
+            count: 0,
+            shift_ns: 0,
+            sum_dev: 0,
+            sum_dev_sq: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            log2_counts: [0; 64],
+        }
     }
 
     /// Add one commit latency.
     pub fn record(&mut self, latency_ns: u64) {
         self.histogram.saturating_record(latency_ns.max(1));
+        if self.count == 0 {
+            self.shift_ns = latency_ns;
+        }
         self.count += 1;
-        let x = latency_ns as f64;
-        let delta = x - self.mean_ns;
-        self.mean_ns += delta / self.count as f64;
-        self.m2 += delta * (x - self.mean_ns);
+        // u64 × u64 → u128 is one multiply instruction (a full i128 square is several).
+        let (dev_abs, below) = match latency_ns.checked_sub(self.shift_ns) {
+            Some(d) => (d, false),
+            None => (self.shift_ns - latency_ns, true),
+        };
+        self.sum_dev += if below { -i128::from(dev_abs) } else { i128::from(dev_abs) };
+        self.sum_dev_sq += u128::from(dev_abs) * u128::from(dev_abs);
         self.min_ns = self.min_ns.min(latency_ns);
         self.max_ns = self.max_ns.max(latency_ns);
         self.log2_counts[log2_index(latency_ns)] += 1;
@@ -55,22 +75,28 @@ impl Samples {
 
     /// Arithmetic mean in ns (0 when empty).
     pub fn mean_ns(&self) -> f64 {
-        self.mean_ns
+        if self.count == 0 { 0.0 } else { self.shift_ns as f64 + self.sum_dev as f64 / self.count as f64 }
     }
 
     /// Sample standard deviation (n-1) in ns; 0 with fewer than two samples.
     pub fn stddev_ns(&self) -> f64 {
-        if self.count < 2 { 0.0 } else { (self.m2 / (self.count - 1) as f64).sqrt() }
+        if self.count < 2 {
+            return 0.0;
+        }
+        let n = self.count as f64;
+        let sum = self.sum_dev as f64;
+        ((self.sum_dev_sq as f64 - sum * sum / n) / (n - 1.0)).max(0.0).sqrt()
     }
 
     /// Half-width of the 95% confidence interval of the mean, relative to the mean (Student's t).
     /// Infinite with fewer than two samples, so an adaptive stop can never trigger on too little data.
     pub fn ci95_rel(&self) -> f64 {
-        if self.count < 2 || self.mean_ns <= 0.0 {
+        let mean = self.mean_ns();
+        if self.count < 2 || mean <= 0.0 {
             return f64::INFINITY;
         }
         let half_width = t95(self.count - 1) * self.stddev_ns() / (self.count as f64).sqrt();
-        half_width / self.mean_ns
+        half_width / mean
     }
 
     /// The latency at quantile `q` (0..=1), in ns; 0 when empty.
@@ -89,7 +115,7 @@ impl Samples {
         }
         LatencyNs {
             min: self.min_ns,
-            mean: self.mean_ns,
+            mean: self.mean_ns(),
             p50: self.quantile_ns(0.50),
             p90: self.quantile_ns(0.90),
             p99: self.quantile_ns(0.99),

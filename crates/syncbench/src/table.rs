@@ -7,6 +7,8 @@ use std::fmt::Write;
 
 /// Marker of the fastest durable case in a section.
 pub const FASTEST_MARK: &str = "<- fastest durable";
+/// Added to the fastest mark when the runner-up's 95% interval overlaps the fastest's.
+pub const TIE_MARK: &str = "(tie within 95% CI)";
 /// Marker of a case whose commits are not durable.
 pub const NOT_DURABLE_MARK: &str = "NOT DURABLE";
 
@@ -39,8 +41,13 @@ fn render_section(out: &mut String, name: &str, cases: &[&CaseResult], size_byte
         "", "ops/s", "mean µs", "p50 µs", "p99 µs", "max µs", "±95%"
     );
     let fastest = fastest_durable(cases);
+    let tie = fastest.is_some_and(|i| is_tie(cases, i));
     for (i, c) in cases.iter().enumerate() {
-        let _ = writeln!(out, "  {}", case_line(c, width, fastest == Some(i)));
+        let mut line = case_line(c, width, fastest == Some(i));
+        if tie && fastest == Some(i) {
+            line = format!("{line} {TIE_MARK}");
+        }
+        let _ = writeln!(out, "  {line}");
         if histogram && c.ops > 0 {
             out.push_str(&quantize(&c.histogram_log2));
         }
@@ -55,6 +62,21 @@ pub fn fastest_durable(cases: &[&CaseResult]) -> Option<usize> {
         .filter(|(_, c)| c.durable && c.supported && c.error.is_none() && c.ops > 0)
         .max_by(|(_, a), (_, b)| a.ops_per_s.total_cmp(&b.ops_per_s))
         .map(|(i, _)| i)
+}
+
+/// Whether another durable case's ops/s interval overlaps the fastest's (the mean's relative CI applies to
+/// ops/s to first order): then "fastest" is not established by this run.
+fn is_tie(cases: &[&CaseResult], fastest: usize) -> bool {
+    let best = cases[fastest];
+    let low = best.ops_per_s * (1.0 - best.ci95_rel);
+    cases.iter().enumerate().any(|(i, c)| {
+        i != fastest
+            && c.durable
+            && c.supported
+            && c.error.is_none()
+            && c.ops > 0
+            && c.ops_per_s * (1.0 + c.ci95_rel) >= low
+    })
 }
 
 fn case_line(c: &CaseResult, width: usize, fastest: bool) -> String {
@@ -132,10 +154,20 @@ mod tests {
         let text = render(&results, 8192, false);
         let line = |name: &str| text.lines().find(|l| l.trim_start().starts_with(name)).unwrap().to_string();
         assert!(text.contains("(a) Compare sync methods using one 8 KiB write per commit:"), "{text}");
-        assert!(line("fdatasync").ends_with(FASTEST_MARK));
+        assert!(line("fdatasync").ends_with(FASTEST_MARK), "{text}");
         assert!(!line("fsync").contains(FASTEST_MARK));
         assert!(line("write").ends_with(NOT_DURABLE_MARK));
         assert!(line("open_sync+direct").contains("n/a   EINVAL: O_DIRECT is not supported by tmpfs"));
+    }
+
+    #[test]
+    fn overlapping_intervals_are_a_tie() {
+        let wide = |label: &str, ops: f64| CaseResult { ci95_rel: 0.2, ..case(label, true, ops) };
+        let text = render(&[wide("fdatasync", 5000.0), wide("fsync", 4500.0)], 8192, false);
+        assert!(text.contains(&format!("{FASTEST_MARK} {TIE_MARK}")), "{text}");
+        let narrow = |label: &str, ops: f64| CaseResult { ci95_rel: 0.01, ..case(label, true, ops) };
+        let text = render(&[narrow("fdatasync", 5000.0), narrow("fsync", 4500.0)], 8192, false);
+        assert!(!text.contains(TIE_MARK), "{text}");
     }
 
     #[test]

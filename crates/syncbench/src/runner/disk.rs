@@ -1,7 +1,7 @@
 //! Cases on a real directory: the prepared files, the executors that issue real syscalls, and the plain
 //! sentences for methods a file system refuses.
 
-use super::{CaseFailure, CommitExecutor, MeasureError, Measurement, MonotonicClock, OffsetPlan, RunBudget, measure};
+use super::{BestClock, CaseFailure, CommitExecutor, MeasureError, Measurement, OffsetPlan, RunBudget, measure};
 use crate::cleanup::{Created, unique_name};
 use crate::method::{MethodError, MethodFile, WriteCall};
 use crate::suite::{Case, FileState, Shape, format_size};
@@ -59,7 +59,7 @@ pub(super) fn run(case: &Case, budget: &RunBudget, dir: &PreparedDir) -> Result<
     let region = CaseFile::for_case(case, dir)?;
     let buf = pattern_buffer(case.bytes_per_commit() as usize, dir);
     let plan = OffsetPlan::new(case, dir.file_size_bytes);
-    let mut clock = MonotonicClock::default();
+    let mut clock = BestClock::new();
     match case.shape {
         Shape::Steady => {
             let file = case.method.open(region.path()).map_err(|e| setup_failure(case, dir, &e))?;
@@ -194,6 +194,16 @@ impl CommitExecutor for Reopen<'_> {
     }
 }
 
+fn rwf_name(flag: syncbench_sys::RwFlag) -> &'static str {
+    use syncbench_sys::RwFlag;
+    match flag {
+        RwFlag::Dsync => "RWF_DSYNC",
+        RwFlag::Sync => "RWF_SYNC",
+        RwFlag::Atomic => "RWF_ATOMIC",
+        RwFlag::AtomicDsync => "RWF_ATOMIC|RWF_DSYNC",
+    }
+}
+
 /// The errors that mean "this platform or file system does not do that".
 fn is_refusal(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM))
@@ -248,7 +258,7 @@ fn refusal_sentence(case: &Case, dir: &PreparedDir, err: &io::Error) -> String {
     let size = format_size(case.write_size_bytes);
     match case.method.write_call() {
         _ if case.method.is_direct() => format!("{code}: {fs} refused a {size} O_DIRECT write (alignment?)"),
-        WriteCall::Pwritev2(flag) => format!("{code}: pwritev2 with {flag:?} flag is not supported by {fs}"),
+        WriteCall::Pwritev2(flag) => format!("{code}: pwritev2 with {} is not supported by {fs}", rwf_name(flag)),
         WriteCall::UringLinkedFdatasync => format!("{code}: io_uring write+fdatasync refused by {fs}"),
         WriteCall::Pwrite => format!("{code}: {fs} refused {}: {err}", case.method.name()),
     }
@@ -309,5 +319,33 @@ mod tests {
         assert_eq!(r.stop_reason, "file_full");
         assert_eq!(r.ops + r.warmup_ops, 16);
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn refusals_read_as_errno_and_a_sentence() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = PreparedDir::prepare(tmp.path(), 64 * 1024, "tmpfs").unwrap();
+        let einval = || io::Error::from_raw_os_error(libc::EINVAL);
+        let direct = Case::one_write(SyncMethod::OpenDatasyncDirect, 8192);
+        let open = MethodError::Open(SyncMethod::OpenDatasyncDirect, einval());
+        let msg = |f: CaseFailure| match f {
+            CaseFailure::Unsupported(m) => format!("unsupported {m}"),
+            CaseFailure::Failed(m) => format!("failed {m}"),
+        };
+        assert_eq!(msg(setup_failure(&direct, &dir, &open)), "unsupported EINVAL: O_DIRECT is not supported by tmpfs");
+        let uring = Case::one_write(SyncMethod::IoUringFdatasync, 8192);
+        let disabled = MethodError::Uring(io::Error::from_raw_os_error(libc::EPERM));
+        assert!(msg(setup_failure(&uring, &dir, &disabled)).starts_with("unsupported EPERM: io_uring is unavailable"));
+        let pwritev2 = Case::one_write(SyncMethod::Pwritev2Dsync, 8192);
+        let refused = MeasureError::FirstCommit(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        assert_eq!(
+            msg(measure_failure(&pwritev2, &dir, refused)),
+            "unsupported EOPNOTSUPP: pwritev2 with RWF_DSYNC is not supported by tmpfs"
+        );
+        // EIO is never "unsupported", first commit or not: the case failed, and says which call.
+        let fsync = Case::one_write(SyncMethod::Fsync, 8192);
+        for e in [MeasureError::FirstCommit(io::Error::from_raw_os_error(libc::EIO)), MeasureError::Later(einval())] {
+            assert!(msg(measure_failure(&fsync, &dir, e)).starts_with("failed E"), "fail-stop");
+        }
     }
 }

@@ -92,4 +92,26 @@ mod tests {
             assert_eq!(commits(&mut p, 10), vec![vec![0], vec![4096], vec![8192]]);
         }
     }
+
+    proptest::proptest! {
+        /// Every write stays inside the file and on a multiple of the write size (so O_DIRECT stays aligned).
+        #[test]
+        fn writes_stay_inside_and_aligned(size_pow in 9u32..21, writes in 1u32..17, n_commits in 1usize..300,
+                                          rewrite: bool, state_index in 0usize..3) {
+            let size = 1u64 << size_pow;
+            let file = 4u64 << 20;
+            let state = [FileState::Overwrite, FileState::Append, FileState::Fallocate][state_index];
+            let pattern = if rewrite { Pattern::Rewrite } else { Pattern::Sequential };
+            let mut plan = OffsetPlan::new(&case(state, pattern, size, writes), file);
+            for offsets in commits(&mut plan, n_commits) {
+                proptest::prop_assert_eq!(offsets.len(), writes as usize);
+                for o in offsets {
+                    // Rewrite puts write i at i × size from 0 whatever the file size, as pg_test_fsync does.
+                    let rewrites = pattern == Pattern::Rewrite && state == FileState::Overwrite;
+                    proptest::prop_assert!(o + size <= file || rewrites);
+                    proptest::prop_assert_eq!(o % size, 0);
+                }
+            }
+        }
+    }
 }
