@@ -108,6 +108,8 @@ pub struct CommitPoint {
     pub syncs_per_s: f64,
     /// Mean commits per flush (mean group size).
     pub commits_per_sync: f64,
+    /// Mean time of one flush (the leader's write + sync), in nanoseconds.
+    pub sync_latency_ns_mean: f64,
     /// Commit latency (append + wait until durable).
     pub latency_ns: LatencyNs,
     /// Seconds timed.
@@ -301,6 +303,7 @@ struct Window {
     duration_s: f64,
     flushes: u64,
     commits: u64,
+    flush_ns: u64,
 }
 
 fn time_window<S: syncbench_engine::Storage>(wal: &Wal<S>, start_at: Instant, end_at: Instant) -> Window {
@@ -308,7 +311,12 @@ fn time_window<S: syncbench_engine::Storage>(wal: &Wal<S>, start_at: Instant, en
     let (t0, s0) = (Instant::now(), wal.stats());
     std::thread::sleep(end_at.saturating_duration_since(Instant::now()));
     let (t1, s1) = (Instant::now(), wal.stats());
-    Window { duration_s: (t1 - t0).as_secs_f64(), flushes: s1.flushes - s0.flushes, commits: s1.commits - s0.commits }
+    Window {
+        duration_s: (t1 - t0).as_secs_f64(),
+        flushes: s1.flushes - s0.flushes,
+        commits: s1.commits - s0.commits,
+        flush_ns: s1.flush_ns_total - s0.flush_ns_total,
+    }
 }
 
 /// A database recycles log segments behind its checkpoints; so does the benchmark, so the disk use stays
@@ -368,10 +376,15 @@ fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> Comm
         commits,
         commits_per_s: commits as f64 / duration_s,
         syncs_per_s: window.flushes as f64 / duration_s,
-        commits_per_sync: if window.flushes == 0 { 0.0 } else { window.commits as f64 / window.flushes as f64 },
+        commits_per_sync: per_flush(window.commits, window.flushes),
+        sync_latency_ns_mean: per_flush(window.flush_ns, window.flushes),
         latency_ns: latency_summary(&all),
         duration_s: window.duration_s,
     }
+}
+
+fn per_flush(total: u64, flushes: u64) -> f64 {
+    if flushes == 0 { 0.0 } else { total as f64 / flushes as f64 }
 }
 
 fn latency_summary(h: &Histogram<u64>) -> LatencyNs {
@@ -417,7 +430,7 @@ fn write_outputs(args: &Args, envelope: &Envelope<CommitPayload>) -> anyhow::Res
     Ok(())
 }
 
-const CSV_HEADER: [&str; 16] = [
+const CSV_HEADER: [&str; 17] = [
     "method",
     "record_size_bytes",
     "clients",
@@ -427,6 +440,7 @@ const CSV_HEADER: [&str; 16] = [
     "commits_per_s",
     "syncs_per_s",
     "commits_per_sync",
+    "sync_latency_ns_mean",
     "latency_ns_p50",
     "latency_ns_p90",
     "latency_ns_p99",
@@ -451,6 +465,7 @@ fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
             format!("{:.1}", p.commits_per_s),
             format!("{:.1}", p.syncs_per_s),
             format!("{:.2}", p.commits_per_sync),
+            format!("{:.0}", p.sync_latency_ns_mean),
             l.p50.to_string(),
             l.p90.to_string(),
             l.p99.to_string(),
@@ -477,6 +492,7 @@ fn to_table(results: &CommitResults) -> String {
         "commits/s",
         "syncs/s",
         "commits/sync",
+        "sync µs",
         "p50 µs",
         "p99 µs",
         "p99.9 µs",
@@ -491,6 +507,7 @@ fn to_table(results: &CommitResults) -> String {
             format!("{:.0}", p.commits_per_s),
             format!("{:.0}", p.syncs_per_s),
             format!("{:.2}", p.commits_per_sync),
+            format!("{:.0}", p.sync_latency_ns_mean / 1000.0),
             micros(l.p50),
             micros(l.p99),
             micros(l.p999),
@@ -564,11 +581,16 @@ mod tests {
             h.record(ns).unwrap();
         }
         let spec = PointSpec { clients: 2, commit_delay_us: 0, group_commit: true };
-        let p = summarize(&spec, &[ClientTally { latency: h }], &Window { duration_s: 2.0, flushes: 2, commits: 4 });
+        let p = summarize(
+            &spec,
+            &[ClientTally { latency: h }],
+            &Window { duration_s: 2.0, flushes: 2, commits: 4, flush_ns: 300 },
+        );
         assert_eq!(p.commits, 4);
         assert_eq!(p.commits_per_s, 2.0);
         assert_eq!(p.syncs_per_s, 1.0);
         assert_eq!(p.commits_per_sync, 2.0);
+        assert_eq!(p.sync_latency_ns_mean, 150.0);
         assert!((3996..=4004).contains(&p.latency_ns.max), "hdr precision is 3 digits");
         let csv = to_csv(&CommitResults {
             method: "fdatasync".into(),
