@@ -1,1 +1,6 @@
+mod advise;
 mod commit;
+mod probe;
+mod report;
+mod run;
+mod trace;
