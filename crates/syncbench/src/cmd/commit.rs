@@ -4,6 +4,7 @@
 
 use crate::cleanup::{Created, unique_name};
 use crate::exit::{Outcome, usage};
+use crate::export::ExportArgs;
 use crate::schema::{Envelope, LatencyNs};
 use crate::verdict::{Severity, Verdict};
 use crate::{output, probe};
@@ -57,12 +58,9 @@ pub struct Args {
     /// Short run: 1 second per point and clients 1,4,16 unless --clients is given.
     #[arg(long)]
     pub quick: bool,
-    /// Write the JSON document here (`-` = stdout).
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write one CSV row per point here (`-` = stdout).
-    #[arg(long)]
-    pub csv: Option<PathBuf>,
+    /// Exports: --json, --csv (one row per point), --markdown (FILE or `-` for stdout).
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
 
 /// `commit`'s JSON payload (inside the `syncbench/v1` envelope).
@@ -146,6 +144,7 @@ const RECORD_KIND: u8 = 1;
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     let plan = plan(&args)?;
+    args.export.validate()?;
     check_dir(&plan.dir)?;
     let started_at = crate::schema::now_rfc3339();
     let root = Created::register(plan.dir.join(unique_name("commit")));
@@ -416,18 +415,53 @@ fn verdicts(plan: &Plan) -> Vec<Verdict> {
     }]
 }
 
+/// Exports as asked; the table goes to stdout, or to stderr when an export took stdout.
 fn write_outputs(args: &Args, envelope: &Envelope<CommitPayload>) -> anyhow::Result<()> {
-    let stdout_taken = [&args.json, &args.csv].iter().any(|d| d.as_deref() == Some(Path::new("-")));
-    if let Some(dest) = &args.json {
+    let export = &args.export;
+    let results = &envelope.payload.commit;
+    if let Some(dest) = &export.json {
         output::write_to(dest, &(serde_json::to_string_pretty(envelope)? + "\n"))?;
     }
-    if let Some(dest) = &args.csv {
-        output::write_to(dest, &to_csv(&envelope.payload.commit)?)?;
+    if let Some(dest) = &export.csv {
+        output::write_to(dest, &to_csv(results)?)?;
     }
-    if !stdout_taken {
-        output::write_to(Path::new("-"), &to_table(&envelope.payload.commit))?;
+    if let Some(dest) = &export.markdown {
+        output::write_to(dest, &to_markdown(results))?;
+    }
+    if export.uses_stdout() {
+        eprint!("{}", to_table(results));
+    } else {
+        output::write_to(Path::new("-"), &to_table(results))?;
     }
     Ok(())
+}
+
+fn to_markdown(results: &CommitResults) -> String {
+    let durability = if results.durable { "" } else { " (NOT durable: no sync at all)" };
+    let mut md = format!(
+        "## syncbench commit: {}, {}-byte records{durability}\n\n\
+         | clients | commit_delay µs | log | commits/s | syncs/s | commits/sync | sync µs | p50 µs | p99 µs | p99.9 µs | max µs |\n\
+         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        results.method, results.record_size_bytes
+    );
+    for p in &results.points {
+        let l = &p.latency_ns;
+        md += &format!(
+            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {} | {} | {} | {} |\n",
+            p.clients,
+            p.commit_delay_us,
+            if p.group_commit { "group" } else { "naive" },
+            p.commits_per_s,
+            p.syncs_per_s,
+            p.commits_per_sync,
+            p.sync_latency_ns_mean / 1000.0,
+            micros(l.p50),
+            micros(l.p99),
+            micros(l.p999),
+            micros(l.max),
+        );
+    }
+    md
 }
 
 const CSV_HEADER: [&str; 17] = [
