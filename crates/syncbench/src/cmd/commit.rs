@@ -25,9 +25,10 @@ pub struct Args {
     /// Directory to measure in; a `.syncbench-commit-*` directory is created there and removed after.
     #[arg(default_value = ".")]
     pub dir: PathBuf,
-    /// Client threads, comma-separated: one point per count.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
-    pub clients: Vec<u32>,
+    /// Client threads, comma-separated: one point per count [default: 1,2,4,8,16,32,64, or 1,4,16 with
+    /// --quick].
+    #[arg(long, value_delimiter = ',')]
+    pub clients: Option<Vec<u32>>,
     /// How the log makes a write durable: fsync, fdatasync, open_datasync, open_datasync+direct,
     /// pwritev2_dsync, io_uring_fdatasync, or none (NOT durable, for comparison).
     #[arg(long, default_value = "fdatasync")]
@@ -55,7 +56,7 @@ pub struct Args {
     /// Measure both: the naive log and group commit, side by side for each client count.
     #[arg(long, conflicts_with = "no_group_commit")]
     pub with_baseline: bool,
-    /// Short run: 1 second per point and clients 1,4,16 unless --clients is given.
+    /// Short run: 1 second per point, and clients 1,4,16 unless --clients is given.
     #[arg(long)]
     pub quick: bool,
     /// Exports: --json, --csv (one row per point), --markdown (FILE or `-` for stdout).
@@ -180,8 +181,8 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         let names: Vec<&str> = SyncMethod::ALL.iter().map(|m| m.name()).collect();
         usage(format!("unknown --method '{}'; use one of {}", args.method, names.join(", ")))
     })?;
-    let clients =
-        if args.quick && args.clients == [1, 2, 4, 8, 16, 32, 64] { vec![1, 4, 16] } else { args.clients.clone() };
+    let default_clients = if args.quick { vec![1, 4, 16] } else { vec![1, 2, 4, 8, 16, 32, 64] };
+    let clients = args.clients.clone().unwrap_or(default_clients);
     if let Some(&bad) = clients.iter().find(|&&c| c == 0 || c > MAX_CLIENTS) {
         return Err(usage(format!("--clients {bad} is out of range; use 1 to {MAX_CLIENTS}")));
     }
@@ -589,6 +590,8 @@ mod tests {
         assert!(naive.points.iter().all(|s| !s.group_commit));
         assert_eq!(naive.points.len(), 3);
         assert_eq!(naive.secs, 1.0);
+        let explicit = plan(&parse(&["--quick", "--clients", "1,2,4,8,16,32,64"])).unwrap();
+        assert_eq!(explicit.points.len(), 7, "--clients given explicitly wins over --quick");
     }
 
     #[test]
