@@ -520,13 +520,20 @@ impl<S: Storage> Wal<S> {
         segments.sync_all_open().map_err(io)
     }
 
+    /// Create the segments ahead, and open the current one the way the sync method writes it, so an
+    /// unusable method (O_DIRECT on a file system without it, no io_uring) fails `open`, not a commit.
     fn preallocate(&self, from: Lsn) -> WalResult<()> {
         let first = from / self.segment_bytes;
         let mut segments = self.segments.lock();
         for n in first..=first + u64::from(self.config.preallocate_segments) {
             segments.ensure_exists(n).map_err(|e| WalError::io("cannot create log segment", e))?;
         }
-        Ok(())
+        segments.open_for_writing(first).map_err(|f| {
+            WalError::io(
+                format!("sync method {} is not usable here ({})", self.config.sync_method.name(), f.what),
+                f.error,
+            )
+        })
     }
 }
 

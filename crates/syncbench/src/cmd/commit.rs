@@ -148,6 +148,7 @@ pub fn main(args: Args) -> Outcome {
     args.export.validate()?;
     check_dir(&plan.dir)?;
     let started_at = crate::schema::now_rfc3339();
+    let environment = probe::collect(&plan.dir);
     let root = Created::register(plan.dir.join(unique_name("commit")));
     std::fs::create_dir(root.path())
         .map_err(|e| usage(format!("cannot create a directory in {}: {e}", plan.dir.display())))?;
@@ -170,7 +171,8 @@ pub fn main(args: Args) -> Outcome {
             points,
         },
     };
-    let envelope = Envelope::new(started_at, probe::collect(&plan.dir), verdicts(&plan), payload);
+    let verdicts = verdicts(&plan, &environment);
+    let envelope = Envelope::new(started_at, environment, verdicts, payload);
     write_outputs(&args, &envelope)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -403,17 +405,19 @@ fn latency_summary(h: &Histogram<u64>) -> LatencyNs {
     }
 }
 
-fn verdicts(plan: &Plan) -> Vec<Verdict> {
-    if plan.method.durable() {
-        return Vec::new();
+/// The probe's verdicts about DIR, plus one if the method itself is not durable.
+fn verdicts(plan: &Plan, environment: &probe::Environment) -> Vec<Verdict> {
+    let mut verdicts = probe::verdicts(environment, &[]);
+    if !plan.method.durable() {
+        verdicts.push(Verdict {
+            severity: Severity::Critical,
+            code: "commit_not_durable".to_string(),
+            message: "--method none never syncs: these commits would be lost on a power failure.".to_string(),
+            advice: "Use it only as the upper bound; measure a durable method (e.g. fdatasync) for real numbers."
+                .to_string(),
+        });
     }
-    vec![Verdict {
-        severity: Severity::Critical,
-        code: "commit_not_durable".to_string(),
-        message: "--method none never syncs: these commits would be lost on a power failure.".to_string(),
-        advice: "Use it only as the upper bound; measure a durable method (e.g. fdatasync) for real numbers."
-            .to_string(),
-    }]
+    verdicts
 }
 
 /// Exports as asked; the table goes to stdout, or to stderr when an export took stdout.
@@ -429,10 +433,11 @@ fn write_outputs(args: &Args, envelope: &Envelope<CommitPayload>) -> anyhow::Res
     if let Some(dest) = &export.markdown {
         output::write_to(dest, &to_markdown(results))?;
     }
+    let human = format!("{}\n{}", probe::render::header(&envelope.environment, &envelope.verdicts), to_table(results));
     if export.uses_stdout() {
-        eprint!("{}", to_table(results));
+        eprint!("{human}");
     } else {
-        output::write_to(Path::new("-"), &to_table(results))?;
+        output::write_to(Path::new("-"), &human)?;
     }
     Ok(())
 }
