@@ -1,5 +1,6 @@
 mod advise;
 mod commit;
+mod fsync_errors;
 mod probe;
 mod report;
 mod run;
