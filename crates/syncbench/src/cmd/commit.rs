@@ -142,6 +142,9 @@ const SEGMENT_BYTES: u64 = 16 << 20;
 const SEGMENTS_IN_USE: u64 = 8;
 const RECORD_KIND: u8 = 1;
 
+/// Set by the Ctrl-C hook before the signal thread removes our files.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     let plan = plan(&args)?;
@@ -149,6 +152,7 @@ pub fn main(args: Args) -> Outcome {
     check_dir(&plan.dir)?;
     let started_at = crate::schema::now_rfc3339();
     let environment = probe::collect(&plan.dir);
+    crate::cleanup::on_signal(|| INTERRUPTED.store(true, Ordering::SeqCst));
     let root = Created::register(plan.dir.join(unique_name("commit")));
     std::fs::create_dir(root.path())
         .map_err(|e| usage(format!("cannot create a directory in {}: {e}", plan.dir.display())))?;
@@ -157,7 +161,15 @@ pub fn main(args: Args) -> Outcome {
         if output::stderr_is_terminal() {
             eprintln!("syncbench commit: point {}/{}: {}", i + 1, plan.points.len(), describe(spec));
         }
-        points.push(measure(&plan, spec, &root.path().join(format!("point-{i}")))?);
+        let point = measure(&plan, spec, &root.path().join(format!("point-{i}")));
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            // Ctrl-C: the signal thread is removing our files (which may have failed this point) and
+            // will exit with 130; returning now would race it with another exit code.
+            loop {
+                std::thread::park();
+            }
+        }
+        points.push(point?);
     }
     drop(root);
     let payload = CommitPayload {
