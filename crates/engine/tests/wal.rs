@@ -249,6 +249,8 @@ fn many_threads_with(cfg: WalConfig) {
     let acked: Vec<Vec<u64>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     let stats = wal.stats();
     assert_eq!(stats.commits, u64::from(threads * commits));
+    assert!(stats.flush_ns_max > 0 && stats.flush_ns_max <= stats.flush_ns_total, "{stats:?}");
+    assert!(stats.bytes_written > 0 && stats.writes >= stats.flushes.min(1));
     if group_commit {
         assert!(stats.flushes <= stats.commits);
     } else {

@@ -33,6 +33,16 @@
 //! never retried; reopen the log and let recovery decide what survived.
 //!
 //! The on-disk format is documented byte by byte in `docs/format.md` and in [`record`].
+//!
+//! # For a crash simulator
+//! The log touches storage only through [`Storage`]: `create_new` (segment `.tmp`), `write_at`,
+//! `sync_all` (new segment, recovery), `rename` + `sync_dir` (segment creation and recycling),
+//! `remove`, `list`, `exists`, `open`, `read_exact_at`, `len`, the sync method's `sync_data`/`sync_all` or
+//! `WriteSync`/`FileOptions::dsync`, and `enable_linked_sync` for io_uring. The invariant to check after
+//! a crash and [`Wal::open`]: every record whose `commit` returned Ok is recovered, in LSN order, with
+//! its kind and payload; records whose commit failed (poisoned) may or may not be. `WalConfig::faults`
+//! ([`FaultSwitches`], hidden from docs) breaks the log on purpose, so a crash test can show it
+//! catches a missing directory fsync, a missing log sync, or a retried fsync.
 
 mod config;
 mod error;
@@ -81,6 +91,10 @@ pub struct WalStats {
     pub bytes_written: u64,
     /// Commits (`commit` calls) that returned Ok.
     pub commits: u64,
+    /// Time spent in flushes (write + sync, the leader's I/O only), summed, in nanoseconds.
+    pub flush_ns_total: u64,
+    /// Slowest flush, in nanoseconds.
+    pub flush_ns_max: u64,
 }
 
 #[derive(Default)]
@@ -90,6 +104,8 @@ struct Counters {
     syncs: AtomicU64,
     bytes_written: AtomicU64,
     commits: AtomicU64,
+    flush_ns_total: AtomicU64,
+    flush_ns_max: AtomicU64,
 }
 
 /// Everything behind the log's short lock.
@@ -274,6 +290,8 @@ impl<S: Storage> Wal<S> {
             syncs: c.syncs.load(Ordering::Relaxed),
             bytes_written: c.bytes_written.load(Ordering::Relaxed),
             commits: c.commits.load(Ordering::Relaxed),
+            flush_ns_total: c.flush_ns_total.load(Ordering::Relaxed),
+            flush_ns_max: c.flush_ns_max.load(Ordering::Relaxed),
         }
     }
 
@@ -463,6 +481,7 @@ impl<S: Storage> Wal<S> {
     }
 
     fn write_batch(&self, batch: &Batch, also_sync: Option<u64>) -> Result<(), Failure> {
+        let started = std::time::Instant::now();
         let mut segments = self.segments.lock();
         segments.close_below(batch.write_lsn / self.segment_bytes);
         let mut count = if batch.end_lsn > batch.start_lsn {
@@ -478,6 +497,9 @@ impl<S: Storage> Wal<S> {
         c.writes.fetch_add(count.writes, Ordering::Relaxed);
         c.syncs.fetch_add(count.syncs, Ordering::Relaxed);
         c.bytes_written.fetch_add(if count.writes > 0 { batch.len as u64 } else { 0 }, Ordering::Relaxed);
+        let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        c.flush_ns_total.fetch_add(ns, Ordering::Relaxed);
+        c.flush_ns_max.fetch_max(ns, Ordering::Relaxed);
         Ok(())
     }
 
@@ -498,13 +520,20 @@ impl<S: Storage> Wal<S> {
         segments.sync_all_open().map_err(io)
     }
 
+    /// Create the segments ahead, and open the current one the way the sync method writes it, so an
+    /// unusable method (O_DIRECT on a file system without it, no io_uring) fails `open`, not a commit.
     fn preallocate(&self, from: Lsn) -> WalResult<()> {
         let first = from / self.segment_bytes;
         let mut segments = self.segments.lock();
         for n in first..=first + u64::from(self.config.preallocate_segments) {
             segments.ensure_exists(n).map_err(|e| WalError::io("cannot create log segment", e))?;
         }
-        Ok(())
+        segments.open_for_writing(first).map_err(|f| {
+            WalError::io(
+                format!("sync method {} is not usable here ({})", self.config.sync_method.name(), f.what),
+                f.error,
+            )
+        })
     }
 }
 

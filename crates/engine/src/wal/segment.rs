@@ -136,6 +136,11 @@ impl<S: Storage> Segments<S> {
         self.create(n)
     }
 
+    /// Open segment `n` for writing now (creating it if needed).
+    pub fn open_for_writing(&mut self, n: u64) -> Result<(), Failure> {
+        self.file(n).map(|_| ())
+    }
+
     fn file(&mut self, n: u64) -> Result<&S::File, Failure> {
         if !self.open.contains_key(&n) {
             self.ensure_exists(n).map_err(fail("segment create"))?;

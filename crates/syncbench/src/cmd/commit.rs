@@ -4,6 +4,7 @@
 
 use crate::cleanup::{Created, unique_name};
 use crate::exit::{Outcome, usage};
+use crate::export::ExportArgs;
 use crate::schema::{Envelope, LatencyNs};
 use crate::verdict::{Severity, Verdict};
 use crate::{output, probe};
@@ -24,9 +25,10 @@ pub struct Args {
     /// Directory to measure in; a `.syncbench-commit-*` directory is created there and removed after.
     #[arg(default_value = ".")]
     pub dir: PathBuf,
-    /// Client threads, comma-separated: one point per count.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
-    pub clients: Vec<u32>,
+    /// Client threads, comma-separated: one point per count [default: 1,2,4,8,16,32,64, or 1,4,16 with
+    /// --quick].
+    #[arg(long, value_delimiter = ',')]
+    pub clients: Option<Vec<u32>>,
     /// How the log makes a write durable: fsync, fdatasync, open_datasync, open_datasync+direct,
     /// pwritev2_dsync, io_uring_fdatasync, or none (NOT durable, for comparison).
     #[arg(long, default_value = "fdatasync")]
@@ -54,15 +56,12 @@ pub struct Args {
     /// Measure both: the naive log and group commit, side by side for each client count.
     #[arg(long, conflicts_with = "no_group_commit")]
     pub with_baseline: bool,
-    /// Short run: 1 second per point and clients 1,4,16 unless --clients is given.
+    /// Short run: 1 second per point, and clients 1,4,16 unless --clients is given.
     #[arg(long)]
     pub quick: bool,
-    /// Write the JSON document here (`-` = stdout).
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write one CSV row per point here (`-` = stdout).
-    #[arg(long)]
-    pub csv: Option<PathBuf>,
+    /// Exports: --json, --csv (one row per point), --markdown (FILE or `-` for stdout).
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
 
 /// `commit`'s JSON payload (inside the `syncbench/v1` envelope).
@@ -108,6 +107,8 @@ pub struct CommitPoint {
     pub syncs_per_s: f64,
     /// Mean commits per flush (mean group size).
     pub commits_per_sync: f64,
+    /// Mean time of one flush (the leader's write + sync), in nanoseconds.
+    pub sync_latency_ns_mean: f64,
     /// Commit latency (append + wait until durable).
     pub latency_ns: LatencyNs,
     /// Seconds timed.
@@ -141,11 +142,17 @@ const SEGMENT_BYTES: u64 = 16 << 20;
 const SEGMENTS_IN_USE: u64 = 8;
 const RECORD_KIND: u8 = 1;
 
+/// Set by the Ctrl-C hook before the signal thread removes our files.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     let plan = plan(&args)?;
+    args.export.validate()?;
     check_dir(&plan.dir)?;
     let started_at = crate::schema::now_rfc3339();
+    let environment = probe::collect(&plan.dir);
+    crate::cleanup::on_signal(|| INTERRUPTED.store(true, Ordering::SeqCst));
     let root = Created::register(plan.dir.join(unique_name("commit")));
     std::fs::create_dir(root.path())
         .map_err(|e| usage(format!("cannot create a directory in {}: {e}", plan.dir.display())))?;
@@ -154,7 +161,15 @@ pub fn main(args: Args) -> Outcome {
         if output::stderr_is_terminal() {
             eprintln!("syncbench commit: point {}/{}: {}", i + 1, plan.points.len(), describe(spec));
         }
-        points.push(measure(&plan, spec, &root.path().join(format!("point-{i}")))?);
+        let point = measure(&plan, spec, &root.path().join(format!("point-{i}")));
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            // Ctrl-C: the signal thread is removing our files (which may have failed this point) and
+            // will exit with 130; returning now would race it with another exit code.
+            loop {
+                std::thread::park();
+            }
+        }
+        points.push(point?);
     }
     drop(root);
     let payload = CommitPayload {
@@ -168,7 +183,8 @@ pub fn main(args: Args) -> Outcome {
             points,
         },
     };
-    let envelope = Envelope::new(started_at, probe::collect(&plan.dir), verdicts(&plan), payload);
+    let verdicts = verdicts(&plan, &environment);
+    let envelope = Envelope::new(started_at, environment, verdicts, payload);
     write_outputs(&args, &envelope)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -179,8 +195,8 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         let names: Vec<&str> = SyncMethod::ALL.iter().map(|m| m.name()).collect();
         usage(format!("unknown --method '{}'; use one of {}", args.method, names.join(", ")))
     })?;
-    let clients =
-        if args.quick && args.clients == [1, 2, 4, 8, 16, 32, 64] { vec![1, 4, 16] } else { args.clients.clone() };
+    let default_clients = if args.quick { vec![1, 4, 16] } else { vec![1, 2, 4, 8, 16, 32, 64] };
+    let clients = args.clients.clone().unwrap_or(default_clients);
     if let Some(&bad) = clients.iter().find(|&&c| c == 0 || c > MAX_CLIENTS) {
         return Err(usage(format!("--clients {bad} is out of range; use 1 to {MAX_CLIENTS}")));
     }
@@ -301,6 +317,7 @@ struct Window {
     duration_s: f64,
     flushes: u64,
     commits: u64,
+    flush_ns: u64,
 }
 
 fn time_window<S: syncbench_engine::Storage>(wal: &Wal<S>, start_at: Instant, end_at: Instant) -> Window {
@@ -308,7 +325,12 @@ fn time_window<S: syncbench_engine::Storage>(wal: &Wal<S>, start_at: Instant, en
     let (t0, s0) = (Instant::now(), wal.stats());
     std::thread::sleep(end_at.saturating_duration_since(Instant::now()));
     let (t1, s1) = (Instant::now(), wal.stats());
-    Window { duration_s: (t1 - t0).as_secs_f64(), flushes: s1.flushes - s0.flushes, commits: s1.commits - s0.commits }
+    Window {
+        duration_s: (t1 - t0).as_secs_f64(),
+        flushes: s1.flushes - s0.flushes,
+        commits: s1.commits - s0.commits,
+        flush_ns: s1.flush_ns_total - s0.flush_ns_total,
+    }
 }
 
 /// A database recycles log segments behind its checkpoints; so does the benchmark, so the disk use stays
@@ -368,10 +390,15 @@ fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> Comm
         commits,
         commits_per_s: commits as f64 / duration_s,
         syncs_per_s: window.flushes as f64 / duration_s,
-        commits_per_sync: if window.flushes == 0 { 0.0 } else { window.commits as f64 / window.flushes as f64 },
+        commits_per_sync: per_flush(window.commits, window.flushes),
+        sync_latency_ns_mean: per_flush(window.flush_ns, window.flushes),
         latency_ns: latency_summary(&all),
         duration_s: window.duration_s,
     }
+}
+
+fn per_flush(total: u64, flushes: u64) -> f64 {
+    if flushes == 0 { 0.0 } else { total as f64 / flushes as f64 }
 }
 
 fn latency_summary(h: &Histogram<u64>) -> LatencyNs {
@@ -390,34 +417,72 @@ fn latency_summary(h: &Histogram<u64>) -> LatencyNs {
     }
 }
 
-fn verdicts(plan: &Plan) -> Vec<Verdict> {
-    if plan.method.durable() {
-        return Vec::new();
+/// The probe's verdicts about DIR, plus one if the method itself is not durable.
+fn verdicts(plan: &Plan, environment: &probe::Environment) -> Vec<Verdict> {
+    let mut verdicts = probe::verdicts(environment, &[]);
+    if !plan.method.durable() {
+        verdicts.push(Verdict {
+            severity: Severity::Critical,
+            code: "commit_not_durable".to_string(),
+            message: "--method none never syncs: these commits would be lost on a power failure.".to_string(),
+            advice: "Use it only as the upper bound; measure a durable method (e.g. fdatasync) for real numbers."
+                .to_string(),
+        });
     }
-    vec![Verdict {
-        severity: Severity::Critical,
-        code: "commit_not_durable".to_string(),
-        message: "--method none never syncs: these commits would be lost on a power failure.".to_string(),
-        advice: "Use it only as the upper bound; measure a durable method (e.g. fdatasync) for real numbers."
-            .to_string(),
-    }]
+    verdicts
 }
 
+/// Exports as asked; the table goes to stdout, or to stderr when an export took stdout.
 fn write_outputs(args: &Args, envelope: &Envelope<CommitPayload>) -> anyhow::Result<()> {
-    let stdout_taken = [&args.json, &args.csv].iter().any(|d| d.as_deref() == Some(Path::new("-")));
-    if let Some(dest) = &args.json {
+    let export = &args.export;
+    let results = &envelope.payload.commit;
+    if let Some(dest) = &export.json {
         output::write_to(dest, &(serde_json::to_string_pretty(envelope)? + "\n"))?;
     }
-    if let Some(dest) = &args.csv {
-        output::write_to(dest, &to_csv(&envelope.payload.commit)?)?;
+    if let Some(dest) = &export.csv {
+        output::write_to(dest, &to_csv(results)?)?;
     }
-    if !stdout_taken {
-        output::write_to(Path::new("-"), &to_table(&envelope.payload.commit))?;
+    if let Some(dest) = &export.markdown {
+        output::write_to(dest, &to_markdown(results))?;
+    }
+    let human = format!("{}\n{}", probe::render::header(&envelope.environment, &envelope.verdicts), to_table(results));
+    if export.uses_stdout() {
+        eprint!("{human}");
+    } else {
+        output::write_to(Path::new("-"), &human)?;
     }
     Ok(())
 }
 
-const CSV_HEADER: [&str; 16] = [
+fn to_markdown(results: &CommitResults) -> String {
+    let durability = if results.durable { "" } else { " (NOT durable: no sync at all)" };
+    let mut md = format!(
+        "## syncbench commit: {}, {}-byte records{durability}\n\n\
+         | clients | commit_delay µs | log | commits/s | syncs/s | commits/sync | sync µs | p50 µs | p99 µs | p99.9 µs | max µs |\n\
+         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        results.method, results.record_size_bytes
+    );
+    for p in &results.points {
+        let l = &p.latency_ns;
+        md += &format!(
+            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {} | {} | {} | {} |\n",
+            p.clients,
+            p.commit_delay_us,
+            if p.group_commit { "group" } else { "naive" },
+            p.commits_per_s,
+            p.syncs_per_s,
+            p.commits_per_sync,
+            p.sync_latency_ns_mean / 1000.0,
+            micros(l.p50),
+            micros(l.p99),
+            micros(l.p999),
+            micros(l.max),
+        );
+    }
+    md
+}
+
+const CSV_HEADER: [&str; 17] = [
     "method",
     "record_size_bytes",
     "clients",
@@ -427,6 +492,7 @@ const CSV_HEADER: [&str; 16] = [
     "commits_per_s",
     "syncs_per_s",
     "commits_per_sync",
+    "sync_latency_ns_mean",
     "latency_ns_p50",
     "latency_ns_p90",
     "latency_ns_p99",
@@ -451,6 +517,7 @@ fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
             format!("{:.1}", p.commits_per_s),
             format!("{:.1}", p.syncs_per_s),
             format!("{:.2}", p.commits_per_sync),
+            format!("{:.0}", p.sync_latency_ns_mean),
             l.p50.to_string(),
             l.p90.to_string(),
             l.p99.to_string(),
@@ -477,6 +544,7 @@ fn to_table(results: &CommitResults) -> String {
         "commits/s",
         "syncs/s",
         "commits/sync",
+        "sync µs",
         "p50 µs",
         "p99 µs",
         "p99.9 µs",
@@ -491,6 +559,7 @@ fn to_table(results: &CommitResults) -> String {
             format!("{:.0}", p.commits_per_s),
             format!("{:.0}", p.syncs_per_s),
             format!("{:.2}", p.commits_per_sync),
+            format!("{:.0}", p.sync_latency_ns_mean / 1000.0),
             micros(l.p50),
             micros(l.p99),
             micros(l.p999),
@@ -538,6 +607,8 @@ mod tests {
         assert!(naive.points.iter().all(|s| !s.group_commit));
         assert_eq!(naive.points.len(), 3);
         assert_eq!(naive.secs, 1.0);
+        let explicit = plan(&parse(&["--quick", "--clients", "1,2,4,8,16,32,64"])).unwrap();
+        assert_eq!(explicit.points.len(), 7, "--clients given explicitly wins over --quick");
     }
 
     #[test]
@@ -564,11 +635,16 @@ mod tests {
             h.record(ns).unwrap();
         }
         let spec = PointSpec { clients: 2, commit_delay_us: 0, group_commit: true };
-        let p = summarize(&spec, &[ClientTally { latency: h }], &Window { duration_s: 2.0, flushes: 2, commits: 4 });
+        let p = summarize(
+            &spec,
+            &[ClientTally { latency: h }],
+            &Window { duration_s: 2.0, flushes: 2, commits: 4, flush_ns: 300 },
+        );
         assert_eq!(p.commits, 4);
         assert_eq!(p.commits_per_s, 2.0);
         assert_eq!(p.syncs_per_s, 1.0);
         assert_eq!(p.commits_per_sync, 2.0);
+        assert_eq!(p.sync_latency_ns_mean, 150.0);
         assert!((3996..=4004).contains(&p.latency_ns.max), "hdr precision is 3 digits");
         let csv = to_csv(&CommitResults {
             method: "fdatasync".into(),

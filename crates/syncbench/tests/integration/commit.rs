@@ -34,7 +34,8 @@ fn commit_json_has_one_point_per_client_count_and_mode() {
         assert!(p["commits"].as_u64().unwrap() > 0, "{p}");
         assert!(p["commits_per_s"].as_f64().unwrap() > 0.0);
         assert!(p["syncs_per_s"].as_f64().unwrap() > 0.0);
-        assert!(p["commits_per_sync"].as_f64().unwrap() >= 0.99, "{p}");
+        assert!(p["sync_latency_ns_mean"].as_f64().unwrap() > 0.0);
+        assert!(p["commits_per_sync"].as_f64().unwrap() >= 0.8, "{p}"); // window edges: a flush may end after t1
         for key in ["p50", "p99", "p999", "max", "mean"] {
             assert!(p["latency_ns"][key].as_f64().unwrap() > 0.0, "{key}");
         }
@@ -48,13 +49,15 @@ fn commit_json_has_one_point_per_client_count_and_mode() {
 }
 
 #[test]
-fn commit_csv_and_table() {
+fn commit_csv_markdown_and_table() {
     let dir = tempfile::tempdir().unwrap();
     let csv_path = dir.path().join("out.csv");
     let out = syncbench()
         .args(["commit", dir.path().to_str().unwrap(), "--clients", "2", "--secs", "0.1", "--method", "none"])
         .arg("--csv")
         .arg(&csv_path)
+        .arg("--markdown")
+        .arg(dir.path().join("out.md"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -67,6 +70,9 @@ fn commit_csv_and_table() {
     assert!(lines[0].starts_with("method,record_size_bytes,clients,commit_delay_us,group_commit"));
     assert!(lines[1].starts_with("none,256,2,0,true,"));
     std::fs::remove_file(csv_path).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("out.md")).unwrap();
+    assert!(md.contains("| 2 | 0 | group |"), "{md}");
+    std::fs::remove_file(dir.path().join("out.md")).unwrap();
     assert!(leftovers(dir.path()).is_empty());
 }
 
@@ -75,7 +81,10 @@ fn commit_bad_input_is_one_line_and_exit_2_leaving_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let missing = dir.path().join("nope");
+    let bad_json = dir.path().join("no-such-dir").join("out.json");
     for args in [
+        vec!["commit", d, "--json", bad_json.to_str().unwrap()],
+        vec!["commit", d, "--json", "-", "--csv", "-"],
         vec!["commit", d, "--method", "open_sync"],
         vec!["commit", d, "--clients", "0"],
         vec!["commit", d, "--secs", "0"],
