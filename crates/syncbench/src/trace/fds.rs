@@ -31,7 +31,14 @@ pub fn read_fd(tid: Pid, fd: i32) -> Option<FdInfo> {
     let link = std::fs::read_link(format!("/proc/{tid}/fd/{fd}")).ok()?;
     let info = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
     let flags = parse_fdinfo_flags(&info)?;
-    Some(FdInfo::from_link(link.to_string_lossy().into_owned(), flags))
+    let mut path = link.to_string_lossy().into_owned();
+    // A directory (fsynced after creating or renaming files in it) is shown as `dir/`, so reports list it
+    // as the directory itself rather than as a file of its parent.
+    let is_dir = std::fs::metadata(format!("/proc/{tid}/fd/{fd}")).is_ok_and(|m| m.is_dir());
+    if is_dir && !path.ends_with('/') {
+        path.push('/');
+    }
+    Some(FdInfo::from_link(path, flags))
 }
 
 /// The octal `flags:` line of an fdinfo file.
@@ -120,6 +127,9 @@ mod tests {
         let info = read_fd(std::process::id() as Pid, file.as_raw_fd()).unwrap();
         assert_eq!(info.path, path.display().to_string());
         assert_eq!(info.sync, OpenSyncFlag::None);
+        let dir_fd = std::fs::File::open(dir.path()).unwrap();
+        let dir_info = read_fd(std::process::id() as Pid, dir_fd.as_raw_fd()).unwrap();
+        assert_eq!(dir_info.path, format!("{}/", dir.path().display()));
     }
 
     #[test]
