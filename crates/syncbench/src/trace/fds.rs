@@ -89,6 +89,13 @@ impl FdTable {
         self.known.insert((tgid, fd), info);
     }
 
+    /// The cached descriptor's file is now called `path`: update it and return the old name if it changed
+    /// (the sync flag is kept: `--no-sync` may have stripped it from what `/proc` shows).
+    pub fn rename(&mut self, tgid: Pid, fd: i32, path: &str) -> Option<String> {
+        let info = self.known.get_mut(&(tgid, fd))?;
+        (info.path != path).then(|| std::mem::replace(&mut info.path, path.to_string()))
+    }
+
     /// The descriptor was closed or replaced.
     pub fn forget(&mut self, tgid: Pid, fd: i32) {
         self.known.remove(&(tgid, fd));
@@ -146,6 +153,8 @@ mod tests {
             table.insert(1, fd, FdInfo::from_link(format!("/f{fd}"), 0));
             table.insert(2, fd, FdInfo::from_link(format!("/g{fd}"), 0));
         }
+        assert_eq!(table.rename(1, 3, "/moved"), Some("/f3".to_string()));
+        assert_eq!(table.rename(1, 3, "/moved"), None);
         table.forget_range(1, 4, 5);
         assert_eq!(table.known.len(), 6);
         assert!(table.known.contains_key(&(1, 3)) && table.known.contains_key(&(1, 6)));
