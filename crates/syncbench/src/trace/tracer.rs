@@ -95,7 +95,7 @@ pub fn trace_command(argv: &[OsString], options: TraceOptions, live: LiveProcess
         live,
         tasks_seen: 0,
     };
-    tracer.task(root);
+    tracer.tgid(root); // registers the command as live at once, for Ctrl-C
     ptrace::resume(root, Resume::Continue, 0)?;
     let mut ending = Ending::Exited(0);
     while let Some((tid, stop)) = ptrace::wait_any()? {
