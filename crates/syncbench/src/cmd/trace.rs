@@ -71,6 +71,11 @@ mod imp {
                  success without doing anything, and O_SYNC/O_DSYNC/RWF_DSYNC are stripped. NOTHING THIS \
                  COMMAND WRITES IS DURABLE. Use it for test suites only."
             );
+            if !args.syncs_only {
+                eprintln!(
+                    "syncbench: hint: add --syncs-only to let plain writes run untraced (faster for write-heavy                      test suites; O_DSYNC writes are then not counted one by one)"
+                );
+            }
         }
         let options = TraceOptions { no_sync: args.no_sync, track_writes: !args.syncs_only };
         let done: Done = Arc::new((Mutex::new(false), Condvar::new()));
