@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// Flags of `syncbench trace`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  syncbench trace --histogram -- sqlite3 test.db < script.sql\n  \
-                        syncbench trace --no-sync -- make check\n  \
+                        syncbench trace --no-sync --syncs-only -- make check\n  \
                         syncbench trace --baseline run.json --json trace.json -- ./my-service")]
 pub struct Args {
     /// Write the report as JSON (syncbench/v1) to FILE (`-` = stdout).
