@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// Flags of `syncbench trace`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  syncbench trace --histogram -- sqlite3 test.db < script.sql\n  \
-                        syncbench trace --no-sync -- make check\n  \
+                        syncbench trace --no-sync --syncs-only -- make check\n  \
                         syncbench trace --baseline run.json --json trace.json -- ./my-service")]
 pub struct Args {
     /// Write the report as JSON (syncbench/v1) to FILE (`-` = stdout).
@@ -71,6 +71,11 @@ mod imp {
                  success without doing anything, and O_SYNC/O_DSYNC/RWF_DSYNC are stripped. NOTHING THIS \
                  COMMAND WRITES IS DURABLE. Use it for test suites only."
             );
+            if !args.syncs_only {
+                eprintln!(
+                    "syncbench: hint: add --syncs-only to let plain writes run untraced (faster for write-heavy                      test suites; O_DSYNC writes are then not counted one by one)"
+                );
+            }
         }
         let options = TraceOptions { no_sync: args.no_sync, track_writes: !args.syncs_only };
         let done: Done = Arc::new((Mutex::new(false), Condvar::new()));

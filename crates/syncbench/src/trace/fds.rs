@@ -31,7 +31,14 @@ pub fn read_fd(tid: Pid, fd: i32) -> Option<FdInfo> {
     let link = std::fs::read_link(format!("/proc/{tid}/fd/{fd}")).ok()?;
     let info = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
     let flags = parse_fdinfo_flags(&info)?;
-    Some(FdInfo::from_link(link.to_string_lossy().into_owned(), flags))
+    let mut path = link.to_string_lossy().into_owned();
+    // A directory (fsynced after creating or renaming files in it) is shown as `dir/`, so reports list it
+    // as the directory itself rather than as a file of its parent.
+    let is_dir = std::fs::metadata(format!("/proc/{tid}/fd/{fd}")).is_ok_and(|m| m.is_dir());
+    if is_dir && !path.ends_with('/') {
+        path.push('/');
+    }
+    Some(FdInfo::from_link(path, flags))
 }
 
 /// The octal `flags:` line of an fdinfo file.
@@ -82,6 +89,13 @@ impl FdTable {
         self.known.insert((tgid, fd), info);
     }
 
+    /// The cached descriptor's file is now called `path`: update it and return the old name if it changed
+    /// (the sync flag is kept: `--no-sync` may have stripped it from what `/proc` shows).
+    pub fn rename(&mut self, tgid: Pid, fd: i32, path: &str) -> Option<String> {
+        let info = self.known.get_mut(&(tgid, fd))?;
+        (info.path != path).then(|| std::mem::replace(&mut info.path, path.to_string()))
+    }
+
     /// The descriptor was closed or replaced.
     pub fn forget(&mut self, tgid: Pid, fd: i32) {
         self.known.remove(&(tgid, fd));
@@ -120,6 +134,9 @@ mod tests {
         let info = read_fd(std::process::id() as Pid, file.as_raw_fd()).unwrap();
         assert_eq!(info.path, path.display().to_string());
         assert_eq!(info.sync, OpenSyncFlag::None);
+        let dir_fd = std::fs::File::open(dir.path()).unwrap();
+        let dir_info = read_fd(std::process::id() as Pid, dir_fd.as_raw_fd()).unwrap();
+        assert_eq!(dir_info.path, format!("{}/", dir.path().display()));
     }
 
     #[test]
@@ -136,6 +153,8 @@ mod tests {
             table.insert(1, fd, FdInfo::from_link(format!("/f{fd}"), 0));
             table.insert(2, fd, FdInfo::from_link(format!("/g{fd}"), 0));
         }
+        assert_eq!(table.rename(1, 3, "/moved"), Some("/f3".to_string()));
+        assert_eq!(table.rename(1, 3, "/moved"), None);
         table.forget_range(1, 4, 5);
         assert_eq!(table.known.len(), 6);
         assert!(table.known.contains_key(&(1, 3)) && table.known.contains_key(&(1, 6)));

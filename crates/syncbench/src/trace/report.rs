@@ -328,6 +328,7 @@ mod tests {
     #[test]
     fn targets_split_into_directory_and_file() {
         assert_eq!(split_target("/db/pg_wal/0001"), ("/db/pg_wal/".into(), "0001".into()));
+        assert_eq!(split_target("/db/pg_wal/"), ("/db/pg_wal/".into(), String::new()));
         assert_eq!(split_target("(all file systems)"), ("(all file systems)".into(), String::new()));
     }
 

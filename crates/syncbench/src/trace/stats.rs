@@ -192,6 +192,13 @@ impl Recorder {
         }
     }
 
+    /// A file with pending bytes was renamed (seen at its next sync): the bytes follow it.
+    pub fn renamed(&mut self, old: &str, new: &str) {
+        if let Some(bytes) = self.pending_bytes.remove(old) {
+            *self.pending_bytes.entry(new.to_string()).or_default() += bytes;
+        }
+    }
+
     /// A file opened with O_SYNC or O_DSYNC.
     pub fn opened_sync(&mut self, path: &str) {
         *self.sync_opens.entry(path.to_string()).or_default() += 1;
@@ -240,6 +247,15 @@ mod tests {
         r.call(SyncCall::Fsync, "/b", Some(10), false, 0);
         assert_eq!(r.by_file[&("/b".to_string(), SyncCall::SyncFileRange)].bytes_summary().total, 100);
         assert_eq!(r.by_file[&("/b".to_string(), SyncCall::Fsync)].bytes_summary().total, 150);
+    }
+
+    #[test]
+    fn pending_bytes_follow_a_rename() {
+        let mut r = Recorder::new(true);
+        r.wrote("/d.tmp/wal", 96);
+        r.renamed("/d.tmp/wal", "/d/wal");
+        r.call(SyncCall::Fdatasync, "/d/wal", Some(10), false, 0);
+        assert_eq!(r.by_file[&("/d/wal".to_string(), SyncCall::Fdatasync)].bytes_summary().total, 96);
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub fn trace_command(argv: &[OsString], options: TraceOptions, live: LiveProcess
         live,
         tasks_seen: 0,
     };
-    tracer.task(root);
+    tracer.tgid(root); // registers the command as live at once, for Ctrl-C
     ptrace::resume(root, Resume::Continue, 0)?;
     let mut ending = Ending::Exited(0);
     while let Some((tid, stop)) = ptrace::wait_any()? {
@@ -215,13 +215,15 @@ impl Tracer {
     fn target_of(&mut self, tid: Pid, tgid: Pid, fd: Option<i32>, addr: Option<u64>) -> String {
         match (fd, addr) {
             (Some(fd), _) => {
-                // The cache is exact only while closes and dups are traced.
-                let path = if self.options.track_writes {
-                    self.fds.lookup(tgid, tid, fd).map(|info| info.path.clone())
-                } else {
-                    fds::read_fd(tid, fd).map(|info| info.path)
+                // Read the name afresh: the file or a directory above it may have been renamed since the
+                // descriptor was cached (etcd renames wal.tmp/ to wal/ with the segment open).
+                let Some(fresh) = fds::read_fd(tid, fd) else {
+                    return format!("(bad descriptor {fd})");
                 };
-                path.unwrap_or_else(|| format!("(bad descriptor {fd})"))
+                if let Some(old) = self.fds.rename(tgid, fd, &fresh.path) {
+                    self.recorder.renamed(&old, &fresh.path);
+                }
+                fresh.path
             }
             (None, Some(addr)) => fds::mapped_file(tgid, addr).unwrap_or_else(|| "(anonymous mapping)".into()),
             (None, None) => "(all file systems)".into(),

@@ -74,7 +74,7 @@ fn file_stat<'a>(doc: &'a Value, file: &str, name: &str) -> &'a Value {
 
 /// The counts the C program makes (see its comments).
 const EXPECTED: [(&str, u64); 10] = [
-    ("fsync", 5),
+    ("fsync", 6),
     ("fdatasync", 11),
     ("sync_file_range", 1),
     ("syncfs", 1),
@@ -118,6 +118,8 @@ fn counts_every_call_exactly_including_threads_and_children() {
     assert_eq!(file_stat(&doc, "dsync", "write(O_DSYNC)")["bytes_between_syncs"]["total"], 5 * 1024);
     let dir = file_stat(&doc, "child", "fdatasync")["dir"].as_str().unwrap().to_string();
     assert!(dir.ends_with("/data/"), "{dir}");
+    let dir_fsync = file_stat(&doc, "", "fsync");
+    assert_eq!((dir_fsync["dir"].as_str(), dir_fsync["count"].as_u64()), (Some(dir.as_str()), Some(1)), "directory");
     // Timed calls have latencies; the text report names the calls.
     let fdatasync = call(&doc, "fdatasync").unwrap();
     assert!(fdatasync["latency_ns"]["max"].as_u64().unwrap() > 0);
@@ -163,7 +165,7 @@ fn syncs_only_leaves_writes_untraced() {
     std::fs::create_dir(&data).unwrap();
     let (doc, _, _) = trace_json(&["--syncs-only"], &exe, &data);
     assert_eq!(doc["trace"]["writes_tracked"], false);
-    assert_eq!(count(&doc, "fsync"), 5);
+    assert_eq!(count(&doc, "fsync"), 6);
     assert_eq!(count(&doc, "fdatasync"), 11);
     assert_eq!(count(&doc, "pwritev2(RWF_DSYNC)"), 2, "caught by the filter's flag test");
     assert_eq!(count(&doc, "write(O_DSYNC)"), 0, "plain writes are not seen in this mode");

@@ -81,6 +81,11 @@ int main(int argc, char **argv) {
 
     sync();
 
+    /* the directory itself: 1 fsync */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd < 0 || fsync(dfd)) die("directory fsync");
+    close(dfd);
+
     pthread_t thread;
     if (pthread_create(&thread, NULL, thread_main, NULL)) die("pthread_create");
     if (pthread_join(thread, NULL)) die("pthread_join");
