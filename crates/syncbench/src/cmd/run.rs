@@ -12,7 +12,6 @@ use crate::probe;
 use crate::runner::{MockTiming, PreparedDir, RunBudget, Target, run_case};
 use crate::schema::{CaseResult, Envelope, RunPayload};
 use crate::suite::{self, Case, PlanOptions, Section, format_size};
-use crate::verdict::Severity;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -280,25 +279,18 @@ fn render_text(
     results: &[CaseResult],
 ) -> String {
     let timing = if opts.mock.is_some() { " (MOCK TIMING: numbers are simulated, not measured)" } else { "" };
+    // What the numbers are about first (the same tree `probe` prints), then the tables, then the verdicts,
+    // which need the measurements.
     let mut text = format!(
-        "syncbench run: {} (file system: {}, kernel: {}){timing}\n{} cases, up to {} s each, pattern {}\n",
-        opts.dir.display(),
-        if env.fs_type.is_empty() { "unknown" } else { &env.fs_type },
-        if env.kernel.is_empty() { "unknown" } else { &env.kernel },
+        "syncbench run{timing}\n{}{} cases, up to {} s each, pattern {}\n",
+        probe::render::environment_tree(env),
         results.len(),
         opts.budget.case_secs,
         opts.plan.pattern.name()
     );
     text.push_str(&crate::table::render(results, opts.plan.size_bytes, opts.histogram));
-    for v in verdicts {
-        let severity = match v.severity {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Critical => "CRITICAL",
-        };
-        text.push_str(&format!("\n[{severity}] {}: {} — {}", v.code, v.message, v.advice));
-    }
     text.push('\n');
+    text.push_str(&probe::render::verdict_list(verdicts));
     text
 }
 

@@ -64,7 +64,7 @@ mod imp {
     pub fn main(args: Args) -> Outcome {
         check_json_dest(&args)?;
         let baseline_case = args.baseline.as_deref().map(baseline::load).transpose()?;
-        let started_at = utc_now_rfc3339();
+        let started_at = crate::schema::now_rfc3339();
         if args.no_sync {
             eprintln!(
                 "syncbench: WARNING: --no-sync: fsync, fdatasync, sync_file_range, msync, syncfs and sync return \
@@ -147,36 +147,6 @@ mod imp {
         match ending {
             Ending::Exited(code) => ExitCode::from(code.clamp(0, 255) as u8),
             Ending::Killed(sig) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
-        }
-    }
-
-    /// Now as RFC 3339 UTC, e.g. `2026-11-21T23:58:43Z`.
-    fn utc_now_rfc3339() -> String {
-        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let (days, rem) = (secs / 86_400, secs % 86_400);
-        let (y, m, d) = civil_from_days(days as i64);
-        format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-    }
-
-    /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
-    fn civil_from_days(days: i64) -> (i64, u32, u32) {
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-        (yoe + era * 400 + i64::from(m <= 2), m, d)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn civil_dates() {
-            assert_eq!(super::civil_from_days(0), (1970, 1, 1));
-            assert_eq!(super::civil_from_days(20_413), (2025, 11, 21));
         }
     }
 }
