@@ -46,11 +46,14 @@ pub struct SimConfig {
     pub profile: Profile,
     /// The device's atomic write unit: 512 or 4096 bytes. Crash images tear writes at these boundaries.
     pub sector_bytes: u64,
+    /// Evict a file's clean pages right after a failed writeback, so reads at once return the old disk
+    /// bytes (memory pressure at the worst moment: catches engines that trust the cache after an error).
+    pub evict_after_error: bool,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { profile: Profile::Strict, sector_bytes: 512 }
+        SimConfig { profile: Profile::Strict, sector_bytes: 512, evict_after_error: false }
     }
 }
 
@@ -170,6 +173,9 @@ impl State {
         if fail {
             self.stats.writeback_errors += 1;
             self.inodes[ino].writeback_failed(what, sector);
+            if self.config.evict_after_error {
+                self.inodes[ino].evict(sector);
+            }
         } else {
             self.inodes[ino].writeback_ok(what, sector);
         }

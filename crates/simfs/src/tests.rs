@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use syncbench_engine::{FileOptions, Storage, StorageFile, WriteSync};
 
 fn fs(profile: Profile) -> SimFs {
-    let fs = SimFs::new(SimConfig { profile, sector_bytes: 512 });
+    let fs = SimFs::new(SimConfig { profile, sector_bytes: 512, evict_after_error: false });
     fs.create_dir_all(Path::new("/db")).unwrap();
     fs
 }
@@ -182,7 +182,7 @@ fn crash_at_op_k_freezes_everything_after() {
 #[test]
 fn an_in_flight_write_is_torn_at_sector_boundaries_unless_atomic() {
     for sector in [512u64, 4096] {
-        let fs = SimFs::new(SimConfig { profile: Profile::Strict, sector_bytes: sector });
+        let fs = SimFs::new(SimConfig { profile: Profile::Strict, sector_bytes: sector, evict_after_error: false });
         fs.create_dir_all(Path::new("/db")).unwrap();
         let a = durable_file(&fs, "/db/a", &vec![b'o'; 16384]);
         fs.set_crash_at_op(Some(fs.stats().ops + 1));
@@ -256,4 +256,15 @@ fn bad_paths_are_errors_not_panics() {
     let direct = fs.open(&p("/db/a"), FileOptions { dsync: false, direct: true }).unwrap();
     assert!(direct.write_at(b"x", 1, WriteSync::None).is_err(), "O_DIRECT needs alignment");
     assert_eq!(fs.list(&p("/db")).unwrap(), vec![p("/db/a")]);
+}
+
+#[test]
+fn evict_after_error_config_reverts_reads_at_once() {
+    let fs = SimFs::new(SimConfig { evict_after_error: true, ..SimConfig::default() });
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    let a = durable_file(&fs, "/db/a", b"old!");
+    a.write_at(b"new!", 0, WriteSync::None).unwrap();
+    fs.fail_next_writeback(&p("/db/a")).unwrap();
+    assert!(a.sync_data().is_err());
+    assert_eq!(content(&fs, "/db/a").unwrap(), b"old!");
 }

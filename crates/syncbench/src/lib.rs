@@ -4,6 +4,7 @@
 pub mod cleanup;
 pub mod cli;
 pub mod cmd;
+pub mod crashtest;
 pub mod exit;
 pub mod output;
 pub mod probe;
