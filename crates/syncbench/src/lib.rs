@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cmd;
 pub mod crashtest;
 pub mod exit;
+pub mod export;
 pub mod output;
 pub mod probe;
 pub mod schema;

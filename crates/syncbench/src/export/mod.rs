@@ -1,0 +1,90 @@
+//! Exports of `run` results: JSON (schema `syncbench/v1`), CSV (one row per case, flat columns) and
+//! Markdown (one table per section). One file per format, like hyperfine; `-` means stdout.
+
+mod csv;
+mod json;
+mod markdown;
+
+pub use self::csv::to_csv;
+pub use self::json::{read_run, to_json};
+pub use self::markdown::to_markdown;
+
+use crate::exit::usage;
+use crate::schema::{Envelope, RunPayload};
+use std::path::{Path, PathBuf};
+
+/// The export flags every measuring command shares.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ExportArgs {
+    /// Write the results as JSON (schema syncbench/v1) to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the results as CSV (one row per case) to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the results as Markdown tables to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+impl ExportArgs {
+    /// Check every target before anything runs: a parent directory must exist, the target must not be a
+    /// directory, and at most one export may go to stdout.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let targets = self.targets();
+        let to_stdout = targets.iter().filter(|(_, p)| *p == Path::new("-")).count();
+        if to_stdout > 1 {
+            return Err(usage("only one of --json, --csv, --markdown can write to stdout (-); give the others a file"));
+        }
+        for (flag, path) in targets {
+            validate_target(flag, path)?;
+        }
+        Ok(())
+    }
+
+    /// Whether any export writes to stdout (then the human-readable table goes to stderr).
+    pub fn uses_stdout(&self) -> bool {
+        self.targets().iter().any(|(_, p)| *p == Path::new("-"))
+    }
+
+    fn targets(&self) -> Vec<(&'static str, &Path)> {
+        let mut out = Vec::new();
+        for (flag, path) in [("--json", &self.json), ("--csv", &self.csv), ("--markdown", &self.markdown)] {
+            if let Some(p) = path {
+                out.push((flag, p.as_path()));
+            }
+        }
+        out
+    }
+}
+
+fn validate_target(flag: &str, path: &Path) -> anyhow::Result<()> {
+    if path == Path::new("-") {
+        return Ok(());
+    }
+    if path.is_dir() {
+        return Err(usage(format!("{flag} {}: is a directory; give a file name", path.display())));
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(usage(format!("{flag} {}: directory {} does not exist", path.display(), parent.display())));
+    }
+    Ok(())
+}
+
+/// Write every requested export of a `run` document.
+pub fn write_all(doc: &Envelope<RunPayload>, targets: &ExportArgs) -> anyhow::Result<()> {
+    if let Some(p) = &targets.json {
+        crate::output::write_to(p, &to_json(doc)?)?;
+    }
+    if let Some(p) = &targets.csv {
+        crate::output::write_to(p, &to_csv(&doc.payload.results)?)?;
+    }
+    if let Some(p) = &targets.markdown {
+        crate::output::write_to(p, &to_markdown(doc))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
