@@ -134,26 +134,40 @@ pub fn dry_run<S: Scenario>(scenario: &S, profile: Profile) -> Result<(Timeline,
 pub fn explore<S: Scenario>(
     scenario: &S,
     opts: &ExploreOptions,
-    mut progress: impl FnMut(u64),
+    progress: impl FnMut(u64),
 ) -> Result<Summary, Failure> {
+    match explore_all(scenario, opts, progress) {
+        (summary, None) => Ok(summary),
+        (_, Some(failure)) => Err(failure),
+    }
+}
+
+/// Like [`explore`], returning the totals up to the failure as well.
+pub fn explore_all<S: Scenario>(
+    scenario: &S,
+    opts: &ExploreOptions,
+    mut progress: impl FnMut(u64),
+) -> (Summary, Option<Failure>) {
     let start = Instant::now();
-    let (timeline, acks) = dry_run(scenario, opts.profile).map_err(|message| Failure {
-        point: 0,
-        crash_op: 0,
-        sector_bytes: 0,
-        message,
-    })?;
+    let (timeline, acks) = match dry_run(scenario, opts.profile) {
+        Ok(found) => found,
+        Err(message) => return (Summary::default(), Some(Failure { point: 0, crash_op: 0, sector_bytes: 0, message })),
+    };
     let mut summary = Summary { ops_per_run: timeline.ops, acks_per_run: acks, ..Summary::default() };
     let range = match opts.only_point {
         Some(p) => p..p + 1,
         None => 0..opts.points,
     };
+    let mut failure = None;
     for point in range {
-        run_point(scenario, opts, &timeline, point, &mut summary)?;
+        if let Err(f) = run_point(scenario, opts, &timeline, point, &mut summary) {
+            failure = Some(f);
+            break;
+        }
         progress(point);
     }
     summary.duration = start.elapsed();
-    Ok(summary)
+    (summary, failure)
 }
 
 fn run_point<S: Scenario>(
@@ -196,4 +210,16 @@ fn run_point<S: Scenario>(
         return Err(fail(format!("recovery is not idempotent: {first:?} then {second:?}")));
     }
     Ok(())
+}
+
+/// Run the exploration for a command-line mode, with an optional deliberate engine bug.
+pub fn run_mode(
+    mode: crate::cmd::crashtest::Mode,
+    bug: Option<crate::cmd::crashtest::EngineBug>,
+    opts: &ExploreOptions,
+) -> anyhow::Result<(Summary, Option<Failure>)> {
+    let _ = (bug, opts);
+    Err(crate::exit::usage(format!(
+        "crashtest --mode {mode:?} needs the reference engine, which is not merged into this build yet"
+    )))
 }
