@@ -145,6 +145,8 @@ pub struct FailureJson {
     pub crash_op: u64,
     /// Sector size of the point.
     pub sector_bytes: u64,
+    /// The engine configuration of the point (e.g. the log's sync method).
+    pub variant: String,
     /// What was wrong.
     pub message: String,
     /// The command that reruns exactly this point.
@@ -219,6 +221,7 @@ fn to_json(args: &Args, summary: &Summary, failure: Option<&Failure>) -> Crashte
             point: f.point,
             crash_op: f.crash_op,
             sector_bytes: f.sector_bytes,
+            variant: f.variant.clone(),
             message: f.message.clone(),
             reproducer: reproducer(args, f.point),
         }),
@@ -274,8 +277,8 @@ fn finish(args: &Args, json: &CrashtestJson) -> Outcome {
             Ok(ExitCode::SUCCESS)
         }
         Some(f) => Err(CheckFailed(format!(
-            "crash point {} (power lost at storage op {}, {}-byte sectors): {}; reproduce: {}",
-            f.point, f.crash_op, f.sector_bytes, f.message, f.reproducer
+            "crash point {} ({}, power lost at storage op {}, {}-byte sectors): {}; reproduce: {}",
+            f.point, f.variant, f.crash_op, f.sector_bytes, f.message, f.reproducer
         ))
         .into()),
     }

@@ -16,6 +16,8 @@ pub struct History {
     pub acked: BTreeSet<UnitId>,
     /// Units acknowledged after a writeback had already failed (a fail-stop engine never does this).
     pub acked_after_error: Vec<UnitId>,
+    /// Units the engine was allowed to discard (a checkpoint made them unnecessary for recovery).
+    pub retired: BTreeSet<UnitId>,
     /// The first error the engine returned to the workload, if any.
     pub engine_error: Option<String>,
 }
@@ -35,6 +37,11 @@ impl History {
         fs.after_ack();
     }
 
+    /// A checkpoint made `ids` unnecessary: recovery may or may not still return them.
+    pub fn retire(&mut self, ids: impl IntoIterator<Item = UnitId>) {
+        self.retired.extend(ids);
+    }
+
     /// The engine returned an error: the workload stops.
     pub fn engine_failed(&mut self, err: impl std::fmt::Display) {
         if self.engine_error.is_none() {
@@ -45,7 +52,8 @@ impl History {
     /// Check recovered units against the history: every acknowledged unit is present with its exact bytes,
     /// and nothing appears that was never submitted (or with different bytes).
     pub fn check_units(&self, recovered: &BTreeMap<UnitId, Vec<u8>>) -> Result<(), String> {
-        if let Some(&id) = self.acked.iter().find(|id| !recovered.contains_key(id)) {
+        let required = self.acked.difference(&self.retired);
+        if let Some(&id) = required.into_iter().find(|id| !recovered.contains_key(id)) {
             return Err(format!(
                 "acknowledged unit {id} is missing after recovery ({} acknowledged)",
                 self.acked.len()
@@ -96,6 +104,13 @@ mod tests {
         let both = BTreeMap::from([(1, b"a".to_vec()), (2, b"b".to_vec())]);
         assert!(h.check_units(&only_acked).is_ok());
         assert!(h.check_units(&both).is_ok());
+    }
+
+    #[test]
+    fn a_retired_unit_may_be_gone() {
+        let mut h = history();
+        h.retire([1]);
+        assert!(h.check_units(&BTreeMap::new()).is_ok());
     }
 
     #[test]

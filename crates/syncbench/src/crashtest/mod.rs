@@ -19,11 +19,15 @@ use syncbench_simfs::{CrashReport, Profile, SimConfig, SimFs, SimRng};
 pub trait Scenario {
     /// What recovery hands back (compared between the two recoveries of one point).
     type State: PartialEq + std::fmt::Debug;
+    /// Names of the configurations to cycle through (point K uses variant K mod len); at least one.
+    fn variants(&self) -> Vec<String> {
+        vec!["default".to_string()]
+    }
     /// Run the workload from an empty file system until it finishes or the engine fails; record every
     /// submission and acknowledgement in `history` (and `fs.mark` checkpoints or flushes).
-    fn run(&self, fs: &SimFs, history: &mut History);
+    fn run(&self, variant: usize, fs: &SimFs, history: &mut History);
     /// Open the engine on a crashed file system (its recovery) and read back its state.
-    fn recover(&self, fs: &SimFs) -> Result<Self::State, String>;
+    fn recover(&self, variant: usize, fs: &SimFs) -> Result<Self::State, String>;
     /// Check a recovered state against the history.
     fn check(&self, history: &History, state: &Self::State) -> Result<(), String>;
 }
@@ -52,6 +56,8 @@ pub struct Failure {
     pub crash_op: u64,
     /// Sector size of that point.
     pub sector_bytes: u64,
+    /// The scenario variant of that point (e.g. the sync method).
+    pub variant: String,
     /// What went wrong.
     pub message: String,
 }
@@ -119,10 +125,10 @@ fn point_rng(seed: u64, point: u64) -> SimRng {
 }
 
 /// Run the workload once without a crash to learn its timeline.
-pub fn dry_run<S: Scenario>(scenario: &S, profile: Profile) -> Result<(Timeline, u64), String> {
+pub fn dry_run<S: Scenario>(scenario: &S, variant: usize, profile: Profile) -> Result<(Timeline, u64), String> {
     let fs = SimFs::new(SimConfig { profile, ..SimConfig::default() });
     let mut history = History::default();
-    scenario.run(&fs, &mut history);
+    scenario.run(variant, &fs, &mut history);
     if let Some(err) = &history.engine_error {
         return Err(format!("the workload failed without any fault injected: {err}"));
     }
@@ -149,18 +155,31 @@ pub fn explore_all<S: Scenario>(
     mut progress: impl FnMut(u64),
 ) -> (Summary, Option<Failure>) {
     let start = Instant::now();
-    let (timeline, acks) = match dry_run(scenario, opts.profile) {
-        Ok(found) => found,
-        Err(message) => return (Summary::default(), Some(Failure { point: 0, crash_op: 0, sector_bytes: 0, message })),
+    let variants = scenario.variants();
+    let mut timelines = Vec::new();
+    for (variant, name) in variants.iter().enumerate() {
+        match dry_run(scenario, variant, opts.profile) {
+            Ok(found) => timelines.push(found),
+            Err(message) => {
+                let failure = Failure { point: 0, crash_op: 0, sector_bytes: 0, variant: name.clone(), message };
+                return (Summary::default(), Some(failure));
+            }
+        }
+    }
+    let mut summary = Summary {
+        ops_per_run: timelines.iter().map(|t| t.0.ops).max().unwrap_or(0),
+        acks_per_run: timelines.iter().map(|t| t.1).max().unwrap_or(0),
+        ..Summary::default()
     };
-    let mut summary = Summary { ops_per_run: timeline.ops, acks_per_run: acks, ..Summary::default() };
     let range = match opts.only_point {
         Some(p) => p..p + 1,
         None => 0..opts.points,
     };
     let mut failure = None;
     for point in range {
-        if let Err(f) = run_point(scenario, opts, &timeline, point, &mut summary) {
+        let variant = (point % variants.len() as u64) as usize;
+        let at = Variant { index: variant, name: &variants[variant], timeline: &timelines[variant].0 };
+        if let Err(f) = run_point(scenario, opts, &at, point, &mut summary) {
             failure = Some(f);
             break;
         }
@@ -170,18 +189,26 @@ pub fn explore_all<S: Scenario>(
     (summary, failure)
 }
 
+/// One configuration of a scenario and its uninterrupted timeline.
+struct Variant<'a> {
+    index: usize,
+    name: &'a str,
+    timeline: &'a Timeline,
+}
+
 fn run_point<S: Scenario>(
     scenario: &S,
     opts: &ExploreOptions,
-    timeline: &Timeline,
+    at: &Variant<'_>,
     point: u64,
     summary: &mut Summary,
 ) -> Result<(), Failure> {
+    let timeline = at.timeline;
     let mut rng = point_rng(opts.seed, point);
     let sector_bytes = if rng.coin() { 512 } else { 4096 };
     let evict_after_error = opts.fsync_errors && rng.coin();
     let (crash_op, kind) = points::choose(timeline, &mut rng);
-    let fail = |message: String| Failure { point, crash_op, sector_bytes, message };
+    let fail = |message: String| Failure { point, crash_op, sector_bytes, variant: at.name.to_string(), message };
 
     let fs = SimFs::new(SimConfig { profile: opts.profile, sector_bytes, evict_after_error });
     fs.set_crash_at_op(Some(crash_op));
@@ -189,7 +216,7 @@ fn run_point<S: Scenario>(
         fs.fail_writeback_number(1 + rng.below(timeline.writebacks));
     }
     let mut history = History::default();
-    scenario.run(&fs, &mut history);
+    scenario.run(at.index, &fs, &mut history);
     history.check_fail_stop().map_err(fail)?;
     let stats = fs.stats();
     if let (Some(err), false, 0) = (&history.engine_error, fs.crashed(), stats.writeback_errors) {
@@ -200,11 +227,11 @@ fn run_point<S: Scenario>(
 
     let (image, report) = fs.crash_image(rng.next_u64());
     summary.count(kind, sector_bytes, fs.crashed(), &report);
-    let first = scenario.recover(&image).map_err(|e| fail(format!("recovery failed: {e}")))?;
+    let first = scenario.recover(at.index, &image).map_err(|e| fail(format!("recovery failed: {e}")))?;
     scenario.check(&history, &first).map_err(|e| fail(format!("after recovery: {e}")))?;
     // Power fails again right after recovery: recovery must have left a state it can recover from.
     let (image, _) = image.crash_image(rng.next_u64());
-    let second = scenario.recover(&image).map_err(|e| fail(format!("second recovery failed: {e}")))?;
+    let second = scenario.recover(at.index, &image).map_err(|e| fail(format!("second recovery failed: {e}")))?;
     scenario.check(&history, &second).map_err(|e| fail(format!("after the second recovery: {e}")))?;
     if first != second {
         return Err(fail(format!("recovery is not idempotent: {first:?} then {second:?}")));

@@ -60,13 +60,13 @@ impl ToyLog {
 impl Scenario for ToyLog {
     type State = BTreeMap<u64, Vec<u8>>;
 
-    fn run(&self, fs: &SimFs, history: &mut History) {
+    fn run(&self, _variant: usize, fs: &SimFs, history: &mut History) {
         if let Err(e) = self.run_inner(fs, history) {
             history.engine_failed(e);
         }
     }
 
-    fn recover(&self, fs: &SimFs) -> Result<Self::State, String> {
+    fn recover(&self, _variant: usize, fs: &SimFs) -> Result<Self::State, String> {
         let mut out = BTreeMap::new();
         let Ok(bytes) = fs.read_file(Path::new(LOG)) else { return Ok(out) };
         let mut at = 0;
