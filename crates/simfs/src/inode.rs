@@ -64,6 +64,20 @@ fn sector_range(offset: u64, len: u64, sector_bytes: u64) -> std::ops::Range<u64
     offset / sector_bytes..(offset + len).div_ceil(sector_bytes)
 }
 
+/// Fill `dest` with `src[from..from + dest.len()]`, zeros past the end of `src`.
+fn copy_padded(dest: &mut [u8], src: &[u8], from: usize) {
+    let available = src.len().saturating_sub(from).min(dest.len());
+    dest[..available].copy_from_slice(&src[from..from + available]);
+    dest[available..].fill(0);
+}
+
+/// Extend `v` with zeros to `len` bytes (a memcpy even in unoptimised test builds, unlike `resize`).
+fn grow_zeroed(v: &mut Vec<u8>, len: usize) {
+    if len > v.len() {
+        v.extend_from_slice(&vec![0u8; len - v.len()]);
+    }
+}
+
 impl Inode {
     /// The live size (what `len` returns).
     pub fn len(&self) -> u64 {
@@ -112,7 +126,7 @@ impl Inode {
 
     fn grow_to(&mut self, len: u64, sector_bytes: u64) {
         let old = self.len();
-        self.cache.resize(len as usize, 0);
+        grow_zeroed(&mut self.cache, len as usize);
         self.size_dirty = true;
         // The new region reads as zeros in memory; on disk it may still hold bytes from before a truncate.
         self.dirty.extend(sector_range(old, len - old, sector_bytes));
@@ -156,28 +170,17 @@ impl Inode {
     /// Memory pressure drops the clean pages: sectors that failed writeback now read the old disk bytes.
     pub fn evict(&mut self, sector_bytes: u64) {
         for s in std::mem::take(&mut self.stale) {
-            let (start, end) = self.sector_bounds(s, sector_bytes, self.cache.len());
-            for i in start..end {
-                self.cache[i] = self.disk.get(i).copied().unwrap_or(0);
-            }
+            let start = ((s * sector_bytes) as usize).min(self.cache.len());
+            let end = (((s + 1) * sector_bytes) as usize).min(self.cache.len());
+            copy_padded(&mut self.cache[start..end], &self.disk, start);
         }
-    }
-
-    fn sector_bounds(&self, sector: u64, sector_bytes: u64, limit: usize) -> (usize, usize) {
-        let start = (sector * sector_bytes) as usize;
-        let end = ((sector + 1) * sector_bytes) as usize;
-        (start.min(limit), end.min(limit))
     }
 
     fn copy_sector_to_disk(&mut self, sector: u64, sector_bytes: u64) {
         let start = (sector * sector_bytes) as usize;
         let end = start + sector_bytes as usize;
-        if self.disk.len() < end {
-            self.disk.resize(end, 0);
-        }
-        for i in start..end {
-            self.disk[i] = self.cache.get(i).copied().unwrap_or(0);
-        }
+        grow_zeroed(&mut self.disk, end);
+        copy_padded(&mut self.disk[start..end], &self.cache, start);
     }
 
     /// Whether the size changed since the last successful sync.
@@ -204,12 +207,8 @@ impl Inode {
                 // Copy from the live file into the image's disk.
                 let start = (s * sector_bytes) as usize;
                 let end = start + sector_bytes as usize;
-                if image.disk.len() < end {
-                    image.disk.resize(end, 0);
-                }
-                for i in start..end {
-                    image.disk[i] = self.cache.get(i).copied().unwrap_or(0);
-                }
+                grow_zeroed(&mut image.disk, end);
+                copy_padded(&mut image.disk[start..end], &self.cache, start);
                 count.sectors_new += 1;
             } else {
                 count.sectors_old += 1;
@@ -222,21 +221,26 @@ impl Inode {
                 ResiduePolicy::All => true,
             };
         image.disk_size_bytes = if count.size_new { self.len() } else { self.disk_size_bytes };
-        image.cache = (0..image.disk_size_bytes as usize).map(|i| image.disk.get(i).copied().unwrap_or(0)).collect();
+        image.cache = image.disk_prefix();
         (image, count)
     }
 
     /// Apply an untorn write straight to the disk and the cache (an atomic in-flight write that made it).
     pub fn apply_untorn(&mut self, buf: &[u8], offset: u64) {
         let end = offset as usize + buf.len();
-        if self.disk.len() < end {
-            self.disk.resize(end, 0);
-        }
+        grow_zeroed(&mut self.disk, end);
         self.disk[offset as usize..end].copy_from_slice(buf);
         if end as u64 > self.disk_size_bytes {
             self.disk_size_bytes = end as u64;
         }
-        self.cache = (0..self.disk_size_bytes as usize).map(|i| self.disk.get(i).copied().unwrap_or(0)).collect();
+        self.cache = self.disk_prefix();
+    }
+
+    /// The file as stored on disk: `disk_size_bytes` bytes, zeros where no block was written.
+    fn disk_prefix(&self) -> Vec<u8> {
+        let mut out = vec![0; self.disk_size_bytes as usize];
+        copy_padded(&mut out, &self.disk, 0);
+        out
     }
 }
 
