@@ -67,7 +67,9 @@ fn sector_range(offset: u64, len: u64, sector_bytes: u64) -> std::ops::Range<u64
 /// Fill `dest` with `src[from..from + dest.len()]`, zeros past the end of `src`.
 fn copy_padded(dest: &mut [u8], src: &[u8], from: usize) {
     let available = src.len().saturating_sub(from).min(dest.len());
-    dest[..available].copy_from_slice(&src[from..from + available]);
+    if available > 0 {
+        dest[..available].copy_from_slice(&src[from..from + available]);
+    }
     dest[available..].fill(0);
 }
 
@@ -322,6 +324,15 @@ mod tests {
         assert_eq!(content(&image), b"old!", "the disk never got them");
         ino.evict(512);
         assert_eq!(content(&ino), b"old!", "after eviction reads return the old disk bytes");
+    }
+
+    #[test]
+    fn a_failed_first_writeback_of_a_new_file_evicts_to_zeros() {
+        let mut ino = Inode::default();
+        ino.write(b"new!", 4096, 512);
+        ino.writeback_failed(Writeback::Whole, 512);
+        ino.evict(512);
+        assert_eq!(content(&ino), vec![0u8; 4100], "no block ever reached the disk");
     }
 
     #[test]
