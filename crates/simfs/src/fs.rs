@@ -336,6 +336,22 @@ impl SimFs {
         self.lock().ns.pending_len()
     }
 
+    /// An independent deep copy of the file system as it is now (open files are not carried over), with
+    /// `config` from now on: build an expensive starting state once, then fork it for every crash point.
+    pub fn fork_with(&self, config: SimConfig) -> SimFs {
+        let s = self.lock();
+        let state = State {
+            config,
+            inodes: s.inodes.clone(),
+            ns: s.ns.clone(),
+            stats: s.stats,
+            marks: s.marks.clone(),
+            frozen: s.frozen,
+            ..State::default()
+        };
+        SimFs { state: Arc::new(Mutex::new(state)) }
+    }
+
     /// The file system after a power loss now: the durable state plus a seeded choice of the volatile
     /// residue (each dirty sector old or new, pending sizes, a prefix or subset of pending namespace
     /// operations, an in-flight untorn write all or nothing). Deterministic in (`seed`, state).

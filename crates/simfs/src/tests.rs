@@ -268,3 +268,17 @@ fn evict_after_error_config_reverts_reads_at_once() {
     assert!(a.sync_data().is_err());
     assert_eq!(content(&fs, "/db/a").unwrap(), b"old!");
 }
+
+#[test]
+fn a_fork_is_independent_and_keeps_volatile_state() {
+    let fs = fs(Profile::Strict);
+    let f = durable_file(&fs, "/db/a", b"old!");
+    f.write_at(b"new!", 0, WriteSync::None).unwrap();
+    let fork = fs.fork_with(SimConfig { sector_bytes: 4096, ..SimConfig::default() });
+    assert_eq!(fork.config().sector_bytes, 4096);
+    let g = fork.open(&p("/db/a"), FileOptions::default()).unwrap();
+    g.write_at(b"fork", 0, WriteSync::None).unwrap();
+    assert_eq!(content(&fs, "/db/a").unwrap(), b"new!", "the original does not see the fork's writes");
+    assert_eq!(content(&fork.crash_image_with(0, ResiduePolicy::None).0, "/db/a").unwrap(), b"old!");
+    assert_eq!(fork.stats().ops, fs.stats().ops + 1, "the op counter carries on");
+}
