@@ -20,3 +20,6 @@ pub use rng::SimRng;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod differential;
