@@ -8,14 +8,15 @@ use syncbench_engine::{FileOptions, RealStorage, Storage, StorageFile, WriteSync
 
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 
-/// Read every file under `dir` through a storage.
-fn snapshot<S: Storage>(storage: &S, dir: &Path) -> Vec<(String, Vec<u8>)> {
+/// Every file under `dir` as (name, length, FNV-1a of the content): compact in a failure message.
+fn snapshot<S: Storage>(storage: &S, dir: &Path) -> Vec<(String, usize, u64)> {
     let mut out = Vec::new();
     for path in storage.list(dir).unwrap() {
         let f = storage.open(&path, FileOptions::default()).unwrap();
         let mut buf = vec![0; f.len().unwrap() as usize];
         f.read_exact_at(&mut buf, 0).unwrap();
-        out.push((path.file_name().unwrap().to_string_lossy().into_owned(), buf));
+        let hash = buf.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+        out.push((path.file_name().unwrap().to_string_lossy().into_owned(), buf.len(), hash));
     }
     out
 }
