@@ -2,5 +2,6 @@
 //! protection, generic over a [`Storage`] so the same code runs on real files and on the crash simulator.
 
 pub mod storage;
+pub mod wal;
 
 pub use storage::{FileOptions, RealFile, RealStorage, Storage, StorageFile, WriteSync};

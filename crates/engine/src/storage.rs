@@ -50,6 +50,11 @@ pub trait StorageFile: Send + Sync {
     fn len(&self) -> io::Result<u64>;
     /// `ftruncate` (the new size is durable only after `sync_all`).
     fn set_len(&self, len: u64) -> io::Result<()>;
+    /// Prepare the file for `WriteSync::LinkedFdatasync` writes (the real file sets up an io_uring).
+    /// Storage that needs no setup keeps this default.
+    fn enable_linked_sync(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A directory tree of files.
@@ -140,6 +145,10 @@ impl StorageFile for RealFile {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         syncbench_sys::set_len(&self.fd, len)
+    }
+
+    fn enable_linked_sync(&mut self) -> io::Result<()> {
+        self.enable_uring()
     }
 }
 

@@ -15,6 +15,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once per process: the size of the biggest variant's flags costs nothing worth boxing for.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Measure every durable-write method on DIR (default: the current directory).

@@ -1,13 +1,19 @@
 //! syncbench as a library: the measurement core, the environment probe, the advice rules and the exporters.
 //! The binary in `main.rs` only parses arguments and dispatches to `cmd`.
 
+pub mod advise;
 pub mod cleanup;
 pub mod cli;
 pub mod cmd;
 pub mod crashtest;
 pub mod exit;
 pub mod export;
+pub mod method;
 pub mod output;
 pub mod probe;
+pub mod runner;
 pub mod schema;
+pub mod stats;
+pub mod suite;
+pub mod table;
 pub mod verdict;

@@ -124,6 +124,17 @@ pub struct CaseResult {
     pub outlier_fraction: f64,
     /// Log2 histogram of commit latency (non-empty buckets only).
     pub histogram_log2: Vec<Log2Bucket>,
+    /// Why timing stopped: `converged` (95% CI of the mean within the target), `budget` (time budget spent),
+    /// `file_full` (append/fallocate region used up); empty when the case did not run.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stop_reason: String,
+    /// Commits run before timing started (not counted in `ops`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup_ops: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The current time as RFC 3339 UTC (`2026-11-21T23:49:50Z`), for `started_at`.

@@ -36,6 +36,7 @@ fn case(section: &str, method: &str, durable: bool, p50_ns: u64) -> CaseResult {
         duration_s: ops as f64 * mean / 1e9,
         outlier_fraction: 0.002,
         histogram_log2: vec![Log2Bucket { lower_ns: 131072, count: 990 }, Log2Bucket { lower_ns: 262144, count: 10 }],
+        ..CaseResult::default()
     }
 }
 

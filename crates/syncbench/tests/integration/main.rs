@@ -1,1 +1,4 @@
-
+mod advise;
+mod commit;
+mod probe;
+mod run;

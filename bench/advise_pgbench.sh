@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Validate `syncbench advise --for postgres` against real PostgreSQL: for each wal_sync_method, run pgbench
+# (TPC-B, synchronous_commit=on) with 1 and 8 clients, alternating methods round by round, then print tps
+# per method (median of the rounds) and the rank of the method advise chose.
+#
+# usage: bench/advise_pgbench.sh DIR [SECONDS_PER_RUN] [ROUNDS]
+# needs: root (runs PostgreSQL as the postgres user), Debian's postgresql package, a release build of syncbench.
+set -euo pipefail
+dir=$(realpath "${1:?usage: $0 DIR [SECONDS] [ROUNDS]}")
+secs=${2:-15}
+rounds=${3:-3}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bin="$repo/target/release/syncbench"
+[ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
+pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+[ -x "$pgbin/initdb" ] || { echo "install PostgreSQL: apt-get install postgresql" >&2; exit 2; }
+pgver=$("$pgbin/postgres" --version | sed -E 's/.* ([0-9]+)(\.[0-9]+)?.*/\1/')
+
+work="$dir/.syncbench-pgval-$$"
+mkdir "$work"
+chown postgres: "$work"
+as_pg() { runuser -u postgres -- "$@"; }
+cleanup() {
+  as_pg "$pgbin/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+as_pg "$pgbin/initdb" -D "$work/data" -A trust >/dev/null
+cat >>"$work/data/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$work'
+port = 5439
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+shared_buffers = 256MB
+max_wal_size = 4GB
+checkpoint_timeout = 30min
+CONF
+as_pg "$pgbin/pg_ctl" -D "$work/data" -l "$work/log" -w start >/dev/null
+psql_() { as_pg "$pgbin/psql" -h "$work" -p 5439 -d postgres -qtAX -c "$1"; }
+as_pg "$pgbin/pgbench" -h "$work" -p 5439 -i -s 10 -q postgres >/dev/null 2>&1
+
+methods=(fdatasync fsync open_datasync open_sync)
+declare -A tps
+for round in $(seq 1 "$rounds"); do
+  # Rotate the order every round so no method always runs first (alternating, as the issue asks).
+  order=("${methods[@]:$(( (round - 1) % 4 ))}" "${methods[@]:0:$(( (round - 1) % 4 ))}")
+  for m in "${order[@]}"; do
+    psql_ "ALTER SYSTEM SET wal_sync_method = '$m'" && psql_ "SELECT pg_reload_conf()" >/dev/null
+    psql_ "CHECKPOINT"
+    for c in 1 8; do
+      t=$(as_pg "$pgbin/pgbench" -h "$work" -p 5439 -n -c "$c" -j "$c" -T "$secs" postgres 2>/dev/null \
+          | sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -1)
+      tps[$m,$c]="${tps[$m,$c]:-} $t"
+      echo "round $round method $m clients $c tps $t" >&2
+    done
+  done
+done
+
+chosen=$("$bin" advise "$work" --for "postgres:$pgver" --json - 2>/dev/null \
+  | python3 -c 'import json,sys; d=json.load(sys.stdin); print([s["value"] for a in d["advice"] for s in a["settings"] if s["name"]=="wal_sync_method"][0])')
+
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+echo "PostgreSQL $pgver on $(findmnt -no FSTYPE -T "$dir") ($dir), pgbench -s 10, ${secs}s × $rounds rounds, median tps"
+echo "advise chose: $chosen"
+for c in 1 8; do
+  echo "clients $c:"
+  for m in "${methods[@]}"; do echo "$(echo "${tps[$m,$c]}" | median) $m"; done | sort -gr | awk -v ch="$chosen" '
+    NR==1 {best=$1} {printf "  %-14s %9.1f tps  %5.1f%% of best%s\n", $2, $1, 100*$1/best, ($2==ch ? "   <- advised" : "")}'
+done

@@ -1,0 +1,180 @@
+//! How a log is opened: sync method, segment size, group commit knobs, and test-only fault switches.
+
+use crate::storage::{FileOptions, WriteSync};
+use std::time::Duration;
+
+/// How the leader of a group makes its write durable. Names follow PostgreSQL's `wal_sync_method` and
+/// syncbench's vocabulary (VISION.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SyncMethod {
+    /// `pwrite`, then `fsync`.
+    Fsync,
+    /// `pwrite`, then `fdatasync` (segments are zero-filled, so no metadata is pending).
+    Fdatasync,
+    /// Log opened with `O_DSYNC`: each write is durable on return.
+    OpenDatasync,
+    /// `O_DSYNC | O_DIRECT`, with 4 KiB-aligned writes.
+    OpenDatasyncDirect,
+    /// `pwritev2(RWF_DSYNC)`.
+    Pwritev2Dsync,
+    /// io_uring write linked to an fdatasync, one submission.
+    IoUringFdatasync,
+    /// No sync at all. NOT durable: for comparison only.
+    None,
+}
+
+impl SyncMethod {
+    /// Every method, in the order syncbench lists them.
+    pub const ALL: [SyncMethod; 7] = [
+        SyncMethod::Fsync,
+        SyncMethod::Fdatasync,
+        SyncMethod::OpenDatasync,
+        SyncMethod::OpenDatasyncDirect,
+        SyncMethod::Pwritev2Dsync,
+        SyncMethod::IoUringFdatasync,
+        SyncMethod::None,
+    ];
+
+    /// The user-facing name (`open_datasync+direct`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMethod::Fsync => "fsync",
+            SyncMethod::Fdatasync => "fdatasync",
+            SyncMethod::OpenDatasync => "open_datasync",
+            SyncMethod::OpenDatasyncDirect => "open_datasync+direct",
+            SyncMethod::Pwritev2Dsync => "pwritev2_dsync",
+            SyncMethod::IoUringFdatasync => "io_uring_fdatasync",
+            SyncMethod::None => "none",
+        }
+    }
+
+    /// Parse a user-facing name.
+    pub fn from_name(name: &str) -> Option<SyncMethod> {
+        SyncMethod::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Whether a commit is durable when it returns.
+    pub fn durable(self) -> bool {
+        self != SyncMethod::None
+    }
+
+    /// Open flags of the segment files.
+    pub fn file_options(self) -> FileOptions {
+        match self {
+            SyncMethod::OpenDatasync => FileOptions { dsync: true, direct: false },
+            SyncMethod::OpenDatasyncDirect => FileOptions { dsync: true, direct: true },
+            _ => FileOptions::default(),
+        }
+    }
+
+    /// How each write is issued.
+    pub fn write_sync(self) -> WriteSync {
+        match self {
+            SyncMethod::Pwritev2Dsync => WriteSync::Dsync,
+            SyncMethod::IoUringFdatasync => WriteSync::LinkedFdatasync,
+            _ => WriteSync::None,
+        }
+    }
+
+    /// The sync call after the writes, if any.
+    pub fn sync_after_write(self) -> Option<SyncCall> {
+        match self {
+            SyncMethod::Fsync => Some(SyncCall::Fsync),
+            SyncMethod::Fdatasync => Some(SyncCall::Fdatasync),
+            _ => None,
+        }
+    }
+}
+
+/// A separate sync system call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncCall {
+    /// `fsync`.
+    Fsync,
+    /// `fdatasync`.
+    Fdatasync,
+}
+
+/// Ways to break the log on purpose, so the crash simulator can prove it catches each bug.
+/// Never set outside tests.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultSwitches {
+    /// Do not fsync the directory after creating or renaming a segment.
+    pub skip_dir_fsync: bool,
+    /// Do not sync the log after writing (commits are acknowledged while only in the page cache).
+    pub skip_log_sync: bool,
+    /// After a failed sync, sync again and carry on if that succeeds (the pre-2018 PostgreSQL bug).
+    pub retry_fsync_after_error: bool,
+}
+
+/// Everything `Wal::open` needs besides the storage and directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalConfig {
+    /// How writes are made durable.
+    pub sync_method: SyncMethod,
+    /// Size of each segment file (a multiple of 4096). An existing log keeps the size it was created with.
+    pub segment_bytes: u64,
+    /// Segment files created ahead of the write position when the log is opened, so the first commits
+    /// after open do not pay for zero-filling.
+    pub preallocate_segments: u32,
+    /// Segments retired by `truncate_before` are renamed to future segment numbers (up to this many
+    /// spare files) instead of being removed.
+    pub max_spare_segments: u32,
+    /// Group commit on (a leader syncs for everyone waiting) or off (every commit does its own sync).
+    pub group_commit: bool,
+    /// How long a leader waits for more commits to join before it flushes (PostgreSQL `commit_delay`).
+    pub commit_delay: Duration,
+    /// The leader waits only when at least this many other commits are in progress (`commit_siblings`).
+    pub commit_siblings: u32,
+    /// After its own record is durable, a leader may flush up to this many more batches itself when
+    /// records are waiting, instead of handing the lead to a sleeping thread (whose wake-up, on a
+    /// virtual machine, can cost as much as a fast flush). 0 = PostgreSQL's behaviour.
+    pub leader_extra_batches: u32,
+    /// Most bytes one leader writes per flush (RocksDB caps a group at 1 MiB), to bound latency.
+    pub max_group_bytes: usize,
+    /// Test-only switches that break the log on purpose.
+    #[doc(hidden)]
+    pub faults: FaultSwitches,
+}
+
+impl Default for WalConfig {
+    fn default() -> WalConfig {
+        WalConfig {
+            sync_method: SyncMethod::Fdatasync,
+            segment_bytes: 16 << 20,
+            preallocate_segments: 1,
+            max_spare_segments: 4,
+            group_commit: true,
+            commit_delay: Duration::ZERO,
+            commit_siblings: 5,
+            leader_extra_batches: 0,
+            max_group_bytes: 1 << 20,
+            faults: FaultSwitches::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_only_none_is_unsafe() {
+        for m in SyncMethod::ALL {
+            assert_eq!(SyncMethod::from_name(m.name()), Some(m));
+            assert_eq!(m.durable(), m != SyncMethod::None);
+        }
+        assert_eq!(SyncMethod::from_name("open_sync"), None);
+    }
+
+    #[test]
+    fn every_durable_method_has_exactly_one_way_to_be_durable() {
+        for m in SyncMethod::ALL {
+            let ways = usize::from(m.file_options().dsync)
+                + usize::from(m.write_sync() != WriteSync::None)
+                + usize::from(m.sync_after_write().is_some());
+            assert_eq!(ways, usize::from(m.durable()), "{m:?}");
+        }
+    }
+}

@@ -1,0 +1,567 @@
+//! A reference write-ahead log with group commit and fail-stop on sync errors, generic over [`Storage`].
+//!
+//! # Using it
+//! ```no_run
+//! use syncbench_engine::RealStorage;
+//! use syncbench_engine::wal::{Wal, WalConfig};
+//! let (wal, recovered) = Wal::open(RealStorage, "/tmp/log".as_ref(), WalConfig::default())?;
+//! for r in &recovered { /* redo r.kind, r.payload, in LSN order */ }
+//! let lsn = wal.append(1, b"insert k=v")?; // reserved and copied; not durable yet
+//! wal.commit(lsn)?;                          // returns once durable (group commit)
+//! # Ok::<(), syncbench_engine::wal::WalError>(())
+//! ```
+//! Share one `Wal` between threads with an `Arc`.
+//!
+//! # LSNs
+//! An [`Lsn`] is a byte position in the log. [`Wal::append`] returns the END of the new record: the
+//! record is durable exactly when [`Wal::flushed_lsn`] ≥ that value. Recovered [`Record`]s carry both
+//! their start (`lsn`) and end (`end_lsn`). A page store stamps pages with the end LSN and calls
+//! [`Wal::flush_to`] before writing a page (the write-ahead rule).
+//!
+//! # Group commit
+//! Appenders reserve a range and copy their record into the log buffer under a short lock. A committer
+//! whose record is not yet durable and finds no flush in progress becomes the leader: it optionally
+//! sleeps `commit_delay` (only if at least `commit_siblings` other commits are waiting), seals and takes
+//! every record appended so far (up to `max_group_bytes`), writes and syncs them, publishes the new
+//! flushed LSN and wakes everyone. Followers whose records were covered return; the others elect the next
+//! leader. With `group_commit: false` every commit does its own write and sync, one at a time (the naive
+//! baseline).
+//!
+//! # Failure
+//! Any failed write or sync poisons the log: the waiting commits and all later appends and commits fail
+//! with [`WalError::Poisoned`], whose outcome is unknown (the bytes may or may not be durable). A sync is
+//! never retried; reopen the log and let recovery decide what survived.
+//!
+//! The on-disk format is documented byte by byte in `docs/format.md` and in [`record`].
+
+mod config;
+mod error;
+pub mod record;
+mod recovery;
+mod segment;
+
+pub use config::{FaultSwitches, SyncMethod, WalConfig};
+pub use error::{WalError, WalResult};
+pub use segment::{BLOCK_BYTES, file_name as segment_file_name};
+
+use crate::storage::Storage;
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use record::{HEADER_BYTES, KIND_PADDING, KIND_SEGMENT_HEADER, SegmentHeader};
+use segment::{Failure, Segments};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use syncbench_sys::AlignedBuf;
+
+/// A position in the log, in bytes from the start of the log's first segment ever.
+pub type Lsn = u64;
+
+/// A record recovered from the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Where the record starts.
+    pub lsn: Lsn,
+    /// Where it ends: the value `append` returned for it.
+    pub end_lsn: Lsn,
+    /// The caller's kind (1..=239).
+    pub kind: u8,
+    /// The caller's bytes.
+    pub payload: Vec<u8>,
+}
+
+/// Counters since the log was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalStats {
+    /// Flushes: one leader's write(s) plus sync, or one naive commit's.
+    pub flushes: u64,
+    /// Write calls issued by flushes.
+    pub writes: u64,
+    /// Separate fsync/fdatasync calls (zero for write-through methods).
+    pub syncs: u64,
+    /// Bytes written by flushes (direct I/O rewrites partial blocks, so this can exceed what was appended).
+    pub bytes_written: u64,
+    /// Commits (`commit` calls) that returned Ok.
+    pub commits: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    flushes: AtomicU64,
+    writes: AtomicU64,
+    syncs: AtomicU64,
+    bytes_written: AtomicU64,
+    commits: AtomicU64,
+}
+
+/// Everything behind the log's short lock.
+struct State {
+    /// Log bytes `buf_start_lsn..appended_lsn`.
+    buf: Vec<u8>,
+    /// Block-aligned, ≤ `written_lsn`: direct I/O rewrites the partial block before `written_lsn`.
+    buf_start_lsn: Lsn,
+    /// End of the last reserved record.
+    appended_lsn: Lsn,
+    /// Everything before this has been sealed and handed to a leader.
+    written_lsn: Lsn,
+    /// Everything before this is durable.
+    flushed_lsn: Lsn,
+    /// A leader is writing.
+    flush_in_progress: bool,
+    /// Batches taken so far: the in-flight batch (if any) is number `batches_taken`.
+    batches_taken: u64,
+    /// The first failure; the log is dead.
+    poisoned: Option<(&'static str, String)>,
+    /// Commits currently inside `commit` (for `commit_siblings`).
+    active_commits: u32,
+}
+
+/// One leader's work: bytes to write at `write_lsn`, after which the log is durable to `end_lsn`.
+struct Batch {
+    start_lsn: Lsn,
+    write_lsn: Lsn,
+    end_lsn: Lsn,
+    bytes: AlignedBuf,
+    len: usize,
+}
+
+/// The write-ahead log. See the module documentation.
+pub struct Wal<S: Storage> {
+    state: Mutex<State>,
+    /// Wake-ups by batch parity: waiters whose record is in batch `g` sleep on `wakeups[g % 2]`, so a
+    /// finished flush wakes only the commits it covered (plus one waiter to lead the next batch),
+    /// instead of every waiter: on a small machine those wake-ups are what limits group commit.
+    wakeups: [Condvar; 2],
+    segments: Mutex<Segments<S>>,
+    config: WalConfig,
+    segment_bytes: u64,
+    log_id: u64,
+    counters: Counters,
+}
+
+/// A fresh random log identity (no extra dependency: the std hasher is randomly seeded).
+fn new_log_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+impl<S: Storage> Wal<S> {
+    /// Open (or create) the log in `dir`: recover, make what was read durable, zero the remains of an
+    /// interrupted flush, and preallocate segments. Returns the log and the caller's records in LSN order.
+    /// An existing log keeps its segment size; `config.segment_bytes` applies to new logs.
+    pub fn open(storage: S, dir: &Path, config: WalConfig) -> WalResult<(Wal<S>, Vec<Record>)> {
+        validate(&config)?;
+        storage.create_dir_all(dir).map_err(|e| WalError::io(format!("cannot create {}", dir.display()), e))?;
+        let mut scan = recovery::scan(&storage, dir)?;
+        let segment_bytes = scan.segment_bytes.unwrap_or(config.segment_bytes);
+        for leftover in &scan.leftovers {
+            storage.remove(leftover).map_err(|e| WalError::io(format!("cannot remove {}", leftover.display()), e))?;
+        }
+        let mut segments = Segments::new(storage, dir.to_path_buf(), segment_bytes, config.sync_method, config.faults);
+        segments.set_max_spares(config.max_spare_segments);
+        make_durable_before_trusting(&segments, &scan, dir)?;
+        let records = std::mem::take(&mut scan.records);
+        let wal = Wal {
+            state: Mutex::new(State {
+                buf_start_lsn: scan.end_lsn - scan.tail_block.len() as u64,
+                buf: std::mem::take(&mut scan.tail_block),
+                appended_lsn: scan.end_lsn,
+                written_lsn: scan.end_lsn,
+                flushed_lsn: scan.end_lsn,
+                flush_in_progress: false,
+                batches_taken: 0,
+                poisoned: None,
+                active_commits: 0,
+            }),
+            wakeups: [Condvar::new(), Condvar::new()],
+            segments: Mutex::new(segments),
+            segment_bytes,
+            log_id: scan.log_id.unwrap_or_else(new_log_id),
+            config,
+            counters: Counters::default(),
+        };
+        wal.zero_stale_tail(scan.end_lsn, scan.stale_until)?;
+        wal.preallocate(scan.end_lsn)?;
+        Ok((wal, records))
+    }
+
+    /// Append a record of `kind` (1..=239; larger values belong to the log). The bytes are copied into the
+    /// log buffer; they are NOT durable until a `commit`/`flush_to` at or past the returned LSN returns Ok.
+    /// Returns the end LSN of the record.
+    pub fn append(&self, kind: u8, payload: &[u8]) -> WalResult<Lsn> {
+        if kind == 0 || kind > record::MAX_USER_KIND {
+            return Err(WalError::Invalid(format!(
+                "record kind {kind} is reserved; use 1..={}",
+                record::MAX_USER_KIND
+            )));
+        }
+        if payload.len() > self.max_payload_bytes() {
+            return Err(WalError::Invalid(format!(
+                "record of {} bytes does not fit in a {}-byte segment (at most {})",
+                payload.len(),
+                self.segment_bytes,
+                self.max_payload_bytes()
+            )));
+        }
+        let payload_crc = crc32c::crc32c(payload); // outside the lock
+        let mut st = self.state.lock();
+        check_poison(&st)?;
+        Ok(self.reserve(&mut st, kind, payload, payload_crc))
+    }
+
+    /// Largest payload `append` accepts.
+    pub fn max_payload_bytes(&self) -> usize {
+        let header_record = record::encoded_len(record::SEGMENT_HEADER_PAYLOAD_BYTES);
+        (self.segment_bytes as usize - header_record - HEADER_BYTES).min(u32::MAX as usize)
+    }
+
+    /// Wait until the record ending at `lsn` is durable, by group commit (or by its own sync when group
+    /// commit is off). Errors: [`WalError::Poisoned`] — the outcome is unknown.
+    pub fn commit(&self, lsn: Lsn) -> WalResult<()> {
+        let mut st = self.state.lock();
+        st.active_commits += 1;
+        let result = if self.config.group_commit {
+            self.flush_locked(&mut st, lsn, true)
+        } else {
+            self.flush_alone(&mut st, lsn)
+        };
+        st.active_commits -= 1;
+        if result.is_ok() {
+            self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// Make everything up to `lsn` durable (joining or leading a group, never delaying). For the
+    /// write-ahead rule: call with a page's LSN before writing the page.
+    pub fn flush_to(&self, lsn: Lsn) -> WalResult<()> {
+        let mut st = self.state.lock();
+        self.flush_locked(&mut st, lsn, false)
+    }
+
+    /// Everything before this LSN is durable.
+    pub fn flushed_lsn(&self) -> Lsn {
+        self.state.lock().flushed_lsn
+    }
+
+    /// End of the last appended record (where the next one goes, unless it starts a segment).
+    pub fn appended_lsn(&self) -> Lsn {
+        self.state.lock().appended_lsn
+    }
+
+    /// Whether a write or sync failed (the log accepts nothing more).
+    pub fn is_poisoned(&self) -> bool {
+        self.state.lock().poisoned.is_some()
+    }
+
+    /// Size of each segment file.
+    pub fn segment_bytes(&self) -> u64 {
+        self.segment_bytes
+    }
+
+    /// The configuration the log was opened with.
+    pub fn config(&self) -> &WalConfig {
+        &self.config
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> WalStats {
+        let c = &self.counters;
+        WalStats {
+            flushes: c.flushes.load(Ordering::Relaxed),
+            writes: c.writes.load(Ordering::Relaxed),
+            syncs: c.syncs.load(Ordering::Relaxed),
+            bytes_written: c.bytes_written.load(Ordering::Relaxed),
+            commits: c.commits.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Retire the segments that hold only records before `lsn` (a checkpoint's redo LSN): recycled as
+    /// spares (renamed) or removed, then the directory is fsynced. Only durable segments are retired, and
+    /// the segment holding the flushed LSN always stays. Returns how many segments were retired.
+    pub fn truncate_before(&self, lsn: Lsn) -> WalResult<u32> {
+        let (flushed, appended) = {
+            let st = self.state.lock();
+            check_poison(&st)?;
+            (st.flushed_lsn, st.appended_lsn)
+        };
+        // Keep the segment that holds the last durable byte: recovery starts from the oldest file.
+        let below = lsn.min(flushed.saturating_sub(1)) / self.segment_bytes;
+        let mut segments = self.segments.lock();
+        segments
+            .retire_below(below, appended / self.segment_bytes)
+            .map_err(|e| WalError::io("cannot retire log segments", e))
+    }
+
+    fn reserve(&self, st: &mut State, kind: u8, payload: &[u8], payload_crc: u32) -> Lsn {
+        let need = record::encoded_len(payload.len()) as u64;
+        loop {
+            let offset = st.appended_lsn % self.segment_bytes;
+            if offset == 0 {
+                let header = SegmentHeader { segment_bytes: self.segment_bytes, log_id: self.log_id }.to_bytes();
+                put(st, self.segment_bytes, KIND_SEGMENT_HEADER, &header, crc32c::crc32c(&header));
+                continue;
+            }
+            let room = self.segment_bytes - offset;
+            if need <= room {
+                put(st, self.segment_bytes, kind, payload, payload_crc);
+                return st.appended_lsn;
+            }
+            if room >= HEADER_BYTES as u64 {
+                let filler = vec![0u8; room as usize - HEADER_BYTES];
+                put(st, self.segment_bytes, KIND_PADDING, &filler, crc32c::crc32c(&filler));
+            } else {
+                // Too small for a header: recovery skips to the next segment.
+                st.buf.resize(st.buf.len() + room as usize, 0);
+                st.appended_lsn += room;
+            }
+        }
+    }
+
+    /// Group commit: return when `flushed_lsn ≥ target`, leading flushes as needed.
+    fn flush_locked(&self, st: &mut MutexGuard<'_, State>, target: Lsn, may_delay: bool) -> WalResult<()> {
+        check_target(st, target)?;
+        loop {
+            check_poison(st)?;
+            if st.flushed_lsn >= target {
+                return Ok(());
+            }
+            if st.flush_in_progress {
+                self.wait_for_batch(st, target);
+                continue;
+            }
+            st.flush_in_progress = true;
+            if may_delay && self.should_delay(st) {
+                MutexGuard::unlocked(st, || std::thread::sleep(self.config.commit_delay));
+            }
+            let mut extra_batches = self.config.leader_extra_batches;
+            loop {
+                let limit = st.appended_lsn;
+                // Keep the lead (no hand-off to a sleeping thread) only once our own record is durable.
+                let keep = (extra_batches > 0).then_some(target);
+                let keep_lead = self.lead_one_flush(st, limit, self.config.max_group_bytes, None, keep);
+                if !keep_lead {
+                    break;
+                }
+                extra_batches -= 1;
+            }
+        }
+    }
+
+    /// No group commit: wait for the writer, then write up to `target` and sync, alone.
+    fn flush_alone(&self, st: &mut MutexGuard<'_, State>, target: Lsn) -> WalResult<()> {
+        check_target(st, target)?;
+        loop {
+            check_poison(st)?;
+            if !st.flush_in_progress {
+                break;
+            }
+            self.wait_for_batch(st, target);
+        }
+        st.flush_in_progress = true;
+        // Sync the segment of our record even when another commit already wrote it.
+        let own_segment = target.saturating_sub(1) / self.segment_bytes;
+        self.lead_one_flush(st, target, usize::MAX, Some(own_segment), None);
+        check_poison(st)
+    }
+
+    /// PostgreSQL's rule: the leader sleeps only if enough other commits are in progress to join it.
+    fn should_delay(&self, st: &State) -> bool {
+        !self.config.commit_delay.is_zero() && st.active_commits.saturating_sub(1) >= self.config.commit_siblings
+    }
+
+    /// As leader (`flush_in_progress` set by the caller): take a batch, write and sync it without the
+    /// lock, then publish the result (or the poison) and wake the commits it covered. Returns true if
+    /// the caller keeps the lead for another batch: allowed by `keep_lead_past` (the caller's own
+    /// target, which this batch must have made durable) and records are waiting. Otherwise the lead
+    /// passes to one waiter.
+    fn lead_one_flush(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        limit: Lsn,
+        cap: usize,
+        also_sync: Option<u64>,
+        keep_lead_past: Option<Lsn>,
+    ) -> bool {
+        let batch = self.take_batch(st, limit, cap);
+        st.batches_taken += 1;
+        let result = MutexGuard::unlocked(st, || self.write_batch(&batch, also_sync));
+        let this = self.parity(st.batches_taken);
+        match result {
+            Ok(()) => {
+                st.flushed_lsn = st.flushed_lsn.max(batch.end_lsn);
+                let keep_lead =
+                    keep_lead_past.is_some_and(|own| st.flushed_lsn >= own) && st.appended_lsn > st.written_lsn;
+                if !keep_lead {
+                    st.flush_in_progress = false;
+                    // The next leader first, so the disk gets its next batch before the followers run.
+                    self.wakeups[1 - this].notify_one();
+                }
+                self.wakeups[this].notify_all(); // every commit in this batch is done
+                keep_lead
+            }
+            Err(failure) => {
+                st.flush_in_progress = false;
+                st.poisoned.get_or_insert((failure.what, failure.error.to_string()));
+                for wakeup in &self.wakeups {
+                    wakeup.notify_all();
+                }
+                false
+            }
+        }
+    }
+
+    fn parity(&self, batch: u64) -> usize {
+        (batch % 2) as usize
+    }
+
+    /// Sleep until the batch holding `target` finishes: the one in flight if it took our record,
+    /// else the next one (whose leader is woken when the one in flight finishes).
+    fn wait_for_batch(&self, st: &mut MutexGuard<'_, State>, target: Lsn) {
+        let in_flight = st.batches_taken;
+        let batch = if target <= st.written_lsn { in_flight } else { in_flight + 1 };
+        self.wakeups[self.parity(batch)].wait(st);
+    }
+
+    /// Seal the records from `written_lsn` up to `limit` (whole records, at most `cap` bytes unless one
+    /// record is larger) and copy them out, block-aligned, for the leader to write.
+    fn take_batch(&self, st: &mut State, limit: Lsn, cap: usize) -> Batch {
+        let start = st.written_lsn;
+        let mut end = start;
+        while end < limit {
+            let offset = end % self.segment_bytes;
+            if self.segment_bytes - offset < HEADER_BYTES as u64 {
+                end += self.segment_bytes - offset;
+                continue;
+            }
+            let at = (end - st.buf_start_lsn) as usize;
+            let len_field: [u8; 4] = st.buf[at + 32..at + 36].try_into().expect("4 bytes");
+            let len = record::encoded_len(u32::from_le_bytes(len_field) as usize);
+            if end > start && (end - start) as usize + len > cap {
+                break;
+            }
+            record::seal(&mut st.buf[at..at + len], start);
+            end += len as u64;
+        }
+        if end == start {
+            return Batch { start_lsn: start, write_lsn: start, end_lsn: end, bytes: AlignedBuf::new(1, 1), len: 0 };
+        }
+        let direct = self.config.sync_method.file_options().direct;
+        let write_lsn = if direct { start / BLOCK_BYTES * BLOCK_BYTES } else { start };
+        let len = (end - write_lsn) as usize;
+        let padded = if direct { len.next_multiple_of(BLOCK_BYTES as usize) } else { len };
+        let mut bytes = AlignedBuf::new(padded.max(1), BLOCK_BYTES as usize);
+        let from = (write_lsn - st.buf_start_lsn) as usize;
+        bytes.as_mut_slice()[..len].copy_from_slice(&st.buf[from..from + len]);
+        st.written_lsn = end;
+        // Keep the partial block at the end: direct I/O will write it again with the next records.
+        let keep_from = end / BLOCK_BYTES * BLOCK_BYTES;
+        st.buf.drain(..(keep_from - st.buf_start_lsn) as usize);
+        st.buf_start_lsn = keep_from;
+        Batch { start_lsn: start, write_lsn, end_lsn: end, bytes, len: padded }
+    }
+
+    fn write_batch(&self, batch: &Batch, also_sync: Option<u64>) -> Result<(), Failure> {
+        let mut segments = self.segments.lock();
+        segments.close_below(batch.write_lsn / self.segment_bytes);
+        let mut count = if batch.end_lsn > batch.start_lsn {
+            segments.write_durably(batch.write_lsn, &batch.bytes.as_slice()[..batch.len])?
+        } else {
+            Default::default()
+        };
+        if let Some(n) = also_sync.filter(|_| count.writes == 0) {
+            count.syncs += u64::from(segments.sync(n)?);
+        }
+        let c = &self.counters;
+        c.flushes.fetch_add(1, Ordering::Relaxed);
+        c.writes.fetch_add(count.writes, Ordering::Relaxed);
+        c.syncs.fetch_add(count.syncs, Ordering::Relaxed);
+        c.bytes_written.fetch_add(if count.writes > 0 { batch.len as u64 } else { 0 }, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Zero `from..until` (valid-looking records of an interrupted flush) and fsync, before anything new
+    /// is written there. The kept tail block goes first so direct I/O stays aligned.
+    fn zero_stale_tail(&self, from: Lsn, until: Lsn) -> WalResult<()> {
+        if until <= from {
+            return Ok(());
+        }
+        let st = self.state.lock();
+        let len = ((until - st.buf_start_lsn) as usize).next_multiple_of(BLOCK_BYTES as usize);
+        let mut bytes = AlignedBuf::new(len, BLOCK_BYTES as usize);
+        bytes.as_mut_slice()[..st.buf.len()].copy_from_slice(&st.buf);
+        let mut segments = self.segments.lock();
+        let io = |f: Failure| WalError::io(format!("cannot zero the torn tail of the log ({})", f.what), f.error);
+        segments.write_durably(st.buf_start_lsn, bytes.as_slice()).map_err(io)?;
+        // Durable whatever the method (even `none`): this is recovery, not a measured commit.
+        segments.sync_all_open().map_err(io)
+    }
+
+    fn preallocate(&self, from: Lsn) -> WalResult<()> {
+        let first = from / self.segment_bytes;
+        let mut segments = self.segments.lock();
+        for n in first..=first + u64::from(self.config.preallocate_segments) {
+            segments.ensure_exists(n).map_err(|e| WalError::io("cannot create log segment", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Append a record at `appended_lsn` into the buffer, unsealed.
+fn put(st: &mut State, segment_bytes: u64, kind: u8, payload: &[u8], payload_crc: u32) {
+    let len = record::encoded_len(payload.len());
+    let at = st.buf.len();
+    st.buf.resize(at + len, 0);
+    let segment = st.appended_lsn / segment_bytes;
+    record::write_unsealed(&mut st.buf[at..], st.appended_lsn, segment, kind, payload, payload_crc);
+    st.appended_lsn += len as u64;
+}
+
+fn check_poison(st: &State) -> WalResult<()> {
+    match &st.poisoned {
+        Some((what, cause)) => Err(WalError::Poisoned { what, cause: cause.clone() }),
+        None => Ok(()),
+    }
+}
+
+fn check_target(st: &State, target: Lsn) -> WalResult<()> {
+    if target > st.appended_lsn {
+        return Err(WalError::Invalid(format!(
+            "cannot flush to LSN {target}: only {} bytes were appended",
+            st.appended_lsn
+        )));
+    }
+    Ok(())
+}
+
+fn validate(config: &WalConfig) -> WalResult<()> {
+    let min = 4 * BLOCK_BYTES;
+    if config.segment_bytes < min || !config.segment_bytes.is_multiple_of(BLOCK_BYTES) {
+        return Err(WalError::Invalid(format!(
+            "segment size {} must be a multiple of {BLOCK_BYTES} and at least {min} bytes",
+            config.segment_bytes
+        )));
+    }
+    if config.max_group_bytes == 0 {
+        return Err(WalError::Invalid("max_group_bytes must be at least 1".to_string()));
+    }
+    Ok(())
+}
+
+/// Before trusting what recovery read, make it durable: a previous process may have died with those
+/// bytes only in the page cache (PostgreSQL's SyncDataDirectory). Failure here is fatal.
+fn make_durable_before_trusting<S: Storage>(
+    segments: &Segments<S>,
+    scan: &recovery::Scan,
+    dir: &Path,
+) -> WalResult<()> {
+    use crate::storage::{FileOptions, StorageFile};
+    let storage = segments.storage();
+    for path in scan.files.values() {
+        let what = || format!("cannot fsync log segment {}", path.display());
+        let file = storage.open(path, FileOptions::default()).map_err(|e| WalError::io(what(), e))?;
+        file.sync_all().map_err(|e| WalError::io(what(), e))?;
+    }
+    storage.sync_dir(dir).map_err(|e| WalError::io(format!("cannot fsync {}", dir.display()), e))
+}

@@ -1,0 +1,186 @@
+//! Lookups over a run's cases that the rules share: find a case, score a method, pick the best.
+
+use super::{Evidence, Input};
+use crate::probe::Environment;
+use crate::schema::CaseResult;
+use crate::verdict::Verdict;
+
+/// Size of a PostgreSQL WAL block and of the default `run` write.
+pub const BLOCK_8K: u64 = 8192;
+
+/// A method's measured commit rate with the cases behind it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rate {
+    /// The method (run vocabulary).
+    pub method: String,
+    /// The score compared between methods: commits/s, or the geometric mean over several cases.
+    pub ops_per_s: f64,
+    /// Relative half-width of the score's 95% confidence interval (the worst of its cases).
+    pub ci95_rel: f64,
+    /// The cases behind the score.
+    pub evidence: Vec<Evidence>,
+}
+
+/// The input with lookups.
+pub struct Facts<'a> {
+    /// The environment.
+    pub env: &'a Environment,
+    /// The verdicts.
+    pub verdicts: &'a [Verdict],
+    /// The cases.
+    pub results: &'a [CaseResult],
+}
+
+/// Evidence from one case.
+pub fn evidence(c: &CaseResult) -> Evidence {
+    Evidence {
+        case: format!("{}: {}", c.section, c.label),
+        method: c.method.clone(),
+        ops_per_s: c.ops_per_s,
+        latency_ns_p50: c.latency_ns.p50,
+        latency_ns_p99: c.latency_ns.p99,
+    }
+}
+
+impl<'a> Facts<'a> {
+    /// Wrap an input.
+    pub fn new(input: &Input<'a>) -> Facts<'a> {
+        Facts { env: input.environment, verdicts: input.verdicts, results: input.results }
+    }
+
+    /// A measured (supported, error-free, non-empty) case.
+    pub fn case(&self, section: &str, method: &str, size: u64, writes: u32) -> Option<&'a CaseResult> {
+        self.results.iter().find(|c| {
+            c.section == section
+                && c.method == method
+                && c.write_size_bytes == size
+                && c.writes_per_commit == writes
+                && measured(c)
+        })
+    }
+
+    /// A measured case by file state (section `file_state`).
+    pub fn file_state_case(&self, method: &str, state: &str) -> Option<&'a CaseResult> {
+        self.results
+            .iter()
+            .find(|c| c.section == "file_state" && c.method == method && c.file_state == state && measured(c))
+    }
+
+    /// A measured case of any section with this method and write size (first match).
+    pub fn any_case(&self, method: &str, size: u64) -> Option<&'a CaseResult> {
+        self.results
+            .iter()
+            .find(|c| c.method == method && c.write_size_bytes == size && c.writes_per_commit == 1 && measured(c))
+    }
+
+    /// Whether the method was tried and refused (unsupported) in any case.
+    pub fn refused(&self, method: &str) -> Option<&'a CaseResult> {
+        self.results.iter().find(|c| c.method == method && !c.supported)
+    }
+
+    /// The WAL-like score of a method: the geometric mean of one 8 KiB write per commit and two 8 KiB
+    /// writes per commit, because a WAL flush often spans several blocks and O_DSYNC methods pay a
+    /// device round trip per write. Falls back to the one-write case alone.
+    pub fn wal_score(&self, method: &str) -> Option<Rate> {
+        let one = self.case("one_write", method, BLOCK_8K, 1)?;
+        let Some(two) = self.case("two_writes", method, BLOCK_8K, 2) else {
+            return Some(rate_of(method, &[one]));
+        };
+        Some(rate_of(method, &[one, two]))
+    }
+
+    /// The single-case score of a method in a section.
+    pub fn single(&self, section: &str, method: &str, size: u64) -> Option<Rate> {
+        Some(rate_of(method, &[self.case(section, method, size, 1)?]))
+    }
+
+    /// Whether O_DIRECT worked here (any `+direct` or `direct` case was measured).
+    pub fn direct_supported(&self) -> Option<bool> {
+        let direct: Vec<&CaseResult> = self.results.iter().filter(|c| c.method.contains("direct")).collect();
+        if direct.is_empty() {
+            return None;
+        }
+        Some(direct.iter().any(|c| measured(c)))
+    }
+
+    /// A copy-on-write file system (never overwrites in place: torn pages cannot happen, preallocation
+    /// and recycling buy nothing).
+    pub fn copy_on_write(&self) -> bool {
+        matches!(self.env.fs_type.as_str(), "btrfs" | "zfs" | "bcachefs")
+    }
+
+    /// Untorn-write units (min, max) for a file here, from statx, when the device and file system offer them.
+    pub fn atomic_units(&self) -> Option<(u32, u32)> {
+        match (self.env.atomic_write_unit_min_bytes, self.env.atomic_write_unit_max_bytes) {
+            (Some(min), Some(max)) if max > 0 => Some((min, max)),
+            _ => None,
+        }
+    }
+
+    /// Whether a page of `page_bytes` can be written untorn here.
+    pub fn atomic_page(&self, page_bytes: u32) -> bool {
+        self.atomic_units().is_some_and(|(min, max)| min <= page_bytes && page_bytes <= max)
+    }
+
+    /// A sentence on atomic-write capability, for the torn-page settings.
+    pub fn atomic_sentence(&self) -> String {
+        match self.atomic_units() {
+            Some((min, max)) => format!("statx reports untorn writes from {min} to {max} bytes for files here"),
+            None => "statx reports no untorn-write (RWF_ATOMIC) support for files here".to_string(),
+        }
+    }
+
+    /// Choose among `candidates` by score: the `default` stays unless another is faster by more than
+    /// `margin` (relative) and beyond the measurement noise. Returns (choice, all scored candidates).
+    pub fn choose(&self, candidates: &[Rate], default: &str, margin: f64) -> Option<Rate> {
+        let best = candidates.iter().max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s))?;
+        let Some(def) = candidates.iter().find(|r| r.method == default) else {
+            return Some(best.clone());
+        };
+        let noise = best.ci95_rel + def.ci95_rel;
+        if best.ops_per_s > def.ops_per_s * (1.0 + margin.max(noise)) { Some(best.clone()) } else { Some(def.clone()) }
+    }
+}
+
+fn measured(c: &CaseResult) -> bool {
+    c.supported && c.error.is_none() && c.ops > 0 && c.ops_per_s.is_finite() && c.ops_per_s > 0.0
+}
+
+fn rate_of(method: &str, cases: &[&CaseResult]) -> Rate {
+    let log_mean = cases.iter().map(|c| c.ops_per_s.ln()).sum::<f64>() / cases.len() as f64;
+    Rate {
+        method: method.to_string(),
+        ops_per_s: log_mean.exp(),
+        ci95_rel: cases.iter().map(|c| c.ci95_rel).fold(0.0, f64::max),
+        evidence: cases.iter().map(|c| evidence(c)).collect(),
+    }
+}
+
+/// Format commits/s for a sentence.
+pub fn per_s(x: f64) -> String {
+    if x >= 100.0 { format!("{x:.0}/s") } else { format!("{x:.1}/s") }
+}
+
+/// Format nanoseconds as µs or ms for a sentence.
+pub fn dur(ns: f64) -> String {
+    if ns >= 1e6 { format!("{:.2} ms", ns / 1e6) } else { format!("{:.0} µs", ns / 1e3) }
+}
+
+/// "a is 12% faster than b" / "within 3% of b".
+pub fn compare(a: &Rate, b: &Rate) -> String {
+    let pct = (a.ops_per_s / b.ops_per_s - 1.0) * 100.0;
+    if pct.abs() < 1.0 {
+        format!("{} and {} are within 1% ({} vs {})", a.method, b.method, per_s(a.ops_per_s), per_s(b.ops_per_s))
+    } else if pct > 0.0 {
+        format!("{} is {pct:.0}% faster than {} ({} vs {})", a.method, b.method, per_s(a.ops_per_s), per_s(b.ops_per_s))
+    } else {
+        format!(
+            "{} is {:.0}% slower than {} ({} vs {})",
+            a.method,
+            -pct,
+            b.method,
+            per_s(a.ops_per_s),
+            per_s(b.ops_per_s)
+        )
+    }
+}

@@ -1,0 +1,247 @@
+//! `advise`: per-database durability settings, each backed by the measurement that decided it.
+//!
+//! Every rule is a pure function of [`Input`] (environment, verdicts, `run` results, database version),
+//! so the advice is testable from fixture runs without a disk. A rule that needs a number that was not
+//! measured says so instead of guessing.
+
+mod etcd;
+mod facts;
+mod mysql;
+mod postgres;
+mod render;
+mod rocksdb;
+mod sqlite;
+
+pub use etcd::{ETCD_P99_LIMIT_NS, ETCD_WRITE_BYTES};
+pub use facts::{Facts, Rate};
+pub use render::to_text;
+
+use crate::probe::Environment;
+use crate::schema::CaseResult;
+use crate::verdict::{Severity, Verdict};
+use serde::{Deserialize, Serialize};
+
+/// The databases syncbench advises on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Database {
+    /// PostgreSQL.
+    Postgres,
+    /// MySQL (InnoDB).
+    Mysql,
+    /// MariaDB (InnoDB).
+    Mariadb,
+    /// SQLite in WAL mode.
+    Sqlite,
+    /// RocksDB.
+    Rocksdb,
+    /// etcd (bbolt + its WAL).
+    Etcd,
+}
+
+impl Database {
+    /// Every database, in output order.
+    pub const ALL: [Database; 6] =
+        [Database::Postgres, Database::Mysql, Database::Mariadb, Database::Sqlite, Database::Rocksdb, Database::Etcd];
+
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Database::Postgres => "postgres",
+            Database::Mysql => "mysql",
+            Database::Mariadb => "mariadb",
+            Database::Sqlite => "sqlite",
+            Database::Rocksdb => "rocksdb",
+            Database::Etcd => "etcd",
+        }
+    }
+
+    /// Parse a command-line name (with a few common aliases).
+    pub fn parse(name: &str) -> Option<Database> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "postgres" | "postgresql" | "pg" => Database::Postgres,
+            "mysql" | "innodb" => Database::Mysql,
+            "mariadb" => Database::Mariadb,
+            "sqlite" | "sqlite3" => Database::Sqlite,
+            "rocksdb" => Database::Rocksdb,
+            "etcd" => Database::Etcd,
+            _ => return None,
+        })
+    }
+
+    /// The version assumed when none is given: the current stable major.
+    pub fn default_version(self) -> Version {
+        match self {
+            Database::Postgres => Version::new(17, 0),
+            Database::Mysql => Version::new(8, 4),
+            Database::Mariadb => Version::new(11, 4),
+            Database::Sqlite => Version::new(3, 46),
+            Database::Rocksdb => Version::new(9, 0),
+            Database::Etcd => Version::new(3, 5),
+        }
+    }
+}
+
+/// A database version, major.minor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Version {
+    /// Major version.
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+}
+
+impl Version {
+    /// `major.minor`.
+    pub const fn new(major: u32, minor: u32) -> Version {
+        Version { major, minor }
+    }
+
+    /// Parse `16`, `8.0`, `8.0.36` (patch ignored).
+    pub fn parse(text: &str) -> Option<Version> {
+        let mut parts = text.split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = match parts.next() {
+            Some(m) => m.parse().ok()?,
+            None => 0,
+        };
+        Some(Version { major, minor })
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// One database to advise on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// Which database.
+    pub database: Database,
+    /// Which version (the default when not given).
+    pub version: Version,
+}
+
+/// Everything the rules may look at.
+#[derive(Clone, Debug)]
+pub struct Input<'a> {
+    /// The storage under the directory.
+    pub environment: &'a Environment,
+    /// The probe's verdicts.
+    pub verdicts: &'a [Verdict],
+    /// The measured cases.
+    pub results: &'a [CaseResult],
+}
+
+/// A measured number behind a setting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Which case (section and label).
+    pub case: String,
+    /// Method measured.
+    pub method: String,
+    /// Commits per second.
+    pub ops_per_s: f64,
+    /// Median commit latency, ns.
+    pub latency_ns_p50: u64,
+    /// 99th percentile commit latency, ns.
+    pub latency_ns_p99: u64,
+}
+
+/// One recommended setting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Setting {
+    /// The setting's name as the database spells it.
+    pub name: String,
+    /// The recommended value.
+    pub value: String,
+    /// Why, in a sentence or two, citing the numbers.
+    pub reason: String,
+    /// The measurements that decided it.
+    pub evidence: Vec<Evidence>,
+}
+
+/// All advice for one database.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DatabaseAdvice {
+    /// `postgres`, `mysql`, …
+    pub database: String,
+    /// The version the advice is for.
+    pub version: String,
+    /// When the storage itself is the problem (not durable, or too fast to be honest): said first,
+    /// because no setting fixes it.
+    pub storage_warning: Option<String>,
+    /// The settings.
+    pub settings: Vec<Setting>,
+    /// What to keep in mind.
+    pub caveats: Vec<String>,
+    /// For pass/fail rules (etcd): whether the storage passes.
+    pub pass: Option<bool>,
+}
+
+/// `advise`'s JSON payload.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct AdvisePayload {
+    /// The directory advised on.
+    pub dir: String,
+    /// Where the measurements came from (`measured` or the `--from` path).
+    pub source: String,
+    /// One entry per requested database.
+    pub advice: Vec<DatabaseAdvice>,
+    /// The cases the advice was computed from.
+    pub results: Vec<CaseResult>,
+}
+
+/// Advise on every target.
+pub fn advise(input: &Input<'_>, targets: &[Target]) -> Vec<DatabaseAdvice> {
+    let facts = Facts::new(input);
+    targets.iter().map(|t| advise_one(&facts, *t)).collect()
+}
+
+fn advise_one(facts: &Facts<'_>, target: Target) -> DatabaseAdvice {
+    let mut advice = match target.database {
+        Database::Postgres => postgres::advise(facts, target.version),
+        Database::Mysql => mysql::advise_mysql(facts, target.version),
+        Database::Mariadb => mysql::advise_mariadb(facts, target.version),
+        Database::Sqlite => sqlite::advise(facts),
+        Database::Rocksdb => rocksdb::advise(facts),
+        Database::Etcd => etcd::advise(facts),
+    };
+    advice.database = target.database.name().to_string();
+    advice.version = target.version.to_string();
+    advice.storage_warning = storage_warning(facts);
+    advice
+}
+
+/// The storage-level problem no database setting fixes, if any.
+fn storage_warning(facts: &Facts<'_>) -> Option<String> {
+    let fs = facts.env.fs_type.as_str();
+    if matches!(fs, "tmpfs" | "ramfs") {
+        return Some(format!(
+            "{fs} keeps everything in memory: nothing written here survives a reboot, whatever the settings below."
+        ));
+    }
+    let serious: Vec<&Verdict> = facts
+        .verdicts
+        .iter()
+        .filter(|v| v.severity == Severity::Critical || (v.severity == Severity::Warning && is_honesty_code(&v.code)))
+        .collect();
+    if serious.is_empty() {
+        return None;
+    }
+    let what: Vec<String> = serious.iter().map(|v| v.message.clone()).collect();
+    Some(format!(
+        "{} No database setting fixes this: the settings below only choose the fastest way to ask for durability.",
+        what.join(" ")
+    ))
+}
+
+/// Verdict codes that mean "acknowledged flushes may not be durable".
+fn is_honesty_code(code: &str) -> bool {
+    ["implausible", "not_durable", "nobarrier", "barrier", "no_flush", "lying"].iter().any(|k| code.contains(k))
+}
+
+#[cfg(test)]
+mod tests;

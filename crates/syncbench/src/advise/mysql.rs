@@ -1,0 +1,226 @@
+//! MySQL/InnoDB (innodb_flush_method, innodb_use_fdatasync, innodb_flush_log_at_trx_commit,
+//! innodb_doublewrite) and MariaDB ≥ 11 (innodb_log_file_buffering / _write_through,
+//! innodb_data_file_buffering / _write_through).
+
+use super::facts::{Facts, Rate, compare, dur, per_s};
+use super::{DatabaseAdvice, Setting, Version};
+
+const MARGIN: f64 = 0.05;
+/// InnoDB's default page size.
+const INNODB_PAGE_BYTES: u32 = 16384;
+
+fn advice(settings: Vec<Setting>, caveats: Vec<String>) -> DatabaseAdvice {
+    DatabaseAdvice {
+        database: String::new(),
+        version: String::new(),
+        storage_warning: None,
+        settings,
+        caveats,
+        pass: None,
+    }
+}
+
+pub fn advise_mysql(f: &Facts<'_>, version: Version) -> DatabaseAdvice {
+    let mut settings = vec![flush_log_at_trx_commit(f, "fsync")];
+    let mut caveats = Vec::new();
+    settings.extend(flush_method(f, &mut caveats));
+    if version >= Version::new(8, 0) {
+        settings.extend(use_fdatasync(f));
+    }
+    settings.push(doublewrite(f, version, false));
+    advice(settings, caveats)
+}
+
+pub fn advise_mariadb(f: &Facts<'_>, version: Version) -> DatabaseAdvice {
+    if version.major < 11 {
+        let mut a = advise_mysql(f, version);
+        a.caveats.push(format!(
+            "MariaDB {version} still uses innodb_flush_method (default O_DIRECT since 10.6); from 11.0 it is \
+             replaced by innodb_log_file_buffering/_write_through and innodb_data_file_buffering/_write_through."
+        ));
+        return a;
+    }
+    let mut caveats = Vec::new();
+    let mut settings = vec![flush_log_at_trx_commit(f, "fdatasync")];
+    settings.extend(mariadb_log_file(f, &mut caveats));
+    settings.extend(mariadb_data_file(f));
+    settings.push(doublewrite(f, version, true));
+    advice(settings, caveats)
+}
+
+fn flush_log_at_trx_commit(f: &Facts<'_>, method: &str) -> Setting {
+    let mut reason = "1 writes and flushes the redo log at every commit: the only value that keeps every \
+                      acknowledged commit after a power loss (2 can lose about a second of commits on an OS \
+                      crash or power loss, 0 even on a mysqld crash)."
+        .to_string();
+    let mut evidence = Vec::new();
+    if let Some(r) = f.wal_score(method) {
+        reason.push_str(&format!(
+            " Measured cost here: one client can commit at most about {} with {method}; more commits per second \
+             need concurrent clients (group commit).",
+            per_s(r.ops_per_s)
+        ));
+        evidence = r.evidence;
+    }
+    Setting { name: "innodb_flush_log_at_trx_commit".into(), value: "1".into(), reason, evidence }
+}
+
+/// InnoDB's O_DSYNC mode opens the redo log with O_SYNC (a 2001 decision in os0file.cc), so it is
+/// measured by `open_sync`; every other mode writes the redo log buffered and fsyncs it.
+fn flush_method(f: &Facts<'_>, caveats: &mut Vec<String>) -> Option<Setting> {
+    let fsync = f.wal_score("fsync")?;
+    let osync = f.wal_score("open_sync");
+    let direct_ok = f.direct_supported();
+    let osync_wins =
+        osync.as_ref().is_some_and(|o| o.ops_per_s > fsync.ops_per_s * (1.0 + MARGIN.max(o.ci95_rel + fsync.ci95_rel)));
+    let (value, mut reason) = match (osync_wins, direct_ok) {
+        (true, _) => {
+            let o = osync.as_ref().expect("checked above");
+            ("O_DSYNC", format!("The redo log opened O_SYNC (what InnoDB's O_DSYNC mode does) beats write+fsync: {}. Data files stay buffered in this mode.", compare(o, &fsync)))
+        }
+        (false, Some(false)) => ("fsync", "O_DIRECT is refused by this file system, so data pages cannot bypass the page cache; fsync is the remaining safe mode.".to_string()),
+        (false, _) => ("O_DIRECT", "Data files bypass the page cache (no double buffering with the buffer pool); the redo log keeps write+fsync, which measured at least as fast as O_SYNC here".to_string()),
+    };
+    if value == "O_DIRECT" {
+        if let Some(o) = &osync {
+            reason.push_str(&format!(": {}.", compare(&fsync, o)));
+        } else {
+            reason.push('.');
+        }
+    }
+    caveats.push(format!(
+        "innodb_flush_method=O_DIRECT_NO_FSYNC skips fsync after data writes: safe only since 8.0.14 (fsync \
+         after create/extend), risky on XFS before that, and it loses data if the data device has a volatile \
+         write cache and sits on a different device from the redo log.{}",
+        if f.env.fs_type == "xfs" { " This directory is on XFS." } else { "" }
+    ));
+    let mut evidence = fsync.evidence.clone();
+    if let Some(o) = osync {
+        evidence.extend(o.evidence);
+    }
+    Some(Setting { name: "innodb_flush_method".into(), value: value.into(), reason, evidence })
+}
+
+fn use_fdatasync(f: &Facts<'_>) -> Option<Setting> {
+    let fsync = f.wal_score("fsync")?;
+    let fdatasync = f.wal_score("fdatasync")?;
+    let on = fdatasync.ops_per_s > fsync.ops_per_s * (1.0 + MARGIN.max(fsync.ci95_rel + fdatasync.ci95_rel));
+    let mut reason = format!("{}.", compare(&fdatasync, &fsync));
+    reason.push_str(if on {
+        " fdatasync skips the timestamp update that fsync forces, and measured faster here (MySQL ≥ 8.0.26)."
+    } else {
+        " No measurable gain here, so the default stays."
+    });
+    let evidence = [fsync.evidence, fdatasync.evidence].concat();
+    Some(Setting { name: "innodb_use_fdatasync".into(), value: if on { "ON" } else { "OFF" }.into(), reason, evidence })
+}
+
+fn doublewrite(f: &Facts<'_>, version: Version, mariadb: bool) -> Setting {
+    let atomic = f.atomic_page(INNODB_PAGE_BYTES);
+    let (value, reason) = if f.copy_on_write() {
+        (
+            "OFF",
+            format!(
+                "{} is copy-on-write: a page is never overwritten in place, so a torn 16 KiB page cannot occur and \
+                 the double-write buffer only doubles data writes (verify the file system is not mounted nodatacow).",
+                f.env.fs_type
+            ),
+        )
+    } else if atomic && mariadb {
+        (
+            "OFF",
+            format!(
+                "{}, covering InnoDB's 16 KiB page; MariaDB's OFF means \"assume page writes are atomic\". Confirm \
+                 the whole stack (device, file system, no RAID/volume layer splitting writes) before relying on it.",
+                f.atomic_sentence()
+            ),
+        )
+    } else {
+        let detect = if !mariadb && version >= Version::new(8, 0) {
+            " DETECT_ONLY (8.0.30+) only detects torn pages, it does not repair them."
+        } else {
+            ""
+        };
+        ("ON", format!("A power cut can tear a 16 KiB page: {}.{detect}", f.atomic_sentence()))
+    };
+    Setting { name: "innodb_doublewrite".into(), value: value.into(), reason, evidence: Vec::new() }
+}
+
+/// The four combinations of innodb_log_file_buffering (OFF = O_DIRECT) and innodb_log_file_write_through
+/// (ON = O_DSYNC writes, no fdatasync) map onto four measured methods.
+fn mariadb_log_file(f: &Facts<'_>, caveats: &mut Vec<String>) -> Vec<Setting> {
+    let combos = [
+        ("OFF", "OFF", "fdatasync+direct"),
+        ("OFF", "ON", "open_datasync+direct"),
+        ("ON", "OFF", "fdatasync"),
+        ("ON", "ON", "open_datasync"),
+    ];
+    let scored: Vec<(&str, &str, Rate)> =
+        combos.iter().filter_map(|(b, w, m)| f.wal_score(m).map(|r| (*b, *w, r))).collect();
+    let rates: Vec<Rate> = scored.iter().map(|(_, _, r)| r.clone()).collect();
+    // MariaDB's default on Linux: buffering OFF (O_DIRECT when the block size allows), write_through OFF.
+    let default = if f.direct_supported() == Some(false) { "fdatasync" } else { "fdatasync+direct" };
+    let Some(best) = f.choose(&rates, default, MARGIN) else {
+        caveats
+            .push("No fdatasync/open_datasync cases were measured, so the log file settings are not advised.".into());
+        return Vec::new();
+    };
+    let (buffering, write_through) =
+        scored.iter().find(|(_, _, r)| r.method == best.method).map_or(("ON", "OFF"), |(b, w, _)| (*b, *w));
+    let mut reason = format!("The redo log measured fastest as {} ({}).", best.method, per_s(best.ops_per_s));
+    for other in rates.iter().filter(|r| r.method != best.method) {
+        reason.push(' ');
+        reason.push_str(&compare(&best, other));
+        reason.push('.');
+    }
+    let evidence: Vec<_> = rates.iter().flat_map(|r| r.evidence.clone()).collect();
+    vec![
+        Setting {
+            name: "innodb_log_file_buffering".into(),
+            value: buffering.into(),
+            reason: format!("OFF opens the redo log with O_DIRECT. {reason}"),
+            evidence: evidence.clone(),
+        },
+        Setting {
+            name: "innodb_log_file_write_through".into(),
+            value: write_through.into(),
+            reason: format!("ON writes the redo log with O_DSYNC instead of write + fdatasync. {reason}"),
+            evidence,
+        },
+    ]
+}
+
+fn mariadb_data_file(f: &Facts<'_>) -> Vec<Setting> {
+    let direct = f.direct_supported() != Some(false);
+    let buffering = Setting {
+        name: "innodb_data_file_buffering".into(),
+        value: if direct { "OFF" } else { "ON" }.into(),
+        reason: if direct {
+            "OFF (O_DIRECT) keeps data pages out of the page cache: the buffer pool already caches them.".into()
+        } else {
+            "This file system refuses O_DIRECT, so data files must be buffered.".into()
+        },
+        evidence: Vec::new(),
+    };
+    let mut wt_reason = "Data pages are written in batches and flushed once per batch; O_DSYNC would pay a device \
+                         round trip per page"
+        .to_string();
+    if let Some(one) = f.single("one_write", "open_datasync", 8192) {
+        let p50 = one.evidence.first().map_or(0, |e| e.latency_ns_p50);
+        wt_reason.push_str(&format!(
+            " (measured: {} for one 8 KiB O_DSYNC write per commit, p50 {})",
+            per_s(one.ops_per_s),
+            dur(p50 as f64)
+        ));
+    }
+    wt_reason.push('.');
+    vec![
+        buffering,
+        Setting {
+            name: "innodb_data_file_write_through".into(),
+            value: "OFF".into(),
+            reason: wt_reason,
+            evidence: Vec::new(),
+        },
+    ]
+}

@@ -1,0 +1,142 @@
+//! PostgreSQL: wal_sync_method, commit_delay, full_page_writes, wal_init_zero / wal_recycle.
+
+use super::facts::{BLOCK_8K, Facts, Rate, compare, dur};
+use super::{DatabaseAdvice, Setting, Version};
+
+/// A method must beat the default (fdatasync) by this much, beyond noise, to be recommended instead.
+const MARGIN: f64 = 0.05;
+
+/// PostgreSQL's `commit_siblings` default.
+const COMMIT_SIBLINGS: u32 = 5;
+
+pub fn advise(f: &Facts<'_>, version: Version) -> DatabaseAdvice {
+    let mut settings = Vec::new();
+    let mut caveats = Vec::new();
+    let sync = wal_sync_method(f, version, &mut caveats);
+    if let Some((setting, chosen)) = sync {
+        if let Some(delay) = commit_delay(f, &chosen) {
+            settings.push(setting);
+            settings.push(delay);
+        } else {
+            settings.push(setting);
+        }
+    } else {
+        caveats.push(
+            "No fdatasync/fsync/open_datasync/open_sync cases with 8 KiB writes were measured: run \
+             `syncbench run` (or `syncbench advise DIR` without --from) to decide wal_sync_method."
+                .to_string(),
+        );
+    }
+    settings.push(full_page_writes(f));
+    settings.extend(wal_init_and_recycle(f));
+    DatabaseAdvice {
+        database: String::new(),
+        version: String::new(),
+        storage_warning: None,
+        settings,
+        caveats,
+        pass: None,
+    }
+}
+
+fn wal_sync_method(f: &Facts<'_>, version: Version, caveats: &mut Vec<String>) -> Option<(Setting, Rate)> {
+    // The run methods of the same names measure what the server does: since 16, open_datasync/open_sync
+    // are buffered unless debug_io_direct=wal; before 16 they used O_DIRECT only with wal_level=minimal and
+    // no WAL senders, which the default wal_level=replica rules out. So the buffered variants compete.
+    let names = ["fdatasync", "fsync", "open_datasync", "open_sync"];
+    let scored: Vec<Rate> = names.iter().filter_map(|m| f.wal_score(m)).collect();
+    let chosen = f.choose(&scored, "fdatasync", MARGIN)?;
+    let mut reason = format!(
+        "Scored by commits/s of one and of two 8 KiB writes per commit (geometric mean), as the server does \
+         them (open_* buffered, as PostgreSQL {} opens WAL by default).",
+        version
+    );
+    for other in scored.iter().filter(|r| r.method != chosen.method) {
+        reason.push(' ');
+        reason.push_str(&compare(&chosen, other));
+        reason.push('.');
+    }
+    if chosen.method == "fdatasync" && scored.iter().any(|r| r.method != "fdatasync" && r.ops_per_s > chosen.ops_per_s)
+    {
+        reason.push_str(" The faster alternative is within 5% or the noise, so the default stays.");
+    }
+    if version.major < 16 {
+        caveats.push(format!(
+            "PostgreSQL {version} opens WAL with O_DIRECT for open_datasync/open_sync when wal_level=minimal and \
+             max_wal_senders=0; this advice assumes the default wal_level=replica (buffered)."
+        ));
+    }
+    if f.env.mount_options.iter().any(|o| o == "data=journal") {
+        caveats.push("ext4 data=journal does not support O_DIRECT: never enable debug_io_direct=wal here.".to_string());
+    }
+    let evidence = scored.iter().flat_map(|r| r.evidence.clone()).collect();
+    let setting = Setting { name: "wal_sync_method".into(), value: chosen.method.clone(), reason, evidence };
+    Some((setting, chosen))
+}
+
+fn commit_delay(f: &Facts<'_>, chosen: &Rate) -> Option<Setting> {
+    let one = f.case("one_write", &chosen.method, BLOCK_8K, 1)?;
+    let half_us = (one.latency_ns.mean / 2.0 / 1e3).round().max(1.0) as u64;
+    Some(Setting {
+        name: "commit_delay".into(),
+        value: format!("{half_us}"),
+        reason: format!(
+            "Half of one 8 KiB {} flush ({} mean), the PostgreSQL docs' starting point. It only acts when at \
+             least commit_siblings={COMMIT_SIBLINGS} other transactions are active, so it costs nothing at low \
+             concurrency; with many concurrent committers it lets one flush cover more commits. Verify with \
+             `syncbench commit --clients 1,16,64 --commit-delay-us 0,{half_us}`.",
+            chosen.method,
+            dur(one.latency_ns.mean)
+        ),
+        evidence: vec![super::facts::evidence(one)],
+    })
+}
+
+fn full_page_writes(f: &Facts<'_>) -> Setting {
+    let reason = if f.copy_on_write() {
+        format!(
+            "PostgreSQL has no atomic-write support. On a copy-on-write file system ({}) pages are never \
+             overwritten in place, so torn pages cannot occur and off may be safe (the PostgreSQL docs name \
+             ZFS); keep on unless you have verified that. {}.",
+            f.env.fs_type,
+            f.atomic_sentence()
+        )
+    } else {
+        format!(
+            "PostgreSQL has no atomic-write support, so a power cut can tear an 8 KiB page and only the full-page \
+             image in WAL repairs it. {}{}.",
+            f.atomic_sentence(),
+            if f.atomic_page(8192) { " — a future PostgreSQL could use this; today it cannot" } else { "" }
+        )
+    };
+    Setting { name: "full_page_writes".into(), value: "on".into(), reason, evidence: Vec::new() }
+}
+
+fn wal_init_and_recycle(f: &Facts<'_>) -> Vec<Setting> {
+    if f.copy_on_write() {
+        let why = format!(
+            "{} is copy-on-write: zero-filling a new WAL segment and recycling old ones allocate new blocks \
+             anyway, so they only add writes.",
+            f.env.fs_type
+        );
+        return vec![
+            Setting { name: "wal_init_zero".into(), value: "off".into(), reason: why.clone(), evidence: vec![] },
+            Setting { name: "wal_recycle".into(), value: "off".into(), reason: why, evidence: vec![] },
+        ];
+    }
+    let mut reason =
+        "Overwriting a pre-allocated, zero-filled segment avoids metadata updates on every flush".to_string();
+    if let (Some(over), Some(app)) =
+        (f.file_state_case("fdatasync", "overwrite"), f.file_state_case("fdatasync", "append"))
+    {
+        reason.push_str(&format!(
+            ": measured here, fdatasync of an overwrite does {:.0}/s, of an append {:.0}/s",
+            over.ops_per_s, app.ops_per_s
+        ));
+    }
+    reason.push('.');
+    vec![
+        Setting { name: "wal_init_zero".into(), value: "on".into(), reason: reason.clone(), evidence: vec![] },
+        Setting { name: "wal_recycle".into(), value: "on".into(), reason, evidence: vec![] },
+    ]
+}

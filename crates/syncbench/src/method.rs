@@ -1,0 +1,305 @@
+//! The durable-write methods: their names, whether they are durable, how each opens the file and what one
+//! commit does. Built only on `syncbench-sys`.
+
+use std::io;
+use std::path::Path;
+use syncbench_sys::{OpenFlags, OpenSync as SyncFlag, RwFlag, Uring};
+use syncbench_sys::{fdatasync, fsync, pwrite_all, pwritev2_all, sync_file_range_wait};
+
+/// One way to make a write durable (or, for `write`, `direct` and `sync_file_range`, not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SyncMethod {
+    /// `O_DSYNC`, buffered (what PostgreSQL's `open_datasync` really does by default).
+    OpenDatasync,
+    /// write, then `fdatasync`.
+    Fdatasync,
+    /// write, then `fsync`.
+    Fsync,
+    /// `O_SYNC`, buffered.
+    OpenSync,
+    /// `O_DSYNC | O_DIRECT` (what pg_test_fsync calls open_datasync).
+    OpenDatasyncDirect,
+    /// `O_DIRECT`, write, then `fdatasync`.
+    FdatasyncDirect,
+    /// `O_DIRECT`, write, then `fsync`.
+    FsyncDirect,
+    /// `O_SYNC | O_DIRECT`.
+    OpenSyncDirect,
+    /// `pwritev2(RWF_DSYNC)`: O_DSYNC for one write.
+    Pwritev2Dsync,
+    /// `pwritev2(RWF_SYNC)`: O_SYNC for one write.
+    Pwritev2Sync,
+    /// io_uring write linked (IOSQE_IO_LINK) to an fdatasync.
+    IoUringFdatasync,
+    /// write, then `sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER)`: NOT durable (no cache flush, no metadata).
+    SyncFileRange,
+    /// `O_DIRECT` alone: NOT durable (the device's volatile cache is not flushed).
+    Direct,
+    /// write alone: NOT durable (lands in the page cache).
+    Write,
+}
+
+/// How the data reaches the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteCall {
+    /// `pwrite(2)`.
+    Pwrite,
+    /// `pwritev2(2)` with a per-write flag.
+    Pwritev2(RwFlag),
+    /// io_uring write linked to fdatasync (the sync is part of the write call).
+    UringLinkedFdatasync,
+}
+
+/// What runs after the writes of a commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncCall {
+    /// Nothing (the open flag, the write flag or the ring did it, or nothing does).
+    None,
+    /// `fsync(2)`.
+    Fsync,
+    /// `fdatasync(2)`.
+    Fdatasync,
+    /// `sync_file_range` over the bytes the commit wrote.
+    SyncFileRange,
+}
+
+impl SyncMethod {
+    /// Every method, in the order the table lists them (pg_test_fsync's order first).
+    pub const ALL: [SyncMethod; 14] = [
+        SyncMethod::OpenDatasync,
+        SyncMethod::Fdatasync,
+        SyncMethod::Fsync,
+        SyncMethod::OpenSync,
+        SyncMethod::OpenDatasyncDirect,
+        SyncMethod::FdatasyncDirect,
+        SyncMethod::FsyncDirect,
+        SyncMethod::OpenSyncDirect,
+        SyncMethod::Pwritev2Dsync,
+        SyncMethod::Pwritev2Sync,
+        SyncMethod::IoUringFdatasync,
+        SyncMethod::SyncFileRange,
+        SyncMethod::Direct,
+        SyncMethod::Write,
+    ];
+
+    /// The name users type and see (VISION.md vocabulary).
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMethod::OpenDatasync => "open_datasync",
+            SyncMethod::Fdatasync => "fdatasync",
+            SyncMethod::Fsync => "fsync",
+            SyncMethod::OpenSync => "open_sync",
+            SyncMethod::OpenDatasyncDirect => "open_datasync+direct",
+            SyncMethod::FdatasyncDirect => "fdatasync+direct",
+            SyncMethod::FsyncDirect => "fsync+direct",
+            SyncMethod::OpenSyncDirect => "open_sync+direct",
+            SyncMethod::Pwritev2Dsync => "pwritev2_dsync",
+            SyncMethod::Pwritev2Sync => "pwritev2_sync",
+            SyncMethod::IoUringFdatasync => "io_uring_fdatasync",
+            SyncMethod::SyncFileRange => "sync_file_range",
+            SyncMethod::Direct => "direct",
+            SyncMethod::Write => "write",
+        }
+    }
+
+    /// The method called `name`, if any.
+    pub fn from_name(name: &str) -> Option<SyncMethod> {
+        SyncMethod::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Whether data is on stable storage when a commit by this method returns (on an honest device).
+    pub fn durable(self) -> bool {
+        !matches!(self, SyncMethod::Write | SyncMethod::Direct | SyncMethod::SyncFileRange)
+    }
+
+    /// The flags the file is opened with.
+    pub fn open_flags(self) -> OpenFlags {
+        use SyncMethod::*;
+        let sync = match self {
+            OpenDatasync | OpenDatasyncDirect => SyncFlag::Dsync,
+            OpenSync | OpenSyncDirect => SyncFlag::Sync,
+            _ => SyncFlag::None,
+        };
+        let direct = matches!(self, OpenDatasyncDirect | FdatasyncDirect | FsyncDirect | OpenSyncDirect | Direct);
+        OpenFlags { sync, direct }
+    }
+
+    /// Whether the method uses O_DIRECT (aligned buffers, offsets and sizes).
+    pub fn is_direct(self) -> bool {
+        self.open_flags().direct
+    }
+
+    /// How each write is issued.
+    pub fn write_call(self) -> WriteCall {
+        match self {
+            SyncMethod::Pwritev2Dsync => WriteCall::Pwritev2(RwFlag::Dsync),
+            SyncMethod::Pwritev2Sync => WriteCall::Pwritev2(RwFlag::Sync),
+            SyncMethod::IoUringFdatasync => WriteCall::UringLinkedFdatasync,
+            _ => WriteCall::Pwrite,
+        }
+    }
+
+    /// What follows the writes.
+    pub fn sync_call(self) -> SyncCall {
+        match self {
+            SyncMethod::Fsync | SyncMethod::FsyncDirect => SyncCall::Fsync,
+            SyncMethod::Fdatasync | SyncMethod::FdatasyncDirect => SyncCall::Fdatasync,
+            SyncMethod::SyncFileRange => SyncCall::SyncFileRange,
+            _ => SyncCall::None,
+        }
+    }
+
+    /// Open `path` (a file syncbench created) for this method's commits.
+    pub fn open(self, path: &Path) -> Result<MethodFile, MethodError> {
+        let fd = syncbench_sys::open_existing(path, self.open_flags()).map_err(|e| MethodError::Open(self, e))?;
+        let ring = match self.write_call() {
+            WriteCall::UringLinkedFdatasync => Some(Uring::new().map_err(MethodError::Uring)?),
+            _ => None,
+        };
+        Ok(MethodFile { method: self, fd, ring })
+    }
+}
+
+/// Why a method could not be set up.
+#[derive(Debug)]
+pub enum MethodError {
+    /// `open` refused the method's flags.
+    Open(SyncMethod, io::Error),
+    /// io_uring could not be set up.
+    Uring(io::Error),
+}
+
+impl MethodError {
+    /// The underlying error.
+    pub fn io(&self) -> &io::Error {
+        match self {
+            MethodError::Open(_, e) | MethodError::Uring(e) => e,
+        }
+    }
+}
+
+/// A file opened for one method: runs that method's commits.
+pub struct MethodFile {
+    method: SyncMethod,
+    fd: std::os::fd::OwnedFd,
+    ring: Option<Uring>,
+}
+
+impl MethodFile {
+    /// The open descriptor (to check its flags).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd.as_fd()
+    }
+
+    /// One commit: write `buf` split into `offsets.len()` equal chunks, chunk `i` at `offsets[i]`, then sync
+    /// as the method does. Every result is checked; the first error ends the commit.
+    pub fn commit(&mut self, buf: &[u8], offsets: &[u64]) -> io::Result<()> {
+        let chunk = buf.len() / offsets.len().max(1);
+        let last = offsets.len().saturating_sub(1);
+        for (i, offset) in offsets.iter().enumerate() {
+            let data = &buf[i * chunk..(i + 1) * chunk];
+            match (self.method.write_call(), &mut self.ring) {
+                (WriteCall::Pwrite, _) => pwrite_all(&self.fd, data, *offset)?,
+                (WriteCall::Pwritev2(flag), _) => pwritev2_all(&self.fd, data, *offset, flag)?,
+                // Earlier writes go through pwrite: the linked fdatasync after the last one covers them all.
+                (WriteCall::UringLinkedFdatasync, Some(ring)) if i == last => {
+                    ring.write_then_fdatasync(&self.fd, data, *offset)?
+                }
+                (WriteCall::UringLinkedFdatasync, _) => pwrite_all(&self.fd, data, *offset)?,
+            }
+        }
+        match self.method.sync_call() {
+            SyncCall::None => Ok(()),
+            SyncCall::Fsync => fsync(&self.fd),
+            SyncCall::Fdatasync => fdatasync(&self.fd),
+            SyncCall::SyncFileRange => {
+                let start = offsets.iter().min().copied().unwrap_or(0);
+                let end = offsets.iter().map(|o| o + chunk as u64).max().unwrap_or(0);
+                sync_file_range_wait(&self.fd, start, end - start)
+            }
+        }
+    }
+
+    /// fsync whatever the case left dirty, outside any timing, so it cannot slow the next case down.
+    pub fn settle(&self) -> io::Result<()> {
+        fsync(&self.fd)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        for m in SyncMethod::ALL {
+            assert_eq!(SyncMethod::from_name(m.name()), Some(m));
+        }
+        let mut names: Vec<_> = SyncMethod::ALL.iter().map(|m| m.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SyncMethod::ALL.len());
+        assert_eq!(SyncMethod::from_name("fsync_writethrough"), None);
+    }
+
+    #[test]
+    fn exactly_three_methods_are_not_durable() {
+        let not: Vec<_> = SyncMethod::ALL.iter().filter(|m| !m.durable()).map(|m| m.name()).collect();
+        assert_eq!(not, ["sync_file_range", "direct", "write"]);
+    }
+
+    /// The kernel's record of each method's open flags is what the method claims (never trust names:
+    /// O_SYNC contains the O_DSYNC bit).
+    #[test]
+    fn every_method_opens_with_the_flags_it_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".syncbench-flags");
+        drop(syncbench_sys::create_new(&path, OpenFlags::BUFFERED).unwrap());
+        let sync_bits = (libc::O_SYNC | libc::O_DSYNC) as u32;
+        for m in SyncMethod::ALL {
+            let file = match m.open(&path) {
+                Ok(f) => f,
+                Err(e) if m.is_direct() || matches!(e, MethodError::Uring(_)) => {
+                    eprintln!("skipping {}: {:?}", m.name(), e.io());
+                    continue;
+                }
+                Err(e) => panic!("{}: {:?}", m.name(), e.io()),
+            };
+            let got = syncbench_sys::fdinfo_flags(file.fd().as_fd()).unwrap();
+            let want_sync = match m {
+                SyncMethod::OpenDatasync | SyncMethod::OpenDatasyncDirect => libc::O_DSYNC as u32,
+                SyncMethod::OpenSync | SyncMethod::OpenSyncDirect => libc::O_SYNC as u32,
+                _ => 0,
+            };
+            assert_eq!(got & sync_bits, want_sync, "{}: fdinfo flags {got:o}", m.name());
+            assert_eq!(got & libc::O_DIRECT as u32 != 0, m.name().contains("direct"), "{}: {got:o}", m.name());
+            assert_eq!(got & 0o3, libc::O_RDWR as u32, "{}", m.name());
+        }
+    }
+
+    #[test]
+    fn a_commit_writes_every_chunk_where_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".syncbench-commit");
+        drop(syncbench_sys::create_new(&path, OpenFlags::BUFFERED).unwrap());
+        for m in SyncMethod::ALL.into_iter().filter(|m| !m.is_direct()) {
+            let mut file = match m.open(&path) {
+                Ok(f) => f,
+                Err(MethodError::Uring(e)) => {
+                    eprintln!("skipping {}: {e}", m.name());
+                    continue;
+                }
+                Err(e) => panic!("{}: {:?}", m.name(), e.io()),
+            };
+            let buf: Vec<u8> = (0..64u8).collect();
+            file.commit(&buf, &[100, 0]).unwrap();
+            file.settle().unwrap();
+            let back = std::fs::read(&path).unwrap();
+            assert_eq!(&back[100..132], &buf[..32], "{}", m.name());
+            assert_eq!(&back[0..32], &buf[32..], "{}", m.name());
+            std::fs::write(&path, b"").unwrap();
+        }
+    }
+}

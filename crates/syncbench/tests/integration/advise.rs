@@ -1,0 +1,116 @@
+//! `syncbench advise` driven as a user would: from a saved run, and with bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use syncbench::probe::Environment;
+use syncbench::schema::{CaseResult, Envelope, LatencyNs, RunPayload};
+
+fn case(section: &str, method: &str, size: u64, writes: u32, state: &str, ops_per_s: f64) -> CaseResult {
+    let mean = 1e9 / ops_per_s;
+    CaseResult {
+        section: section.into(),
+        method: method.into(),
+        label: method.into(),
+        durable: true,
+        supported: true,
+        write_size_bytes: size,
+        writes_per_commit: writes,
+        file_state: state.into(),
+        ops: 3000,
+        ops_per_s,
+        latency_ns: LatencyNs {
+            mean,
+            p50: mean as u64,
+            p99: (2.0 * mean) as u64,
+            max: (5.0 * mean) as u64,
+            ..Default::default()
+        },
+        ci95_rel: 0.01,
+        ..CaseResult::default()
+    }
+}
+
+fn saved_run(dir: &std::path::Path, etcd_ops_per_s: f64) -> std::path::PathBuf {
+    let results = vec![
+        case("one_write", "fdatasync", 8192, 1, "overwrite", 5000.0),
+        case("one_write", "fsync", 8192, 1, "overwrite", 2500.0),
+        case("one_write", "open_datasync", 8192, 1, "overwrite", 4000.0),
+        case("two_writes", "fdatasync", 8192, 2, "overwrite", 4800.0),
+        case("two_writes", "open_datasync", 8192, 2, "overwrite", 2000.0),
+        case("etcd", "fdatasync", 2300, 1, "fallocate", etcd_ops_per_s),
+    ];
+    let env = Environment { fs_type: "ext4".into(), kernel: "6.18".into(), ..Environment::default() };
+    let payload = RunPayload { dir: "/data".into(), pattern: "sequential".into(), results };
+    let doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, vec![], payload);
+    let path = dir.join("run.json");
+    std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
+    path
+}
+
+fn syncbench() -> Command {
+    Command::cargo_bin("syncbench").unwrap()
+}
+
+#[test]
+fn advises_from_a_saved_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = saved_run(dir.path(), 3000.0);
+    syncbench()
+        .args(["advise", "--for", "postgres:16,etcd", "--from"])
+        .arg(&run)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("wal_sync_method = fdatasync"))
+        .stdout(predicate::str::contains("etcd 3.5 — PASS"));
+}
+
+#[test]
+fn json_advice_has_the_documented_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = saved_run(dir.path(), 3000.0);
+    let out = syncbench().args(["advise", "--json", "-", "--for", "mysql", "--from"]).arg(&run).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "syncbench/v1");
+    let mysql = &v["advice"][0];
+    assert_eq!(mysql["database"], "mysql");
+    assert!(mysql["settings"].as_array().unwrap().iter().any(|s| s["name"] == "innodb_flush_method"));
+    assert!(v["results"].as_array().unwrap().len() >= 5);
+}
+
+#[test]
+fn failing_etcd_rule_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    // 60 syncs/s → p99 33 ms: over etcd's 10 ms limit.
+    let run = saved_run(dir.path(), 60.0);
+    syncbench()
+        .args(["advise", "--for", "etcd", "--from"])
+        .arg(&run)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("FAIL"));
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = saved_run(dir.path(), 3000.0);
+    let bad: [(&[&str], &str); 4] = [
+        (&["--for", "oracle"], "unknown database"),
+        (&["--for", "postgres:sixteen"], "is not a number"),
+        (&["--for", "postgres", "--json", "/nonexistent/dir/x.json"], "does not exist"),
+        (&["--for", "postgres", "--from", "/nonexistent.json"], "cannot read"),
+    ];
+    for (args, want) in bad {
+        let mut cmd = syncbench();
+        cmd.arg("advise").args(args);
+        if !args.contains(&"--from") {
+            cmd.arg("--from").arg(&run);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

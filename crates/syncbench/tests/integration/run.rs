@@ -1,0 +1,284 @@
+//! `syncbench run` end to end: the quick suite on a temp dir, tmpfs and an xfs loop device; mock timing;
+//! every bad input; Ctrl-C; broken pipe.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const SECTIONS: [&str; 7] =
+    ["one_write", "two_writes", "write_sizes", "close_then_sync", "no_sync", "size_sweep", "file_state"];
+const METHODS: [&str; 14] = [
+    "open_datasync",
+    "fdatasync",
+    "fsync",
+    "open_sync",
+    "open_datasync+direct",
+    "fdatasync+direct",
+    "fsync+direct",
+    "open_sync+direct",
+    "pwritev2_dsync",
+    "pwritev2_sync",
+    "io_uring_fdatasync",
+    "sync_file_range",
+    "direct",
+    "write",
+];
+
+fn syncbench() -> Command {
+    Command::cargo_bin("syncbench").unwrap()
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".syncbench-"))
+        .collect()
+}
+
+/// `run --quick` with a tiny budget; returns the JSON document.
+fn quick_run(dir: &Path, secs: &str) -> Value {
+    let out_dir = tempfile::tempdir().unwrap();
+    let json = out_dir.path().join("out.json");
+    let output = syncbench()
+        .args(["run", "--quick", "--secs", secs, "--json"])
+        .arg(&json)
+        .arg(dir)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("(a) Compare sync methods using one 8 KiB write per commit"), "{stdout}");
+    assert!(stdout.contains("NOT DURABLE"), "{stdout}");
+    assert!(leftovers(dir).is_empty(), "left behind: {:?}", leftovers(dir));
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+/// Every section is present, every method of section a is there, each case has numbers or a reason.
+fn assert_complete(doc: &Value) {
+    assert_eq!(doc["schema"], "syncbench/v1");
+    let results = doc["results"].as_array().unwrap();
+    for section in SECTIONS {
+        assert!(results.iter().any(|r| r["section"] == section), "section {section} missing");
+    }
+    for method in METHODS {
+        assert!(results.iter().any(|r| r["section"] == "one_write" && r["method"] == method), "{method} missing");
+    }
+    for r in results {
+        let measured = r["supported"] == true && r["error"].is_null();
+        if measured {
+            assert!(r["ops"].as_u64().unwrap() > 0 && r["ops_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        } else {
+            let why = r["error"].as_str().unwrap_or_default();
+            assert!(why.starts_with('E') && why.contains(": "), "no errno and sentence: {r}");
+            assert_eq!(r["ops"], 0, "{r}");
+        }
+    }
+}
+
+#[test]
+fn quick_suite_on_a_temp_dir_covers_everything_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = quick_run(dir.path(), "0.005");
+    assert_complete(&doc);
+    // On a local disk file system every method is supported except, possibly, io_uring (sysctl/seccomp).
+    let results = doc["results"].as_array().unwrap();
+    let fdatasync = results.iter().find(|r| r["section"] == "one_write" && r["method"] == "fdatasync").unwrap();
+    assert_eq!(fdatasync["supported"], true);
+    assert!(fdatasync["latency_ns"]["p50"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn mock_timing_is_deterministic_and_touches_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = || {
+        let out = syncbench()
+            .args(["run", "--mock-timing", "42", "--sections", "a,c,g", "--json", "-"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        // The table goes to stderr when JSON takes stdout.
+        assert!(String::from_utf8_lossy(&out.stderr).contains("MOCK TIMING"));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc["results"].clone()
+    };
+    let first = run();
+    assert_eq!(first, run());
+    assert_eq!(first.as_array().unwrap().len(), 14 + 20 + 6);
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+}
+
+/// Exit code 2, one line on stderr naming the problem, nothing on stdout, nothing left behind.
+fn assert_usage_error(args: &[&str], dir: &Path, expect: &str) {
+    let out = syncbench().arg("run").args(args).arg(dir).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.contains(expect), "{args:?}: expected {expect:?} in {stderr}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+    if dir.is_dir() {
+        assert!(leftovers(dir).is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    assert_usage_error(&[], &dir.join("missing"), "existing directory");
+    let file = dir.join("plain-file");
+    std::fs::write(&file, b"keep me").unwrap();
+    assert_usage_error(&[], &file, "not a directory");
+    assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+    assert_usage_error(&["--secs", "0"], dir, "--secs");
+    assert_usage_error(&["--secs", "abc"], dir, "--secs");
+    assert_usage_error(&["--size", "3x"], dir, "--size");
+    assert_usage_error(&["--size", "100"], dir, "--size");
+    assert_usage_error(&["--methods", "fsync,fsnyc"], dir, "fsnyc");
+    assert_usage_error(&["--sections", "z"], dir, "--sections");
+    assert_usage_error(&["--pattern", "random"], dir, "--pattern");
+    assert_usage_error(&["--json", "/nonexistent-dir/x.json"], dir, "--json");
+}
+
+fn is_root() -> bool {
+    std::process::Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
+
+/// A mount made for one test, unmounted (and its loop device detached) on drop.
+struct Mount {
+    point: PathBuf,
+    _parent: tempfile::TempDir,
+}
+
+impl Mount {
+    fn new(args: &[&str]) -> Option<Mount> {
+        let parent = tempfile::tempdir().unwrap();
+        let point = parent.path().join("mnt");
+        std::fs::create_dir(&point).unwrap();
+        let status = std::process::Command::new("mount").args(args).arg(&point).stderr(Stdio::null()).status();
+        match status {
+            Ok(s) if s.success() => Some(Mount { point, _parent: parent }),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.point).status();
+    }
+}
+
+fn mount_or_skip(what: &str, args: &[&str]) -> Option<Mount> {
+    if !is_root() {
+        eprintln!("skipping: mounting {what} needs root");
+        return None;
+    }
+    let mount = Mount::new(args);
+    if mount.is_none() {
+        eprintln!("skipping: could not mount {what} (no mount permission in this container?)");
+    }
+    mount
+}
+
+#[test]
+fn read_only_file_system_is_refused() {
+    let Some(m) = mount_or_skip("a read-only tmpfs", &["-t", "tmpfs", "-o", "ro,size=64m", "tmpfs"]) else { return };
+    assert_usage_error(&[], &m.point, "read-only file system");
+}
+
+#[test]
+fn too_little_free_space_is_refused_before_any_file_is_made() {
+    let Some(m) = mount_or_skip("a 4 MiB tmpfs", &["-t", "tmpfs", "-o", "size=4m", "tmpfs"]) else { return };
+    assert_usage_error(&[], &m.point, "free");
+}
+
+#[test]
+fn unwritable_directory_is_refused() {
+    if is_root() {
+        eprintln!("skipping: root can write to any directory, so permission denial cannot be tested");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ro");
+    std::fs::create_dir(&dir).unwrap();
+    let mut perms = std::fs::metadata(&dir).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o555);
+    std::fs::set_permissions(&dir, perms).unwrap();
+    assert_usage_error(&["--sections", "a"], &dir, "not writable");
+}
+
+#[test]
+fn quick_suite_on_tmpfs() {
+    let Some(m) = mount_or_skip("tmpfs", &["-t", "tmpfs", "-o", "size=128m", "tmpfs"]) else { return };
+    let doc = quick_run(&m.point, "0.002");
+    assert_complete(&doc);
+}
+
+#[test]
+fn quick_suite_on_an_xfs_loop_device() {
+    let have_mkfs = std::process::Command::new("mkfs.xfs").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !have_mkfs {
+        eprintln!("skipping: mkfs.xfs not installed (Debian package xfsprogs)");
+        return;
+    }
+    if !is_root() {
+        eprintln!("skipping: a loop mount needs root");
+        return;
+    }
+    let image_dir = tempfile::tempdir().unwrap();
+    let image = image_dir.path().join("xfs.img");
+    // 320 MiB sparse: mkfs.xfs refuses file systems below 300 MiB.
+    std::fs::File::create(&image).unwrap().set_len(320 << 20).unwrap();
+    let mkfs = std::process::Command::new("mkfs.xfs").args(["-q", "-f"]).arg(&image).output().unwrap();
+    assert!(mkfs.status.success(), "{}", String::from_utf8_lossy(&mkfs.stderr));
+    let image_arg = image.to_str().unwrap().to_string();
+    let Some(m) = mount_or_skip("an xfs loop device", &["-o", "loop", &image_arg]) else { return };
+    let doc = quick_run(&m.point, "0.002");
+    assert_complete(&doc);
+}
+
+#[test]
+fn ctrl_c_removes_the_test_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("syncbench");
+    let mut child = std::process::Command::new(bin)
+        .args(["run", "--secs", "30", "--sections", "e", "--methods", "write"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while leftovers(dir.path()).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!leftovers(dir.path()).is_empty(), "the run never created its file");
+    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(leftovers(dir.path()).is_empty(), "left behind: {:?}", leftovers(dir.path()));
+}
+
+#[test]
+fn broken_pipe_exits_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("syncbench");
+    let mut child = std::process::Command::new(bin)
+        .args(["run", "--mock-timing", "1", "--histogram"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end at once: every write to stdout fails with EPIPE.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
