@@ -1,6 +1,7 @@
 //! `syncbench crashtest`: crash the reference engine thousands of times on the simulated file system and
 //! check that no acknowledged commit is ever lost. A failure prints a one-line reproducer and exits 1.
 
+use crate::crashtest::wal::WalScenario;
 use crate::crashtest::{self, ExploreOptions, Failure, Summary};
 use crate::exit::{CheckFailed, Outcome, usage};
 use crate::probe::Environment;
@@ -9,6 +10,9 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use syncbench_simfs::Profile;
+
+/// Accounts per branch unless `--accounts` says otherwise: small enough for thousands of points a minute.
+const DEFAULT_ACCOUNTS: u32 = 2000;
 
 /// Which engine and torn-page protection to crash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -66,6 +70,9 @@ pub struct Args {
     /// Run only crash point K of the series (what a failure's reproducer line says).
     #[arg(long, value_name = "K")]
     pub point: Option<u64>,
+    /// Accounts per branch of the TPC-B bank in the page-store modes (TPC-B proper: 100000).
+    #[arg(long, default_value_t = DEFAULT_ACCOUNTS, value_name = "N")]
+    pub accounts: u32,
     /// Write the JSON result to FILE (`-` = stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -96,6 +103,8 @@ pub struct CrashtestJson {
     pub point: Option<u64>,
     /// Whether writeback errors were injected.
     pub fsync_errors: bool,
+    /// Accounts per branch of the bank (page-store modes; TPC-B scale 1).
+    pub accounts_per_branch: u32,
     /// The deliberate engine bug, if any.
     pub engine_bug: Option<String>,
     /// Whether every point passed.
@@ -112,6 +121,8 @@ pub struct CrashtestJson {
     pub points_sector_512: u64,
     /// Points where the power failed during the run.
     pub points_crashed_mid_run: u64,
+    /// Points where the power failed again during the first recovery.
+    pub points_recovery_interrupted: u64,
     /// Storage operations in one uninterrupted run.
     pub ops_per_run: u64,
     /// Acknowledged commits in one uninterrupted run.
@@ -172,6 +183,9 @@ fn reproducer(args: &Args, point: u64) -> String {
         value_name(args.profile),
         args.seed
     );
+    if args.accounts != DEFAULT_ACCOUNTS {
+        line.push_str(&format!(" --accounts {}", args.accounts));
+    }
     if args.fsync_errors {
         line.push_str(" --fsync-errors");
     }
@@ -182,12 +196,23 @@ fn reproducer(args: &Args, point: u64) -> String {
 }
 
 fn validate(args: &Args) -> anyhow::Result<()> {
+    if args.accounts == 0 {
+        return Err(usage("--accounts must be at least 1 (e.g. --accounts 2000)"));
+    }
     if args.points == 0 && args.point.is_none() {
         return Err(usage("--points must be at least 1 (e.g. --points 2000)"));
     }
-    if args.engine_bug == Some(EngineBug::DwSkipFsync) && args.mode != Mode::Dw {
-        return Err(usage("--engine-bug dw-skip-fsync needs --mode dw"));
-    }
+    match (args.engine_bug, args.mode) {
+        (Some(EngineBug::DwSkipFsync), mode) if mode != Mode::Dw => {
+            Err(usage("--engine-bug dw-skip-fsync needs --mode dw"))
+        }
+        (Some(bug @ (EngineBug::SkipDirFsync | EngineBug::SkipLogSync | EngineBug::RetryFsync)), mode)
+            if mode != Mode::Wal =>
+        {
+            Err(usage(format!("--engine-bug {} is a switch of the log: use --mode wal", value_name(bug))))
+        }
+        _ => Ok(()),
+    }?;
     Ok(())
 }
 
@@ -199,6 +224,7 @@ fn to_json(args: &Args, summary: &Summary, failure: Option<&Failure>) -> Crashte
         points_requested: args.points,
         point: args.point,
         fsync_errors: args.fsync_errors,
+        accounts_per_branch: args.accounts,
         engine_bug: args.engine_bug.map(value_name),
         passed: failure.is_none(),
         points: summary.points,
@@ -207,6 +233,7 @@ fn to_json(args: &Args, summary: &Summary, failure: Option<&Failure>) -> Crashte
         points_uniform: summary.points_uniform,
         points_sector_512: summary.points_sector_512,
         points_crashed_mid_run: summary.points_crashed_mid_run,
+        points_recovery_interrupted: summary.points_recovery_interrupted,
         ops_per_run: summary.ops_per_run,
         acks_per_run: summary.acks_per_run,
         sectors_new: summary.sectors_new,
@@ -231,8 +258,8 @@ fn to_json(args: &Args, summary: &Summary, failure: Option<&Failure>) -> Crashte
 fn summary_line(json: &CrashtestJson) -> String {
     format!(
         "crashtest {} ({} profile{}): {} crash points passed ({} just after an acknowledgement, {} near a \
-         checkpoint or flush, {} mid-run), {} acknowledged commits per run, {:.1} s, {:.0} crash-and-recover \
-         cycles/min",
+         checkpoint, {} mid-run, {} with a second crash inside recovery), {} acknowledged commits per run, \
+         {:.1} s, {:.0} crash-and-recover cycles/min",
         json.mode,
         json.profile,
         if json.fsync_errors { ", fsync errors" } else { "" },
@@ -240,6 +267,7 @@ fn summary_line(json: &CrashtestJson) -> String {
         json.points_after_ack,
         json.points_near_mark,
         json.points_crashed_mid_run,
+        json.points_recovery_interrupted,
         json.acks_per_run,
         json.duration_s,
         json.cycles_per_min
@@ -256,8 +284,12 @@ pub fn main(args: Args) -> Outcome {
         only_point: args.point,
         profile: profile_of(args.profile),
         fsync_errors: args.fsync_errors,
+        accounts_per_branch: args.accounts,
     };
-    let (summary, failure) = crashtest::run_mode(args.mode, args.engine_bug, &opts)?;
+    let total = if args.point.is_some() { 1 } else { args.points };
+    let bar = progress_bar(total);
+    let (summary, failure) = explore_mode(args.mode, args.engine_bug, &opts, |_| bar.inc(1))?;
+    bar.finish_and_clear();
     let json = to_json(&args, &summary, failure.as_ref());
     if let Some(dest) = &args.json {
         let environment = Environment { fs_type: "simfs".to_string(), ..Environment::default() };
@@ -266,6 +298,42 @@ pub fn main(args: Args) -> Outcome {
         return finish(&args, &envelope.payload.crashtest);
     }
     finish(&args, &json)
+}
+
+/// Explore the scenario of a mode, with an optional deliberate engine bug.
+fn explore_mode(
+    mode: Mode,
+    bug: Option<EngineBug>,
+    opts: &ExploreOptions,
+    progress: impl FnMut(u64),
+) -> anyhow::Result<(Summary, Option<Failure>)> {
+    use syncbench_engine::wal::FaultSwitches as LogFaults;
+    match mode {
+        Mode::Wal => {
+            let faults = LogFaults {
+                skip_dir_fsync: bug == Some(EngineBug::SkipDirFsync),
+                skip_log_sync: bug == Some(EngineBug::SkipLogSync),
+                retry_fsync_after_error: bug == Some(EngineBug::RetryFsync),
+            };
+            Ok(crashtest::explore_all(&WalScenario::new(opts.seed, faults), opts, progress))
+        }
+        Mode::Fpw | Mode::Dw | Mode::None => Err(usage(format!(
+            "crashtest --mode {} needs the page store, which is not in this build yet; use --mode wal",
+            value_name(mode)
+        ))),
+    }
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal.
+fn progress_bar(points: u64) -> indicatif::ProgressBar {
+    if !crate::output::stderr_is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(points);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("crash points {pos}/{len} {wide_bar} {eta}") {
+        bar.set_style(style);
+    }
+    bar
 }
 
 fn finish(args: &Args, json: &CrashtestJson) -> Outcome {

@@ -1,11 +1,14 @@
 //! The crash loop: run a workload on the simulated file system, cut the power at a chosen operation,
-//! recover (twice, with a second crash in between) and check the oracle's history against what came back.
+//! recover (for half the points losing power again inside recovery), check the oracle's history against
+//! what came back, lose power once more right after recovery, recover and check again, and require both
+//! recoveries to agree.
 //!
 //! Every crash point is a pure function of (seed, point index, profile, fault mode), so a failure is
 //! reproduced exactly by `--seed S --point K`.
 
 pub mod history;
 pub mod points;
+pub mod wal;
 
 #[cfg(test)]
 mod toylog;
@@ -23,7 +26,13 @@ pub trait Scenario {
     fn variants(&self) -> Vec<String> {
         vec!["default".to_string()]
     }
-    /// Run the workload from an empty file system until it finishes or the engine fails; record every
+    /// The file system a run starts from (default: empty). A scenario with an expensive setup builds it
+    /// once and forks it here; the crash points are chosen among the operations after this state.
+    fn start(&self, variant: usize, config: SimConfig) -> SimFs {
+        let _ = variant;
+        SimFs::new(config)
+    }
+    /// Run the workload from the start file system until it finishes or the engine fails; record every
     /// submission and acknowledgement in `history` (and `fs.mark` checkpoints or flushes).
     fn run(&self, variant: usize, fs: &SimFs, history: &mut History);
     /// Open the engine on a crashed file system (its recovery) and read back its state.
@@ -45,6 +54,8 @@ pub struct ExploreOptions {
     pub profile: Profile,
     /// Inject one writeback error per point.
     pub fsync_errors: bool,
+    /// Accounts per branch of the TPC-B bank (page-store modes).
+    pub accounts_per_branch: u32,
 }
 
 /// A failed crash point.
@@ -77,6 +88,8 @@ pub struct Summary {
     pub points_sector_512: u64,
     /// Points where the power failed during the run (the rest crashed after it finished).
     pub points_crashed_mid_run: u64,
+    /// Points where the power failed a second time, during the first recovery.
+    pub points_recovery_interrupted: u64,
     /// Storage operations in the uninterrupted run.
     pub ops_per_run: u64,
     /// Acknowledged units in the uninterrupted run.
@@ -126,14 +139,27 @@ fn point_rng(seed: u64, point: u64) -> SimRng {
 
 /// Run the workload once without a crash to learn its timeline.
 pub fn dry_run<S: Scenario>(scenario: &S, variant: usize, profile: Profile) -> Result<(Timeline, u64), String> {
-    let fs = SimFs::new(SimConfig { profile, ..SimConfig::default() });
+    let fs = scenario.start(variant, SimConfig { profile, ..SimConfig::default() });
+    let before = fs.stats();
     let mut history = History::default();
     scenario.run(variant, &fs, &mut history);
     if let Some(err) = &history.engine_error {
         return Err(format!("the workload failed without any fault injected: {err}"));
     }
     let stats = fs.stats();
-    Ok((Timeline { ops: stats.ops, writebacks: stats.writebacks, marks: fs.marks() }, history.acked.len() as u64))
+    // How many storage operations a recovery takes, to place crashes inside recovery.
+    let (image, _) = fs.crash_image_with(0, syncbench_simfs::ResiduePolicy::All);
+    let image_ops = image.stats().ops;
+    scenario.recover(variant, &image).map_err(|e| format!("recovery after a clean run failed: {e}"))?;
+    let timeline = Timeline {
+        recovery_ops: image.stats().ops - image_ops,
+        ops_before: before.ops,
+        ops: stats.ops,
+        writebacks_before: before.writebacks,
+        writebacks: stats.writebacks,
+        marks: fs.marks(),
+    };
+    Ok((timeline, history.acked.len() as u64))
 }
 
 /// Explore crash points; stop at the first failure. `progress` is told each finished point.
@@ -167,7 +193,7 @@ pub fn explore_all<S: Scenario>(
         }
     }
     let mut summary = Summary {
-        ops_per_run: timelines.iter().map(|t| t.0.ops).max().unwrap_or(0),
+        ops_per_run: timelines.iter().map(|t| t.0.ops - t.0.ops_before).max().unwrap_or(0),
         acks_per_run: timelines.iter().map(|t| t.1).max().unwrap_or(0),
         ..Summary::default()
     };
@@ -210,10 +236,11 @@ fn run_point<S: Scenario>(
     let (crash_op, kind) = points::choose(timeline, &mut rng);
     let fail = |message: String| Failure { point, crash_op, sector_bytes, variant: at.name.to_string(), message };
 
-    let fs = SimFs::new(SimConfig { profile: opts.profile, sector_bytes, evict_after_error });
+    let fs = scenario.start(at.index, SimConfig { profile: opts.profile, sector_bytes, evict_after_error });
     fs.set_crash_at_op(Some(crash_op));
-    if opts.fsync_errors && timeline.writebacks > 0 {
-        fs.fail_writeback_number(1 + rng.below(timeline.writebacks));
+    let writebacks = timeline.writebacks - timeline.writebacks_before;
+    if opts.fsync_errors && writebacks > 0 {
+        fs.fail_writeback_number(timeline.writebacks_before + 1 + rng.below(writebacks));
     }
     let mut history = History::default();
     scenario.run(at.index, &fs, &mut history);
@@ -225,8 +252,19 @@ fn run_point<S: Scenario>(
     summary.writeback_errors += stats.writeback_errors;
     summary.engine_errors += u64::from(history.engine_error.is_some() && stats.writeback_errors > 0);
 
-    let (image, report) = fs.crash_image(rng.next_u64());
+    let (mut image, report) = fs.crash_image(rng.next_u64());
     summary.count(kind, sector_bytes, fs.crashed(), &report);
+    if rng.coin() {
+        // Half the points lose power again during the first recovery.
+        let window = timeline.recovery_ops.max(1);
+        image.set_crash_at_op(Some(image.stats().ops + 1 + rng.below(window)));
+        let interrupted = scenario.recover(at.index, &image);
+        summary.points_recovery_interrupted += u64::from(image.crashed());
+        if let (Err(e), false) = (&interrupted, image.crashed()) {
+            return Err(fail(format!("recovery failed: {e}")));
+        }
+        image = image.crash_image(rng.next_u64()).0;
+    }
     let first = scenario.recover(at.index, &image).map_err(|e| fail(format!("recovery failed: {e}")))?;
     scenario.check(&history, &first).map_err(|e| fail(format!("after recovery: {e}")))?;
     // Power fails again right after recovery: recovery must have left a state it can recover from.
@@ -237,16 +275,4 @@ fn run_point<S: Scenario>(
         return Err(fail(format!("recovery is not idempotent: {first:?} then {second:?}")));
     }
     Ok(())
-}
-
-/// Run the exploration for a command-line mode, with an optional deliberate engine bug.
-pub fn run_mode(
-    mode: crate::cmd::crashtest::Mode,
-    bug: Option<crate::cmd::crashtest::EngineBug>,
-    opts: &ExploreOptions,
-) -> anyhow::Result<(Summary, Option<Failure>)> {
-    let _ = (bug, opts);
-    Err(crate::exit::usage(format!(
-        "crashtest --mode {mode:?} needs the reference engine, which is not merged into this build yet"
-    )))
 }

@@ -21,7 +21,7 @@ pub struct ToyLog {
 }
 
 impl ToyLog {
-    fn commit(&self, fs: &SimFs, log: &impl StorageFile, id: u64, offset: &mut u64) -> std::io::Result<()> {
+    fn commit(&self, log: &impl StorageFile, id: u64, offset: &mut u64) -> std::io::Result<()> {
         let payload = format!("record {id:08}").into_bytes();
         let mut rec = (payload.len() as u32).to_le_bytes().to_vec();
         rec.extend_from_slice(&checksum(&payload).to_le_bytes());
@@ -36,7 +36,6 @@ impl ToyLog {
             }
         }
         *offset += rec.len() as u64;
-        let _ = fs;
         Ok(())
     }
 
@@ -50,7 +49,7 @@ impl ToyLog {
         let mut offset = 0;
         for id in 0..20 {
             history.submit(id, format!("record {id:08}").into_bytes());
-            self.commit(fs, &log, id, &mut offset)?;
+            self.commit(&log, id, &mut offset)?;
             history.ack(id, fs);
         }
         Ok(())
@@ -91,7 +90,7 @@ impl Scenario for ToyLog {
 }
 
 fn opts(profile: Profile, fsync_errors: bool) -> ExploreOptions {
-    ExploreOptions { seed: 7, points: 300, only_point: None, profile, fsync_errors }
+    ExploreOptions { seed: 7, points: 300, only_point: None, profile, fsync_errors, accounts_per_branch: 2000 }
 }
 
 #[test]

@@ -1,4 +1,5 @@
 mod advise;
 mod commit;
+mod crashtest;
 mod probe;
 mod run;
