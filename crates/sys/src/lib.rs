@@ -12,6 +12,8 @@
 #![deny(missing_docs)]
 
 mod aligned;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod ptrace;
 mod uring;
 
 pub use aligned::AlignedBuf;

@@ -2,4 +2,6 @@ mod advise;
 mod commit;
 mod crashtest;
 mod probe;
+mod report;
 mod run;
+mod trace;

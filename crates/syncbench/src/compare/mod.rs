@@ -1,0 +1,246 @@
+//! `syncbench compare`: runs side by side. Cases are joined by what was measured (`join`), each candidate's
+//! commits/s is divided by the baseline's with its uncertainty (`ratio`), environments are diffed
+//! (`environment`), and the result is written as a table, Markdown or JSON (`render`).
+
+pub mod environment;
+pub mod join;
+pub mod ratio;
+pub mod render;
+
+use crate::report::chart::scale::format_bytes;
+use crate::report::input::RunFile;
+use environment::Difference;
+use join::{CaseKey, JoinedCase};
+use ratio::{Direction, Ratio};
+use serde::Serialize;
+
+/// Everything `compare` reports. The first file is the baseline; every other file is a candidate.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// Always `syncbench/v1`.
+    pub schema: &'static str,
+    /// Always `compare`.
+    pub command: &'static str,
+    /// The files, baseline first.
+    pub files: Vec<String>,
+    /// Cases the baseline shares with at least one candidate.
+    pub cases: Vec<ComparedCase>,
+    /// Cases missing from at least one file.
+    pub only_in_some: Vec<OnlyIn>,
+    /// Environment properties that differ.
+    pub environment_differences: Vec<Difference>,
+    /// One summary per candidate.
+    pub summaries: Vec<Summary>,
+}
+
+/// A joined case with each candidate's ratio to the baseline.
+#[derive(Clone, Debug, Serialize)]
+pub struct ComparedCase {
+    /// The case and its values in every file.
+    #[serde(flatten)]
+    pub case: JoinedCase,
+    /// `ratios[i]`: file `i + 1` against the baseline (`None` when either side has no value).
+    pub ratios: Vec<Option<DescribedRatio>>,
+}
+
+/// A ratio with its sentence.
+#[derive(Clone, Debug, Serialize)]
+pub struct DescribedRatio {
+    /// The numbers.
+    #[serde(flatten)]
+    pub ratio: Ratio,
+    /// `1.42 ± 0.05× faster`, `1.30 ± 0.04× slower` or `within noise (…)`.
+    pub text: String,
+}
+
+/// A case that not every file has.
+#[derive(Clone, Debug, Serialize)]
+pub struct OnlyIn {
+    /// What was measured.
+    pub key: CaseKey,
+    /// Human name of the case.
+    pub name: String,
+    /// The files that have it.
+    pub present_in: Vec<String>,
+}
+
+/// How one candidate fares against the baseline overall.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// The candidate file.
+    pub candidate: String,
+    /// Cases faster beyond noise.
+    pub faster: usize,
+    /// Cases slower beyond noise.
+    pub slower: usize,
+    /// Cases whose ratio's 95% interval includes 1.
+    pub within_noise: usize,
+    /// Shared cases without a value on one side (unsupported, failed).
+    pub not_comparable: usize,
+    /// Geometric mean of the ratios of durable cases (a typical speed factor), when there are any.
+    pub durable_geometric_mean_ratio: Option<f64>,
+    /// The durable case that gained most, beyond noise.
+    pub largest_gain: Option<Extreme>,
+    /// The durable case that lost most, beyond noise.
+    pub largest_loss: Option<Extreme>,
+}
+
+/// A notable case in a summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct Extreme {
+    /// Human name of the case.
+    pub case: String,
+    /// Its ratio in words.
+    pub text: String,
+}
+
+/// Compare `runs[1..]` against `runs[0]`.
+pub fn compare(runs: &[RunFile]) -> Comparison {
+    let files: Vec<String> = runs.iter().map(|r| r.name.clone()).collect();
+    let joined = join::join(runs);
+    let only_in_some = joined
+        .iter()
+        .filter(|c| c.cells.iter().any(|cell| !cell.present))
+        .map(|c| OnlyIn {
+            key: c.key.clone(),
+            name: case_name(&c.key, c.durable),
+            present_in: c.cells.iter().zip(&files).filter(|(cell, _)| cell.present).map(|(_, f)| f.clone()).collect(),
+        })
+        .collect();
+    let cases: Vec<ComparedCase> = joined
+        .into_iter()
+        .filter(|c| c.cells[0].present && c.cells[1..].iter().any(|cell| cell.present))
+        .map(|case| {
+            let ratios = (1..case.cells.len()).map(|i| ratio_between(&case, 0, i)).collect();
+            ComparedCase { case, ratios }
+        })
+        .collect();
+    let summaries = (1..runs.len()).map(|i| summarize(&files[i], &cases, i - 1)).collect();
+    Comparison {
+        schema: crate::schema::SCHEMA,
+        command: "compare",
+        files,
+        cases,
+        only_in_some,
+        environment_differences: environment::differences(runs),
+        summaries,
+    }
+}
+
+fn ratio_between(case: &JoinedCase, baseline: usize, candidate: usize) -> Option<DescribedRatio> {
+    let (a, b) = (&case.cells[baseline], &case.cells[candidate]);
+    let ratio = Ratio::of(a.ops_per_s?, a.ci95_rel.unwrap_or(0.0), b.ops_per_s?, b.ci95_rel.unwrap_or(0.0))?;
+    Some(DescribedRatio { text: ratio.describe(), ratio })
+}
+
+fn summarize(candidate: &str, cases: &[ComparedCase], index: usize) -> Summary {
+    let shared: Vec<&ComparedCase> = cases.iter().filter(|c| c.case.cells[index + 1].present).collect();
+    let count = |d: Direction| {
+        shared.iter().filter(|c| c.ratios[index].as_ref().is_some_and(|r| r.ratio.direction == d)).count()
+    };
+    let durable: Vec<(&ComparedCase, &DescribedRatio)> =
+        shared.iter().filter(|c| c.case.durable).filter_map(|c| Some((*c, c.ratios[index].as_ref()?))).collect();
+    let geometric_mean = (!durable.is_empty())
+        .then(|| (durable.iter().map(|(_, r)| r.ratio.ratio.ln()).sum::<f64>() / durable.len() as f64).exp());
+    let extreme = |direction: Direction, pick_max: bool| {
+        durable
+            .iter()
+            .filter(|(_, r)| r.ratio.direction == direction)
+            .max_by(|a, b| {
+                let order = a.1.ratio.ratio.total_cmp(&b.1.ratio.ratio);
+                if pick_max { order } else { order.reverse() }
+            })
+            .map(|(c, r)| Extreme { case: case_name(&c.case.key, c.case.durable), text: r.text.clone() })
+    };
+    Summary {
+        candidate: candidate.to_string(),
+        faster: count(Direction::Faster),
+        slower: count(Direction::Slower),
+        within_noise: count(Direction::WithinNoise),
+        not_comparable: shared.iter().filter(|c| c.ratios[index].is_none()).count(),
+        durable_geometric_mean_ratio: geometric_mean,
+        largest_gain: extreme(Direction::Faster, true),
+        largest_loss: extreme(Direction::Slower, false),
+    }
+}
+
+/// `one_write fdatasync, 1 × 8 KiB, overwrite` (+ `(not durable)`).
+pub fn case_name(key: &CaseKey, durable: bool) -> String {
+    let repeat = if key.repeat > 0 { format!(" #{}", key.repeat + 1) } else { String::new() };
+    let not_durable = if durable { "" } else { " (not durable)" };
+    format!(
+        "{} {}{not_durable}, {}, {}{repeat}",
+        key.section,
+        key.method,
+        writes(key.writes_per_commit, key.write_size_bytes),
+        key.file_state
+    )
+}
+
+/// `2 × 8 KiB`.
+pub fn writes(writes_per_commit: u32, write_size_bytes: u64) -> String {
+    format!("{writes_per_commit} × {}", format_bytes(write_size_bytes as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::CaseResult;
+
+    fn case(method: &str, ops: f64, durable: bool) -> CaseResult {
+        CaseResult {
+            section: "one_write".into(),
+            method: method.into(),
+            write_size_bytes: 8192,
+            writes_per_commit: 1,
+            file_state: "overwrite".into(),
+            supported: true,
+            durable,
+            ops_per_s: ops,
+            ci95_rel: 0.01,
+            ..CaseResult::default()
+        }
+    }
+
+    fn run(name: &str, results: Vec<CaseResult>) -> RunFile {
+        RunFile { name: name.into(), results, ..RunFile::default() }
+    }
+
+    #[test]
+    fn summary_counts_directions_and_names_extremes() {
+        let a =
+            run("a", vec![case("fsync", 1000.0, true), case("fdatasync", 1000.0, true), case("write", 1000.0, false)]);
+        let b = run(
+            "b",
+            vec![
+                case("fsync", 2000.0, true),
+                case("fdatasync", 500.0, true),
+                case("write", 1005.0, false),
+                case("new", 1.0, true),
+            ],
+        );
+        let cmp = compare(&[a, b]);
+        assert_eq!(cmp.cases.len(), 3);
+        let s = &cmp.summaries[0];
+        assert_eq!((s.faster, s.slower, s.within_noise, s.not_comparable), (1, 1, 1, 0));
+        assert!((s.durable_geometric_mean_ratio.unwrap() - 1.0).abs() < 1e-12, "2× and 0.5× average to 1×");
+        assert_eq!(s.largest_gain.as_ref().unwrap().text, "2.00 ± 0.03× faster");
+        assert_eq!(s.largest_loss.as_ref().unwrap().text, "2.00 ± 0.03× slower");
+        assert_eq!(cmp.only_in_some.len(), 1);
+        assert_eq!(cmp.only_in_some[0].present_in, vec!["b".to_string()]);
+    }
+
+    #[test]
+    fn case_names_say_what_was_measured() {
+        let key = CaseKey {
+            section: "two_writes".into(),
+            method: "fsync".into(),
+            write_size_bytes: 8192,
+            writes_per_commit: 2,
+            file_state: "append".into(),
+            repeat: 0,
+        };
+        assert_eq!(case_name(&key, true), "two_writes fsync, 2 × 8 KiB, append");
+        assert_eq!(case_name(&key, false), "two_writes fsync (not durable), 2 × 8 KiB, append");
+    }
+}

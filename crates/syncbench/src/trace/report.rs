@@ -1,0 +1,340 @@
+//! The trace report: the JSON payload and its text rendering (tables and DTrace-style log2 histograms).
+
+use super::stats::{BytesSummary, CallStats, Recorder};
+use super::tracer::{Ending, Traced};
+use crate::schema::{LatencyNs, Log2Bucket};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The JSON payload of `syncbench trace`: `{"trace": {...}}` inside the `syncbench/v1` envelope.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TracePayload {
+    /// The report.
+    pub trace: TraceReport,
+}
+
+/// Everything a trace found.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TraceReport {
+    /// The traced command line.
+    pub command: Vec<String>,
+    /// How calls were intercepted (`ptrace+seccomp`).
+    pub mechanism: String,
+    /// Whether `--no-sync` skipped the durability calls (nothing the command wrote was durable).
+    pub no_sync: bool,
+    /// Whether writes, closes and dups were traced (bytes between syncs, O_SYNC/O_DSYNC writes).
+    pub writes_tracked: bool,
+    /// Exit status of the command, when it exited.
+    pub exit_code: Option<i32>,
+    /// Signal that killed the command, when one did.
+    pub killed_by_signal: Option<i32>,
+    /// Wall time of the whole command, seconds.
+    pub duration_s: f64,
+    /// Processes seen (the command and its descendants).
+    pub processes: u64,
+    /// Tasks (threads included) seen.
+    pub tasks: u64,
+    /// Per call type.
+    pub calls: Vec<CallReport>,
+    /// Per file and call type, files sorted by directory.
+    pub files: Vec<FileReport>,
+    /// Files opened with O_SYNC or O_DSYNC, with how often.
+    pub sync_opens: Vec<SyncOpen>,
+    /// The comparison with a saved `syncbench run`, when `--baseline` was given.
+    pub baseline: Option<BaselineComparison>,
+}
+
+/// One call type, overall or on one file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallReport {
+    /// Call name (`fdatasync`, `write(O_DSYNC)`, `pwritev2(RWF_DSYNC)`, ...).
+    pub call: String,
+    /// Calls seen (timed + skipped).
+    pub count: u64,
+    /// Calls skipped by `--no-sync` (not timed).
+    pub skipped: u64,
+    /// Timed calls that returned an error.
+    pub errors: u64,
+    /// count / duration of the command.
+    pub calls_per_s: f64,
+    /// Total time the program waited in the timed calls, ns.
+    pub total_ns: u64,
+    /// Latency of the timed calls, as seen by the tracer (includes two ptrace stops, see docs/trace.md).
+    pub latency_ns: LatencyNs,
+    /// Log2 latency histogram (non-empty buckets).
+    pub histogram_log2: Vec<Log2Bucket>,
+    /// Bytes written to the file since its previous sync, per sync (for durable writes: bytes per write).
+    pub bytes_between_syncs: BytesSummary,
+}
+
+/// One call type on one file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileReport {
+    /// Directory of the file (or the target's description, e.g. `(all file systems)`).
+    pub dir: String,
+    /// File name inside `dir` (empty for non-file targets).
+    pub file: String,
+    /// The numbers.
+    #[serde(flatten)]
+    pub stats: CallReport,
+}
+
+/// A file opened with O_SYNC/O_DSYNC.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncOpen {
+    /// Path.
+    pub path: String,
+    /// Times opened.
+    pub opens: u64,
+}
+
+/// "Your device did fdatasync in X µs in `syncbench run`; this program waited Y µs."
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BaselineComparison {
+    /// The run file.
+    pub file: String,
+    /// The case compared with (`one_write` / `fdatasync`, its label).
+    pub case_label: String,
+    /// The run's median commit latency (write + fdatasync), ns.
+    pub run_p50_ns: u64,
+    /// The run's p99, ns.
+    pub run_p99_ns: u64,
+    /// The traced program's call compared (`fdatasync`, or the most frequent durability call).
+    pub traced_call: String,
+    /// Its median latency here, ns.
+    pub traced_p50_ns: u64,
+    /// Its p99 here, ns.
+    pub traced_p99_ns: u64,
+}
+
+fn call_report(name: &str, stats: &CallStats, duration_s: f64) -> CallReport {
+    CallReport {
+        call: name.to_string(),
+        count: stats.count(),
+        skipped: stats.skipped,
+        errors: stats.errors,
+        calls_per_s: if duration_s > 0.0 { stats.count() as f64 / duration_s } else { 0.0 },
+        total_ns: stats.total_ns,
+        latency_ns: stats.latency_ns(),
+        histogram_log2: stats.histogram_log2(),
+        bytes_between_syncs: stats.bytes_summary(),
+    }
+}
+
+/// Split a target into (directory with trailing `/`, file name); descriptions stay whole.
+fn split_target(target: &str) -> (String, String) {
+    match target.rsplit_once('/') {
+        Some((dir, file)) if target.starts_with('/') => (format!("{dir}/"), file.to_string()),
+        _ => (target.to_string(), String::new()),
+    }
+}
+
+/// Build the report from a finished trace.
+pub fn build(command: Vec<String>, traced: &Traced, no_sync: bool, writes_tracked: bool) -> TraceReport {
+    let r: &Recorder = &traced.recorder;
+    let d = traced.duration_s;
+    let mut calls: Vec<CallReport> = r.by_call.iter().map(|(c, s)| call_report(c.name(), s, d)).collect();
+    calls.sort_by(|a, b| b.count.cmp(&a.count).then(a.call.cmp(&b.call)));
+    let mut files: Vec<FileReport> = r
+        .by_file
+        .iter()
+        .map(|((target, call), s)| {
+            let (dir, file) = split_target(target);
+            FileReport { dir, file, stats: call_report(call.name(), s, d) }
+        })
+        .collect();
+    files.sort_by(|a, b| (&a.dir, &a.file, &a.stats.call).cmp(&(&b.dir, &b.file, &b.stats.call)));
+    let (exit_code, killed_by_signal) = match traced.ending {
+        Ending::Exited(code) => (Some(code), None),
+        Ending::Killed(sig) => (None, Some(sig)),
+    };
+    TraceReport {
+        command,
+        mechanism: "ptrace+seccomp".to_string(),
+        no_sync,
+        writes_tracked,
+        exit_code,
+        killed_by_signal,
+        duration_s: d,
+        processes: traced.processes_seen,
+        tasks: traced.tasks_seen,
+        calls,
+        files,
+        sync_opens: r.sync_opens.iter().map(|(p, n)| SyncOpen { path: p.clone(), opens: *n }).collect(),
+        baseline: None,
+    }
+}
+
+/// Human units for a latency in ns.
+pub fn fmt_ns(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.2} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
+fn fmt_bytes(bytes: f64) -> String {
+    if bytes >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
+    } else if bytes >= 1024.0 {
+        format!("{:.1} KiB", bytes / 1024.0)
+    } else {
+        format!("{bytes:.0} B")
+    }
+}
+
+const HEADER: &str = "count   calls/s      total        p50        p99        max   bytes/sync";
+
+fn row(name: &str, c: &CallReport) -> String {
+    let timed = c.count - c.skipped;
+    let lat = |ns: u64| if timed == 0 { "-".to_string() } else { fmt_ns(ns) };
+    let bytes = if c.bytes_between_syncs.samples == 0 { "-".into() } else { fmt_bytes(c.bytes_between_syncs.mean) };
+    let mut line = format!(
+        "{name:<24} {:>7} {:>9.1} {:>10} {:>10} {:>10} {:>10} {:>12}",
+        c.count,
+        c.calls_per_s,
+        lat(c.total_ns),
+        lat(c.latency_ns.p50),
+        lat(c.latency_ns.p99),
+        lat(c.latency_ns.max),
+        bytes
+    );
+    if c.skipped > 0 {
+        let _ = write!(line, "  ({} skipped)", c.skipped);
+    }
+    if c.errors > 0 {
+        let _ = write!(line, "  ({} FAILED)", c.errors);
+    }
+    line
+}
+
+/// DTrace `quantize`-style rendering: one line per power of two, from one empty bucket below the fastest
+/// to one above the slowest, a 40-character bar, and the count.
+pub fn quantize(buckets: &[Log2Bucket]) -> String {
+    let (Some(first), Some(last)) = (buckets.first(), buckets.last()) else {
+        return String::new();
+    };
+    let total: u64 = buckets.iter().map(|b| b.count).sum();
+    let counts: BTreeMap<u64, u64> = buckets.iter().map(|b| (b.lower_ns, b.count)).collect();
+    let mut out = format!("{:>16}  {:-^42} count\n", "value (ns)", " Distribution ");
+    let mut value = (first.lower_ns / 2).max(1);
+    let end = last.lower_ns.saturating_mul(2);
+    loop {
+        let count = counts.get(&value).copied().unwrap_or(0);
+        let bar = "@".repeat(((count * 40 + total / 2) / total.max(1)) as usize);
+        let _ = writeln!(out, "{value:>16} |{bar:<41} {count}");
+        if value >= end {
+            break;
+        }
+        value *= 2;
+    }
+    out
+}
+
+/// The text report (stderr by default).
+pub fn render(report: &TraceReport, histograms: bool) -> String {
+    let mut out = String::new();
+    let ending = match (report.exit_code, report.killed_by_signal) {
+        (Some(code), _) => format!("exit status {code}"),
+        (_, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "unknown ending".into(),
+    };
+    let _ = writeln!(
+        out,
+        "\nsyncbench trace: `{}` ran {:.2} s, {ending}; {} process(es), {} task(s)",
+        report.command.join(" "),
+        report.duration_s,
+        report.processes,
+        report.tasks
+    );
+    if report.no_sync {
+        let _ = writeln!(out, "NOTHING WAS DURABLE: --no-sync skipped every durability call below.");
+    }
+    if report.calls.is_empty() {
+        let _ = writeln!(out, "no durability calls (fsync, fdatasync, O_SYNC/O_DSYNC writes, ...) were made");
+    } else {
+        let _ = writeln!(out, "\nby call\n{:<24} {HEADER}", "call");
+        for c in &report.calls {
+            let _ = writeln!(out, "{}", row(&c.call, c));
+        }
+        render_files(&mut out, &report.files);
+    }
+    if !report.sync_opens.is_empty() {
+        let _ = writeln!(out, "\nopened with O_SYNC/O_DSYNC");
+        for o in &report.sync_opens {
+            let _ = writeln!(out, "  {} ({}×)", o.path, o.opens);
+        }
+    }
+    if histograms {
+        for c in report.calls.iter().filter(|c| !c.histogram_log2.is_empty()) {
+            let _ = write!(out, "\n  {}\n{}", c.call, quantize(&c.histogram_log2));
+        }
+    }
+    if let Some(b) = &report.baseline {
+        let _ = writeln!(
+            out,
+            "\nyour device did write+fdatasync in {} (p50; p99 {}) in `syncbench run` ({}); this program waited {} \
+             (p50; p99 {}) in {}",
+            fmt_ns(b.run_p50_ns),
+            fmt_ns(b.run_p99_ns),
+            b.case_label,
+            fmt_ns(b.traced_p50_ns),
+            fmt_ns(b.traced_p99_ns),
+            b.traced_call
+        );
+    }
+    if !report.writes_tracked {
+        let _ = writeln!(out, "(--syncs-only: writes not traced, so no bytes between syncs and no O_DSYNC writes)");
+    }
+    out
+}
+
+fn render_files(out: &mut String, files: &[FileReport]) {
+    let _ = writeln!(out, "\nby file\n{:<24} {HEADER}", "file / call");
+    let mut last: Option<(&str, &str)> = None;
+    for f in files {
+        if last.map(|(dir, _)| dir) != Some(f.dir.as_str()) {
+            let _ = writeln!(out, "{}", f.dir);
+        }
+        if last != Some((f.dir.as_str(), f.file.as_str())) && !f.file.is_empty() {
+            let _ = writeln!(out, "  {}", f.file);
+        }
+        last = Some((f.dir.as_str(), f.file.as_str()));
+        let _ = writeln!(out, "{}", row(&format!("    {}", f.stats.call), &f.stats));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantize_pads_one_empty_bucket_each_side() {
+        let text = quantize(&[
+            Log2Bucket { lower_ns: 67_108_864, count: 1520 },
+            Log2Bucket { lower_ns: 134_217_728, count: 80 },
+        ]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(lines[1].trim_start().starts_with("33554432 |"));
+        assert!(lines[1].ends_with(" 0"));
+        assert!(lines[2].contains(&"@".repeat(38)) && lines[2].ends_with("1520"));
+        assert!(lines[4].trim_start().starts_with("268435456 |"));
+    }
+
+    #[test]
+    fn targets_split_into_directory_and_file() {
+        assert_eq!(split_target("/db/pg_wal/0001"), ("/db/pg_wal/".into(), "0001".into()));
+        assert_eq!(split_target("(all file systems)"), ("(all file systems)".into(), String::new()));
+    }
+
+    #[test]
+    fn units_scale() {
+        assert_eq!(fmt_ns(950), "950 ns");
+        assert_eq!(fmt_ns(1_500), "1.5 µs");
+        assert_eq!(fmt_ns(67_000_000), "67.00 ms");
+    }
+}

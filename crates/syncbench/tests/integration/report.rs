@@ -1,0 +1,376 @@
+//! `syncbench report` and `syncbench compare` from the fixture runs in tests/fixtures/runs: the page, the
+//! structure of every chart, golden snapshots of chart structure and of compare's output, and bad input.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    fixtures().join(name)
+}
+
+fn syncbench() -> Command {
+    Command::cargo_bin("syncbench").expect("binary builds")
+}
+
+fn load(name: &str) -> syncbench::report::input::RunFile {
+    // Relative names keep snapshots independent of where the repository is checked out.
+    let text = std::fs::read_to_string(fixture(name)).unwrap();
+    syncbench::report::input::parse(name, &text).unwrap()
+}
+
+/// A readable outline of a chart: title, legend, axes with ticks, series with points, bar groups.
+/// Fails if the SVG is not well-formed XML.
+fn outline(svg: &str) -> String {
+    let doc = roxmltree::Document::parse(svg).expect("chart is well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    let class_is =
+        |node: &roxmltree::Node, class: &str| node.attribute("class").is_some_and(|c| c.split(' ').any(|x| x == class));
+    let text_of =
+        |node: roxmltree::Node| node.descendants().filter(|n| n.is_text()).filter_map(|n| n.text()).collect::<String>();
+    let mut lines = Vec::new();
+    for node in root.descendants() {
+        if class_is(&node, "title") {
+            lines.push(format!("title: {}", text_of(node)));
+        } else if class_is(&node, "legend-entry") {
+            lines.push(format!("legend: {}", node.attribute("data-name").unwrap_or("?")));
+        } else if class_is(&node, "axis") {
+            let which = node.attribute("class").unwrap_or_default().replace("axis ", "");
+            let label = node.descendants().find(|n| class_is(n, "axis-label")).map(text_of).unwrap_or_default();
+            let ticks: Vec<String> = node.descendants().filter(|n| class_is(n, "tick")).map(text_of).collect();
+            lines.push(format!("axis {which}: {label} | ticks: {}", ticks.join(", ")));
+        } else if class_is(&node, "series") {
+            let points: Vec<String> = node
+                .children()
+                .filter(|n| class_is(n, "point"))
+                .map(|p| {
+                    format!("({}, {})", p.attribute("data-x").unwrap_or("?"), p.attribute("data-y").unwrap_or("?"))
+                })
+                .collect();
+            let dashed = if node.attribute("data-dashed") == Some("true") { " dashed" } else { "" };
+            lines.push(format!("series {}{dashed}: {}", node.attribute("data-name").unwrap_or("?"), points.join(" ")));
+        } else if class_is(&node, "group") {
+            let bars: Vec<String> = node
+                .children()
+                .filter_map(|n| {
+                    if class_is(&n, "bar") {
+                        Some(format!("{}={}", n.attribute("data-series")?, n.attribute("data-value")?))
+                    } else if class_is(&n, "bar-note") {
+                        Some(format!("{}: {}", n.attribute("data-series")?, text_of(n)))
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            lines.push(format!("group {}: {}", node.attribute("data-label").unwrap_or("?"), bars.join("; ")));
+        } else if class_is(&node, "no-data") {
+            lines.push(format!("no data: {}", text_of(node)));
+        }
+    }
+    lines.join("\n")
+}
+
+/// What every chart must have: a title, labelled axes with ticks, a legend, and drawn data inside the frame.
+fn check_chart_structure(name: &str, svg: &str) {
+    let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{name}: not well-formed: {e}"));
+    let root = doc.root_element();
+    let width: f64 = root.attribute("width").unwrap().parse().unwrap();
+    let height: f64 = root.attribute("height").unwrap().parse().unwrap();
+    let has_class = |n: &roxmltree::Node, c: &str| n.attribute("class").is_some_and(|x| x.split(' ').any(|y| y == c));
+    let title = root.descendants().find(|n| has_class(n, "title")).and_then(|n| n.text()).unwrap_or_default();
+    assert!(!title.is_empty(), "{name}: no title");
+    let axes: Vec<_> = root.descendants().filter(|n| has_class(n, "axis")).collect();
+    assert!(!axes.is_empty(), "{name}: no axis");
+    for axis in &axes {
+        let label = axis.descendants().find(|n| has_class(n, "axis-label")).and_then(|n| n.text()).unwrap_or_default();
+        assert!(!label.is_empty(), "{name}: an axis without a label");
+        assert!(
+            axis.descendants().filter(|n| has_class(n, "tick")).count() >= 2,
+            "{name}: axis '{label}' has < 2 ticks"
+        );
+    }
+    assert!(root.descendants().any(|n| has_class(&n, "legend-entry")), "{name}: no legend");
+    let bars: Vec<f64> = root
+        .descendants()
+        .filter(|n| has_class(n, "bar"))
+        .map(|n| n.attribute("data-value").unwrap().parse::<f64>().unwrap())
+        .collect();
+    let series: Vec<_> = root.descendants().filter(|n| has_class(n, "series")).collect();
+    assert!(bars.iter().any(|v| *v > 0.0) || !series.is_empty(), "{name}: neither bars nor series");
+    let legend_names: Vec<&str> =
+        root.descendants().filter(|n| has_class(n, "legend-entry")).filter_map(|n| n.attribute("data-name")).collect();
+    for s in &series {
+        let series_name = s.attribute("data-name").unwrap();
+        assert!(legend_names.contains(&series_name), "{name}: series {series_name} is not in the legend");
+        let points: Vec<_> = s.children().filter(|n| has_class(n, "point")).collect();
+        assert!(!points.is_empty(), "{name}: series {series_name} has no points");
+        for p in points {
+            let cx: f64 = p.attribute("cx").unwrap().parse().unwrap();
+            let cy: f64 = p.attribute("cy").unwrap().parse().unwrap();
+            assert!((0.0..=width).contains(&cx) && (0.0..=height).contains(&cy), "{name}: point outside the chart");
+        }
+    }
+}
+
+#[test]
+fn every_chart_of_every_fixture_is_well_formed_with_axes_legend_and_data() {
+    let runs = vec![load("ext4.json"), load("xfs.json"), load("tmpfs.json")];
+    let report = syncbench::report::build(&runs);
+    assert_eq!(report.figures.len(), 50, "5 side-by-side charts + 16 for ext4 and xfs each + 13 for tmpfs");
+    for figure in &report.figures {
+        check_chart_structure(&figure.stem, &figure.svg);
+    }
+    let kinds = ["commits-one_write", "latency-one_write", "size-sweep-commits", "file-state", "commit-commits"];
+    for kind in kinds {
+        assert!(report.figures.iter().any(|f| f.stem == format!("ext4-{kind}")), "no ext4-{kind} chart");
+    }
+}
+
+#[test]
+fn chart_structure_of_the_ext4_run_matches_the_golden_outline() {
+    let report = syncbench::report::build(&[load("ext4.json")]);
+    let outlines: Vec<String> = report.figures.iter().map(|f| format!("== {}\n{}", f.stem, outline(&f.svg))).collect();
+    insta::assert_snapshot!("ext4_chart_outlines", outlines.join("\n\n"));
+}
+
+#[test]
+fn durable_and_not_durable_bars_look_different() {
+    let report = syncbench::report::build(&[load("ext4.json")]);
+    let svg = &report.figures.iter().find(|f| f.stem == "ext4-commits-one_write").unwrap().svg;
+    insta::assert_snapshot!("ext4_one_write_bars_svg", svg);
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let fill_of = |series: &str| {
+        doc.descendants()
+            .filter(|n| n.attribute("class") == Some("bar") && n.attribute("data-series") == Some(series))
+            .map(|n| n.attribute("fill").unwrap().to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let (durable, not_durable) = (fill_of("durable"), fill_of("not durable"));
+    assert_eq!(durable.len(), 1);
+    assert_eq!(not_durable.len(), 1);
+    assert!(not_durable.iter().next().unwrap().starts_with("url(#"), "not-durable bars are hatched");
+    assert!(durable.is_disjoint(&not_durable));
+}
+
+#[test]
+fn report_writes_one_self_contained_html_and_an_svg_per_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let html_path = dir.path().join("report.html");
+    let svg_dir = dir.path().join("charts");
+    syncbench()
+        .arg("report")
+        .args([fixture("ext4.json"), fixture("xfs.json"), fixture("tmpfs.json")])
+        .arg("-o")
+        .arg(&html_path)
+        .arg("--svg")
+        .arg(&svg_dir)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(!html.contains("<script"), "no JavaScript");
+    for external in ["src=", "<link", "@import", "url(http", "href=\"http"] {
+        assert!(!html.contains(external), "the page loads nothing from outside: found {external}");
+    }
+    assert_eq!(html.matches("<svg ").count(), 50);
+    for needle in ["not_durable_tmpfs", "Torn-page protection", "write cache: write back", "EINVAL"] {
+        assert!(html.contains(needle), "page shows {needle}");
+    }
+    let svgs: Vec<_> = std::fs::read_dir(&svg_dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(svgs.len(), 50);
+    for path in svgs {
+        check_chart_structure(&path.display().to_string(), &std::fs::read_to_string(&path).unwrap());
+    }
+}
+
+#[test]
+fn report_reads_files_with_missing_fields_and_only_a_commit_payload() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("commit.json");
+    std::fs::write(
+        &input,
+        r#"{"schema":"syncbench/v1","commit":{"method":"fdatasync","points":[
+            {"clients":1,"group_commit":true,"commits_per_s":4000,"commits_per_sync":1.0},
+            {"clients":8,"group_commit":true,"commits_per_s":30000,"commits_per_sync":7.4}]}}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("r.html");
+    syncbench().arg("report").arg(&input).arg("-o").arg(&out).assert().success();
+    let html = std::fs::read_to_string(out).unwrap();
+    assert!(html.contains("Group commit with fdatasync: commits per second"));
+    assert!(html.contains("No verdicts in this file."));
+}
+
+fn assert_usage_error(mut cmd: Command, mentions: &str) {
+    let output = cmd.output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "exit code 2");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(mentions), "'{stderr}' mentions {mentions}");
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_json = dir.path().join("notes.json");
+    std::fs::write(&not_json, "fsync is fast\n").unwrap();
+    let wrong_schema = dir.path().join("fio.json");
+    std::fs::write(&wrong_schema, r#"{"fio version":"fio-3.36","jobs":[]}"#).unwrap();
+    let old_schema = dir.path().join("old.json");
+    std::fs::write(&old_schema, r#"{"schema":"syncbench/v0"}"#).unwrap();
+    let missing = dir.path().join("missing.json");
+    let out = dir.path().join("report.html");
+    let svg_dir = dir.path().join("svg");
+    for (input, mentions) in [
+        (&missing, "no such file"),
+        (&not_json, "is not JSON"),
+        (&wrong_schema, "no \"schema\" field"),
+        (&old_schema, "syncbench/v0"),
+    ] {
+        let mut cmd = syncbench();
+        cmd.arg("report").arg(fixture("ext4.json")).arg(input).arg("-o").arg(&out).arg("--svg").arg(&svg_dir);
+        assert_usage_error(cmd, mentions);
+        assert!(!out.exists() && !svg_dir.exists(), "nothing written for {}", input.display());
+        let mut cmd = syncbench();
+        cmd.arg("compare").arg(fixture("ext4.json")).arg(input);
+        assert_usage_error(cmd, mentions);
+    }
+}
+
+#[test]
+fn report_needs_an_output_and_never_overwrites_an_input() {
+    let mut cmd = syncbench();
+    cmd.arg("report").arg(fixture("ext4.json"));
+    assert_usage_error(cmd, "nothing to write");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("run.json");
+    std::fs::copy(fixture("ext4.json"), &input).unwrap();
+    let mut cmd = syncbench();
+    cmd.arg("report").arg(&input).arg("-o").arg(&input);
+    assert_usage_error(cmd, "is one of the input files");
+    assert_eq!(std::fs::read(&input).unwrap(), std::fs::read(fixture("ext4.json")).unwrap());
+}
+
+#[test]
+fn compare_needs_at_least_two_files() {
+    syncbench().arg("compare").arg(fixture("ext4.json")).assert().code(2);
+}
+
+fn compare_in_fixtures(args: &[&str]) -> String {
+    let output = syncbench().current_dir(fixtures()).arg("compare").args(args).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn compare_of_ext4_and_xfs_matches_the_golden_table() {
+    insta::assert_snapshot!("compare_ext4_xfs_table", compare_in_fixtures(&["ext4.json", "xfs.json"]));
+}
+
+#[test]
+fn compare_markdown_matches_the_golden_file() {
+    let markdown = compare_in_fixtures(&["ext4.json", "tmpfs.json", "xfs.json", "--markdown", "-"]);
+    insta::assert_snapshot!("compare_ext4_tmpfs_xfs_markdown", markdown);
+}
+
+#[test]
+fn compare_json_has_ratios_with_uncertainty_and_environment_differences() {
+    let text = compare_in_fixtures(&["ext4.json", "xfs.json", "--json", "-"]);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["schema"], "syncbench/v1");
+    assert_eq!(doc["files"], serde_json::json!(["ext4.json", "xfs.json"]));
+    let cases = doc["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 54);
+    let fdatasync =
+        cases.iter().find(|c| c["key"]["section"] == "one_write" && c["key"]["method"] == "fdatasync").unwrap();
+    let ratio = &fdatasync["ratios"][0];
+    let (a, b) =
+        (fdatasync["cells"][0]["ops_per_s"].as_f64().unwrap(), fdatasync["cells"][1]["ops_per_s"].as_f64().unwrap());
+    assert!((ratio["ratio"].as_f64().unwrap() - b / a).abs() < 1e-9);
+    assert!(ratio["ci95"].as_f64().unwrap() > 0.0);
+    assert_eq!(ratio["direction"], "slower");
+    let fields: Vec<&str> =
+        doc["environment_differences"].as_array().unwrap().iter().map(|d| d["field"].as_str().unwrap()).collect();
+    assert!(fields.contains(&"file system") && fields.contains(&"mount options"), "{fields:?}");
+    assert_eq!(doc["summaries"][0]["candidate"], "xfs.json");
+}
+
+#[test]
+fn compare_writes_markdown_and_json_files_next_to_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let (md, json) = (dir.path().join("c.md"), dir.path().join("c.json"));
+    syncbench()
+        .arg("compare")
+        .args([fixture("ext4.json"), fixture("xfs.json")])
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("B vs A"));
+    assert!(std::fs::read_to_string(md).unwrap().starts_with("## syncbench compare"));
+    let _: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(browser) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
+    else {
+        eprintln!("skipping: chromium is not installed (apt-get install chromium)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    syncbench().arg("report").arg(fixture("ext4.json")).arg("-o").arg(&html).assert().success();
+    let png = dir.path().join("page.png");
+    let profile = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=840,1600",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "chromium failed: {}", String::from_utf8_lossy(&status.stderr));
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG"), "a PNG was written");
+    // A blank 840×1600 page compresses to a few kilobytes; text and charts make it far larger.
+    assert!(bytes.len() > 40_000, "the screenshot has content ({} bytes)", bytes.len());
+}
+
+#[test]
+fn measured_runs_from_syncbench_run_render_and_compare() {
+    // Written by `syncbench run` on this project's test machine (ext4 on virtio, xfs on a loop device); they
+    // guard against drift between what `run` writes and what `report` and `compare` read.
+    let runs = vec![load("measured-ext4-vda.json"), load("measured-xfs-loop.json")];
+    assert!(runs.iter().all(|r| r.results.len() > 50));
+    let report = syncbench::report::build(&runs);
+    assert!(report.figures.len() > 20);
+    for figure in &report.figures {
+        check_chart_structure(&figure.stem, &figure.svg);
+    }
+    let comparison = syncbench::compare::compare(&runs);
+    assert_eq!(comparison.cases.len(), runs[0].results.len(), "every case of the same suite joins");
+    assert!(comparison.cases.iter().all(|c| c.ratios[0].is_some()));
+    let summary = &comparison.summaries[0];
+    assert_eq!(summary.faster + summary.slower + summary.within_noise, comparison.cases.len());
+    assert!(comparison.environment_differences.iter().any(|d| d.field == "directory"));
+}

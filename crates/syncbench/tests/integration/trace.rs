@@ -1,0 +1,297 @@
+//! `syncbench trace` against a program of our own that makes every intercepted call a known number of
+//! times (trace_data/durability_calls.c, compiled here with gcc; skipped without it).
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const SOURCE: &str = include_str!("trace_data/durability_calls.c");
+
+/// Compile the test program into `dir`; `None` (test skipped) when gcc is missing or fails.
+fn compile(dir: &Path, name: &str, extra: &[&str]) -> Option<PathBuf> {
+    let src = dir.join("durability_calls.c");
+    std::fs::write(&src, SOURCE).unwrap();
+    let exe = dir.join(name);
+    let out =
+        std::process::Command::new("gcc").args(["-O1", "-pthread", "-o"]).arg(&exe).arg(&src).args(extra).output();
+    match out {
+        Ok(o) if o.status.success() => Some(exe),
+        Ok(o) => {
+            eprintln!("skipping: gcc {extra:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+            None
+        }
+        Err(e) => {
+            eprintln!("skipping: gcc not available: {e}");
+            None
+        }
+    }
+}
+
+/// Whether this machine lets us ptrace at all (containers may forbid it).
+fn can_trace() -> bool {
+    let ok = Command::cargo_bin("syncbench").unwrap().args(["trace", "--", "true"]).output().unwrap();
+    if !ok.status.success() {
+        eprintln!("skipping: syncbench trace cannot trace here: {}", String::from_utf8_lossy(&ok.stderr));
+    }
+    ok.status.success()
+}
+
+fn trace_json(args: &[&str], exe: &Path, data_dir: &Path) -> (Value, String, String) {
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .arg("trace")
+        .args(args)
+        .args(["--json", "-", "--"])
+        .arg(exe)
+        .arg(data_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "trace failed: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    // The program prints one line first; the JSON document follows.
+    let json_start = stdout.find('{').expect("JSON on stdout");
+    let doc: Value = serde_json::from_str(&stdout[json_start..]).expect("valid JSON");
+    (doc, stdout[..json_start].to_string(), stderr)
+}
+
+fn call<'a>(doc: &'a Value, name: &str) -> Option<&'a Value> {
+    doc["trace"]["calls"].as_array().unwrap().iter().find(|c| c["call"] == name)
+}
+
+fn count(doc: &Value, name: &str) -> u64 {
+    call(doc, name).map_or(0, |c| c["count"].as_u64().unwrap())
+}
+
+fn file_stat<'a>(doc: &'a Value, file: &str, name: &str) -> &'a Value {
+    doc["trace"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file"] == file && f["call"] == name)
+        .unwrap_or_else(|| panic!("no {name} on {file} in {:#}", doc["trace"]["files"]))
+}
+
+/// The counts the C program makes (see its comments).
+const EXPECTED: [(&str, u64); 10] = [
+    ("fsync", 5),
+    ("fdatasync", 11),
+    ("sync_file_range", 1),
+    ("syncfs", 1),
+    ("sync", 1),
+    ("msync(MS_SYNC)", 1),
+    ("write(O_DSYNC)", 5),
+    ("write(O_SYNC)", 6),
+    ("pwritev2(RWF_DSYNC)", 2),
+    ("pwritev2(RWF_SYNC)", 1),
+];
+
+#[test]
+fn counts_every_call_exactly_including_threads_and_children() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(tmp.path(), "calls", &[]) else { return };
+    if !can_trace() {
+        return;
+    }
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let (doc, program_out, stderr) = trace_json(&[], &exe, &data);
+    assert_eq!(doc["schema"], "syncbench/v1");
+    assert_eq!(doc["trace"]["exit_code"], 0);
+    assert_eq!(doc["trace"]["processes"], 2, "parent and forked child");
+    assert_eq!(doc["trace"]["tasks"], 3, "main thread, one pthread, one child");
+    for (name, n) in EXPECTED {
+        assert_eq!(count(&doc, name), n, "{name}; report:\n{stderr}");
+        assert_eq!(call(&doc, name).unwrap()["skipped"], 0);
+    }
+    assert_eq!(doc["trace"]["calls"].as_array().unwrap().len(), EXPECTED.len());
+    assert!(program_out.contains("dsync_flag_kept=1"));
+    // Per file, with the bytes written since the file's previous sync.
+    let child = file_stat(&doc, "child", "fdatasync");
+    assert_eq!(child["count"], 7);
+    assert_eq!(child["bytes_between_syncs"]["max"], 100);
+    let plain_fsync = file_stat(&doc, "plain", "fsync");
+    assert_eq!(plain_fsync["count"], 3);
+    assert_eq!(plain_fsync["bytes_between_syncs"]["total"], 3 * 8192);
+    assert_eq!(file_stat(&doc, "plain", "fdatasync")["bytes_between_syncs"]["max"], 4096);
+    assert_eq!(file_stat(&doc, "thread", "fsync")["bytes_between_syncs"]["total"], 2 * 600, "writev bytes");
+    assert_eq!(file_stat(&doc, "dsync", "write(O_DSYNC)")["bytes_between_syncs"]["total"], 5 * 1024);
+    let dir = file_stat(&doc, "child", "fdatasync")["dir"].as_str().unwrap().to_string();
+    assert!(dir.ends_with("/data/"), "{dir}");
+    // Timed calls have latencies; the text report names the calls.
+    let fdatasync = call(&doc, "fdatasync").unwrap();
+    assert!(fdatasync["latency_ns"]["max"].as_u64().unwrap() > 0);
+    assert!(fdatasync["latency_ns"]["p50"].as_u64().unwrap() <= fdatasync["latency_ns"]["max"].as_u64().unwrap());
+    let buckets: u64 =
+        fdatasync["histogram_log2"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(buckets, 11);
+    assert!(stderr.contains("by file") && stderr.contains("write(O_DSYNC)"), "{stderr}");
+    let opens = doc["trace"]["sync_opens"].as_array().unwrap();
+    assert_eq!(opens.len(), 2, "dsync and osync opened with sync flags");
+}
+
+#[test]
+fn no_sync_skips_and_counts_every_call_and_strips_o_dsync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(tmp.path(), "calls", &[]) else { return };
+    if !can_trace() {
+        return;
+    }
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let (doc, program_out, stderr) = trace_json(&["--no-sync"], &exe, &data);
+    assert!(stderr.contains("NOTHING THIS COMMAND WRITES IS DURABLE"), "{stderr}");
+    assert_eq!(doc["trace"]["no_sync"], true);
+    for (name, n) in EXPECTED {
+        assert_eq!(count(&doc, name), n, "{name}");
+        let c = call(&doc, name).unwrap();
+        assert_eq!(c["skipped"], n, "{name} skipped");
+        assert_eq!(c["total_ns"], 0, "{name} not timed");
+    }
+    assert!(program_out.contains("dsync_flag_kept=0"), "O_DSYNC must be stripped: {program_out}");
+    assert_eq!(std::fs::metadata(data.join("plain")).unwrap().len(), 3 * 8192, "the writes themselves still happen");
+}
+
+#[test]
+fn syncs_only_leaves_writes_untraced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(tmp.path(), "calls", &[]) else { return };
+    if !can_trace() {
+        return;
+    }
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let (doc, _, _) = trace_json(&["--syncs-only"], &exe, &data);
+    assert_eq!(doc["trace"]["writes_tracked"], false);
+    assert_eq!(count(&doc, "fsync"), 5);
+    assert_eq!(count(&doc, "fdatasync"), 11);
+    assert_eq!(count(&doc, "pwritev2(RWF_DSYNC)"), 2, "caught by the filter's flag test");
+    assert_eq!(count(&doc, "write(O_DSYNC)"), 0, "plain writes are not seen in this mode");
+    assert_eq!(file_stat(&doc, "plain", "fsync")["bytes_between_syncs"]["samples"], 0, "no fake 0-byte samples");
+    assert_eq!(doc["trace"]["sync_opens"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn statically_linked_program_is_traced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(tmp.path(), "calls-static", &["-static"]) else { return };
+    if !can_trace() {
+        return;
+    }
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let (doc, _, _) = trace_json(&[], &exe, &data);
+    for (name, n) in EXPECTED {
+        assert_eq!(count(&doc, name), n, "{name}");
+    }
+}
+
+#[test]
+fn exit_status_of_the_command_is_passed_through() {
+    if !can_trace() {
+        return;
+    }
+    let out = Command::cargo_bin("syncbench").unwrap().args(["trace", "--", "sh", "-c", "exit 7"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(7));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no durability calls"), "{stderr}");
+}
+
+#[test]
+fn unknown_program_is_one_line_and_exit_2() {
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["trace", "--", "/nonexistent/syncbench-no-such-program"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no such program"), "{stderr}");
+}
+
+#[test]
+fn bad_json_destination_fails_before_running_the_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = tmp.path().join("ran");
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["trace", "--json", "/nonexistent-dir/x.json", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!marker.exists(), "the command must not run");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+}
+
+#[test]
+fn baseline_comparison_uses_the_run_fdatasync_case() {
+    use syncbench::schema::{CaseResult, Envelope, LatencyNs, RunPayload};
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = compile(tmp.path(), "calls", &[]) else { return };
+    if !can_trace() {
+        return;
+    }
+    let case = CaseResult {
+        section: "one_write".into(),
+        method: "fdatasync".into(),
+        supported: true,
+        ops: 100,
+        write_size_bytes: 8192,
+        file_state: "overwrite".into(),
+        latency_ns: LatencyNs { p50: 200_000, p99: 900_000, ..LatencyNs::default() },
+        ..CaseResult::default()
+    };
+    let run = Envelope::new(
+        "2026-11-21T00:00:00Z".into(),
+        Default::default(),
+        vec![],
+        RunPayload { results: vec![case], ..RunPayload::default() },
+    );
+    let run_path = tmp.path().join("run.json");
+    std::fs::write(&run_path, serde_json::to_string(&run).unwrap()).unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let (doc, _, stderr) = trace_json(&["--baseline", run_path.to_str().unwrap()], &exe, &data);
+    let b = &doc["trace"]["baseline"];
+    assert_eq!(b["run_p50_ns"], 200_000);
+    assert_eq!(b["traced_call"], "fdatasync");
+    assert_eq!(b["traced_p50_ns"], call(&doc, "fdatasync").unwrap()["latency_ns"]["p50"]);
+    assert!(stderr.contains("your device did write+fdatasync in 200.0 µs"), "{stderr}");
+
+    let bad = tmp.path().join("bad.json");
+    std::fs::write(&bad, "{}").unwrap();
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["trace", "--baseline"])
+        .arg(&bad)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn interrupt_passes_sigint_on_and_still_prints_the_report() {
+    use std::io::BufRead;
+    if !can_trace() {
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("syncbench");
+    let mut child = std::process::Command::new(bin)
+        .args(["trace", "--", "sh", "-c", "echo ready; exec sleep 60"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the traced shell runs, so the interrupt reaches a traced process.
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    syncbench_sys::ptrace::send_signal(child.id() as i32, libc::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("killed by signal 2"), "{stderr}");
+}
