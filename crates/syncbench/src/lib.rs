@@ -9,6 +9,7 @@ pub mod compare;
 pub mod crashtest;
 pub mod exit;
 pub mod export;
+pub mod fsync_errors;
 pub mod method;
 pub mod output;
 pub mod probe;

@@ -12,11 +12,13 @@
 #![deny(missing_docs)]
 
 mod aligned;
+mod fiemap;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod ptrace;
 mod uring;
 
 pub use aligned::AlignedBuf;
+pub use fiemap::{FileExtent, fiemap};
 pub use uring::Uring;
 
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};

@@ -1,12 +1,106 @@
-//! `syncbench fsync-errors` (not implemented yet).
+//! `syncbench fsync-errors`: make one block's writeback fail on a real ext4, xfs or btrfs and show what
+//! every later fsync and read reports, next to the USENIX ATC'20 findings.
 
 use crate::exit::{Outcome, usage};
+use crate::fsync_errors::cases::{self, FsCase, SyncCall};
+use std::path::PathBuf;
 
 /// Flags of `syncbench fsync-errors`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// File systems to test, comma-separated: ext4 (data=ordered), ext4-journal (data=journal),
+    /// ext4-journal-write (data=journal, the journal write fails), xfs, btrfs.
+    #[arg(long, value_name = "LIST", default_value = "ext4,ext4-journal,ext4-journal-write,xfs,btrfs")]
+    pub fs: String,
+    /// The sync call made after the failed writeback.
+    #[arg(long, value_enum, default_value_t = SyncCall::Fsync)]
+    pub sync: SyncCall,
+    /// Write the results as JSON (schema syncbench/v1) to FILE; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the tables as Markdown to FILE; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
 
 /// Run the command.
-pub fn main(_args: Args) -> Outcome {
-    Err(usage("syncbench fsync-errors is not implemented yet"))
+pub fn main(args: Args) -> Outcome {
+    let fs_cases = cases::parse_list(&args.fs).map_err(usage)?;
+    run(&fs_cases, &args)
+}
+
+#[cfg(not(feature = "fuse"))]
+fn run(_cases: &[FsCase], _args: &Args) -> Outcome {
+    Err(usage(
+        "this syncbench was built without FUSE support, which fsync-errors needs; \
+         rebuild with `cargo build --release --features fuse`",
+    ))
+}
+
+#[cfg(feature = "fuse")]
+fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
+    use crate::fsync_errors::{prereq, report, results};
+    let missing = prereq::missing_for_command();
+    if !missing.is_empty() {
+        return Err(usage(format!("fsync-errors cannot run: missing {}", missing.join("; "))));
+    }
+    let started_at = crate::schema::now_rfc3339();
+    let all = run_cases(fs_cases, args.sync);
+    let payload =
+        results::Payload { fsync_errors: results::Report { conclusion: report::conclusion(&all), results: all } };
+    write_outputs(&payload, args, started_at)?;
+    let results = &payload.fsync_errors.results;
+    if results.iter().all(|r| r.observed.is_none()) {
+        let problems: Vec<String> = results
+            .iter()
+            .filter_map(|r| r.error.as_ref().or(r.skipped.as_ref()).map(|e| format!("{}: {e}", r.fs.name())))
+            .collect();
+        return Err(usage(format!("no file system could be tested: {}", problems.join("; "))));
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Every case in order; on SIGINT/SIGTERM this never returns (the signal thread tears down and exits).
+#[cfg(feature = "fuse")]
+fn run_cases(fs_cases: &[FsCase], sync: SyncCall) -> Vec<crate::fsync_errors::results::FsResult> {
+    use crate::fsync_errors::{experiment, stack};
+    let mut all = Vec::new();
+    for &case in fs_cases {
+        if crate::output::stderr_is_terminal() {
+            eprintln!("fsync-errors: {} …", case.name());
+        }
+        all.push(experiment::run_case(case, sync));
+    }
+    if stack::interrupted() {
+        // The signal thread exits with 128+signal once teardown is done; a partial table would mislead.
+        loop {
+            std::thread::park();
+        }
+    }
+    all
+}
+
+/// The table on stdout (unless stdout carries JSON or Markdown), then the requested exports.
+#[cfg(feature = "fuse")]
+fn write_outputs(
+    payload: &crate::fsync_errors::results::Payload,
+    args: &Args,
+    started_at: String,
+) -> anyhow::Result<()> {
+    use crate::fsync_errors::report;
+    let found = &payload.fsync_errors;
+    let stdout = Some(std::path::Path::new("-"));
+    if args.json.as_deref() != stdout && args.markdown.as_deref() != stdout {
+        print!("{}", report::render(&found.results, &found.conclusion, false));
+    }
+    if let Some(dest) = &args.markdown {
+        crate::output::write_to(dest, &report::render(&found.results, &found.conclusion, true))?;
+    }
+    if let Some(dest) = &args.json {
+        let environment = crate::probe::collect(&std::env::temp_dir());
+        let verdicts = report::verdicts(&found.results);
+        let envelope = crate::schema::Envelope::new(started_at, environment, verdicts, payload);
+        crate::output::write_to(dest, &(serde_json::to_string_pretty(&envelope)? + "\n"))?;
+    }
+    Ok(())
 }

@@ -212,16 +212,20 @@ fn results_table(out: &mut String, run: &RunFile) {
 
 fn pages_table(out: &mut String, pages: &PagesPayload) {
     out.push_str(
-        "<h3>Torn-page protection (pages)</h3>\n<table class=\"pages\">\n<tr><th>mode</th><th>tps</th><th>p50</th><th>p99</th><th>WAL bytes/txn</th><th>full-page share</th><th>data bytes/txn</th><th>syncs/txn</th><th>checkpoint</th></tr>\n",
+        "<h3>Torn-page protection (pages)</h3>\n<table class=\"pages\">\n<tr><th>mode</th><th>buffer pool</th><th>tps</th><th>p50</th><th>p99</th><th>WAL bytes/txn</th><th>full-page share</th><th>data bytes/txn</th><th>syncs/txn</th><th>checkpoint</th></tr>\n",
     );
     let opt = |v: Option<f64>, f: fn(f64) -> String| v.map(f).unwrap_or_else(|| "–".into());
     for row in &pages.rows {
-        let _ = write!(out, "<tr><td>{}</td>", esc(&row.mode));
-        match (&row.error, row.tps) {
-            (Some(error), _) => {
+        let pool = if row.buffer_pool_bytes > 0 { format_bytes(row.buffer_pool_bytes as f64) } else { "–".into() };
+        let _ = write!(out, "<tr><td>{}</td><td class=\"num\">{pool}</td>", esc(&row.mode));
+        match (&row.error, row.supported, row.tps) {
+            (Some(error), _, _) => {
                 let _ = writeln!(out, "<td colspan=\"8\">not measured: {}</td></tr>", esc(error));
             }
-            (None, tps) => {
+            (None, Some(false), _) => {
+                let _ = writeln!(out, "<td colspan=\"8\">not supported here</td></tr>");
+            }
+            (None, _, tps) => {
                 let ns = |v: f64| if v > 0.0 { format_ns(v) } else { "–".into() };
                 let _ = writeln!(
                     out,
@@ -239,4 +243,33 @@ fn pages_table(out: &mut String, pages: &PagesPayload) {
         }
     }
     out.push_str("</table>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::input::PagesRow;
+
+    #[test]
+    fn pages_rows_show_values_or_why_they_are_missing() {
+        let pages = PagesPayload {
+            rows: vec![
+                PagesRow {
+                    mode: "fpw".into(),
+                    buffer_pool_bytes: 64 << 20,
+                    tps: Some(2600.0),
+                    fpi_share: Some(0.93),
+                    ..PagesRow::default()
+                },
+                PagesRow { mode: "atomic".into(), supported: Some(false), ..PagesRow::default() },
+                PagesRow { mode: "dw".into(), error: Some("EIO: <disk>".into()), ..PagesRow::default() },
+            ],
+        };
+        let mut out = String::new();
+        pages_table(&mut out, &pages);
+        assert!(out.contains("<td>fpw</td><td class=\"num\">64 MiB</td><td class=\"num\">2.6k</td>"), "{out}");
+        assert!(out.contains("93%"));
+        assert!(out.contains("<td>atomic</td><td class=\"num\">–</td><td colspan=\"8\">not supported here</td>"));
+        assert!(out.contains("not measured: EIO: &lt;disk&gt;"), "errors are escaped");
+    }
 }

@@ -44,6 +44,8 @@ pub struct RunFile {
 pub struct CommitPayload {
     /// The sync method of the log.
     pub method: String,
+    /// Whether a commit is durable when acknowledged (`method` `none` is not; `None` when the file does not say).
+    pub durable: Option<bool>,
     /// Bytes per log record.
     pub record_size_bytes: u64,
     /// One point per (clients, commit_delay_us, group_commit).
@@ -104,6 +106,8 @@ pub struct PagesPayload {
 pub struct PagesRow {
     /// `none`, `fpw`, `dw` or `atomic`.
     pub mode: String,
+    /// Whether the mode could run here (`None` when the file does not say).
+    pub supported: Option<bool>,
     /// Buffer pool size.
     pub buffer_pool_bytes: u64,
     /// Transactions per second (`None` when the mode did not run).

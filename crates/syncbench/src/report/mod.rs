@@ -35,14 +35,15 @@ pub fn build(runs: &[RunFile]) -> Report {
     let stems = run_stems(runs);
     let per_run: Vec<RunFigures> =
         runs.iter().zip(&stems).map(|(run, stem)| RunFigures { run, figures: run_figures(stem, run) }).collect();
-    let across = if runs.len() > 1 {
-        let labels = short_names(runs);
-        let named: Vec<(&str, &[crate::schema::CaseResult])> =
-            labels.iter().zip(runs).map(|(label, r)| (label.as_str(), r.results.as_slice())).collect();
-        figures::method_bars::across_runs(&named)
-    } else {
-        Vec::new()
-    };
+    // Side by side only for files with run results (a commit or probe file has none to put next to them).
+    let labels = short_names(runs);
+    let named: Vec<(&str, &[crate::schema::CaseResult])> = labels
+        .iter()
+        .zip(runs)
+        .filter(|(_, r)| !r.results.is_empty())
+        .map(|(label, r)| (label.as_str(), r.results.as_slice()))
+        .collect();
+    let across = if named.len() > 1 { figures::method_bars::across_runs(&named) } else { Vec::new() };
     let html = html::page(&per_run, &across);
     let mut all: Vec<Figure> = across;
     all.extend(per_run.into_iter().flat_map(|r| r.figures));

@@ -1,6 +1,8 @@
 mod advise;
 mod commit;
 mod crashtest;
+mod fsync_errors;
+mod pages;
 mod probe;
 mod report;
 mod run;

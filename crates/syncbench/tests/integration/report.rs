@@ -358,19 +358,25 @@ fn report_renders_in_headless_chromium() {
 
 #[test]
 fn measured_runs_from_syncbench_run_render_and_compare() {
-    // Written by `syncbench run` on this project's test machine (ext4 on virtio, xfs on a loop device); they
-    // guard against drift between what `run` writes and what `report` and `compare` read.
-    let runs = vec![load("measured-ext4-vda.json"), load("measured-xfs-loop.json")];
-    assert!(runs.iter().all(|r| r.results.len() > 50));
+    // Written by `syncbench run` and `syncbench commit` on this project's test machine (ext4 on virtio, xfs on
+    // a loop device): they guard against drift between what those commands write and what is read here.
+    let runs = vec![load("measured-ext4-vda.json"), load("measured-xfs-loop.json"), load("measured-commit-ext4.json")];
+    assert!(runs[..2].iter().all(|r| r.results.len() > 50));
+    assert!(runs[2].commit.as_ref().is_some_and(|c| c.points.len() >= 4));
     let report = syncbench::report::build(&runs);
-    assert!(report.figures.len() > 20);
     for figure in &report.figures {
         check_chart_structure(&figure.stem, &figure.svg);
     }
-    let comparison = syncbench::compare::compare(&runs);
+    assert!(report.figures.iter().any(|f| f.stem == "measured-commit-ext4-commit-group-size"));
+    let side_by_side = report.figures.iter().find(|f| f.stem == "runs-commits-one_write").unwrap();
+    assert!(!side_by_side.svg.contains("measured-commit-ext4.json"), "a file without run results is not a run");
+    let comparison = syncbench::compare::compare(&runs[..2]);
     assert_eq!(comparison.cases.len(), runs[0].results.len(), "every case of the same suite joins");
     assert!(comparison.cases.iter().all(|c| c.ratios[0].is_some()));
     let summary = &comparison.summaries[0];
     assert_eq!(summary.faster + summary.slower + summary.within_noise, comparison.cases.len());
-    assert!(comparison.environment_differences.iter().any(|d| d.field == "directory"));
+    let fields: Vec<&str> = comparison.environment_differences.iter().map(|d| d.field.as_str()).collect();
+    for field in ["file system", "mount options", "device chain", "loop backing"] {
+        assert!(fields.contains(&field), "{field} differs between ext4 on vda and xfs on loop: {fields:?}");
+    }
 }

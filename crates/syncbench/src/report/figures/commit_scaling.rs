@@ -13,6 +13,7 @@ pub fn figures(stem: &str, context: &str, commit: &CommitPayload) -> Vec<Figure>
         return Vec::new();
     }
     let settings = settings(&points);
+    let not_durable = commit.durable == Some(false);
     let series_of = |value: fn(&CommitPoint) -> f64| -> Vec<LineSeries> {
         settings
             .iter()
@@ -28,7 +29,7 @@ pub fn figures(stem: &str, context: &str, commit: &CommitPayload) -> Vec<Figure>
                 LineSeries {
                     name: setting_name(*group_commit, *delay_us),
                     color: color(index).into(),
-                    dashed: false,
+                    dashed: not_durable,
                     points: line,
                 }
             })
@@ -42,7 +43,12 @@ pub fn figures(stem: &str, context: &str, commit: &CommitPayload) -> Vec<Figure>
         ticks: None,
         format: trim_number,
     };
-    let method = if commit.method.is_empty() { String::new() } else { format!(" with {}", commit.method) };
+    let method = match (commit.method.as_str(), not_durable) {
+        ("", false) => String::new(),
+        ("", true) => " (not durable)".to_string(),
+        (method, false) => format!(" with {method}"),
+        (method, true) => format!(" with {method} (not durable)"),
+    };
     let charts = [
         Spec {
             kind: "commits",
@@ -112,4 +118,44 @@ fn settings(points: &[&CommitPoint]) -> Vec<(bool, u64)> {
 fn setting_name(group_commit: bool, delay_us: u64) -> String {
     let base = if group_commit { "group commit" } else { "one sync per commit" };
     if delay_us > 0 { format!("{base}, commit_delay {delay_us} µs") } else { base.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(clients: u32, group_commit: bool, commits_per_s: f64) -> CommitPoint {
+        CommitPoint { clients, group_commit, commits_per_s, commits_per_sync: 1.0, ..CommitPoint::default() }
+    }
+
+    #[test]
+    fn one_line_per_setting_sorted_by_clients() {
+        let commit = CommitPayload {
+            method: "fdatasync".into(),
+            durable: Some(true),
+            points: vec![point(4, true, 900.0), point(1, true, 300.0), point(1, false, 290.0)],
+            ..CommitPayload::default()
+        };
+        let figures = figures("c", "", &commit);
+        assert_eq!(figures.len(), 2, "no p99 chart without latencies");
+        let svg = &figures[0].svg;
+        assert!(svg.contains("data-name=\"group commit\" data-dashed=\"false\""));
+        assert!(svg.contains("data-name=\"one sync per commit\""));
+        let group = &svg[svg.find("data-name=\"group commit\"").unwrap()..];
+        let first_x = group.find("data-x=\"1\"").unwrap();
+        assert!(first_x < group.find("data-x=\"4\"").unwrap(), "points in client order");
+    }
+
+    #[test]
+    fn a_log_that_is_not_durable_says_so_and_is_dashed() {
+        let commit = CommitPayload {
+            method: "none".into(),
+            durable: Some(false),
+            points: vec![point(1, true, 300_000.0)],
+            ..CommitPayload::default()
+        };
+        let figures = figures("c", "", &commit);
+        assert!(figures[0].title.contains("with none (not durable)"), "{}", figures[0].title);
+        assert!(figures[0].svg.contains("data-dashed=\"true\""));
+    }
 }

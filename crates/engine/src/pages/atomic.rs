@@ -1,0 +1,24 @@
+//! Whether a file can take untorn page writes: O_DIRECT works and `statx(STATX_WRITE_ATOMIC)` reports
+//! `unit_min ≤ page size ≤ unit_max` (Linux ≥ 6.11, and the device and file system must support it).
+
+use std::path::Path;
+
+/// `Ok(())` if `file` (an existing file) accepts `page_size`-byte RWF_ATOMIC writes, otherwise the reason.
+pub fn support(file: &Path, page_size: usize) -> Result<(), String> {
+    let flags = syncbench_sys::OpenFlags { sync: syncbench_sys::OpenSync::None, direct: true };
+    let fd = syncbench_sys::open_existing(file, flags).map_err(|e| format!("O_DIRECT open failed: {e}"))?;
+    let io = syncbench_sys::statx_io(&fd).map_err(|e| format!("statx failed: {e}"))?;
+    if io.dio.is_none() {
+        return Err("the file system does not report direct I/O support (STATX_DIOALIGN)".to_string());
+    }
+    let Some(units) = io.atomic else {
+        return Err("statx reports no untorn-write support (STATX_WRITE_ATOMIC unit_max = 0) for this \
+                    file system and device"
+            .to_string());
+    };
+    let (min, max) = (units.unit_min_bytes as usize, units.unit_max_bytes as usize);
+    if page_size < min || page_size > max {
+        return Err(format!("untorn writes span {min}..={max} bytes here; a {page_size}-byte page does not fit"));
+    }
+    Ok(())
+}

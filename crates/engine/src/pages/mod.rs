@@ -1,0 +1,145 @@
+//! The reference page store: checksummed pages, a buffer pool with clock eviction, the write-ahead rule,
+//! checkpoints with a two-slot control file, and torn-page protection by full-page writes (`fpw`), a
+//! double-write buffer (`dw`) or hardware atomic writes (`atomic`) — or none (`none`, unsafe baseline).
+//!
+//! On-disk formats: docs/format-pages.md. Recovery: [`PageStore::open`].
+
+pub mod atomic;
+pub mod control;
+pub mod dw;
+pub mod log;
+pub mod page;
+pub mod pool;
+mod record;
+mod store;
+
+pub use log::{LogRecord, LogStats, PageLog};
+pub use page::{Lsn, PageId};
+pub use store::{Background, PageStore, StoreStats, Tx, data_file_path};
+
+use std::path::PathBuf;
+
+/// Torn-page protection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// No protection: a torn page is detected by its checksum and recovery stops. Unsafe baseline.
+    None,
+    /// Full-page writes: the first change to a page after a checkpoint logs its whole image.
+    Fpw,
+    /// Double-write buffer: pages are written and synced to a scratch area before going home.
+    Dw,
+    /// O_DIRECT + RWF_ATOMIC: the device writes each page untorn.
+    Atomic,
+}
+
+impl Mode {
+    /// Every mode, in the order reports list them.
+    pub const ALL: [Mode; 4] = [Mode::None, Mode::Fpw, Mode::Dw, Mode::Atomic];
+
+    /// The name users type (`none`, `fpw`, `dw`, `atomic`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::None => "none",
+            Mode::Fpw => "fpw",
+            Mode::Dw => "dw",
+            Mode::Atomic => "atomic",
+        }
+    }
+
+    /// Parse a name users type.
+    pub fn from_name(name: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Mode::None => 0,
+            Mode::Fpw => 1,
+            Mode::Dw => 2,
+            Mode::Atomic => 3,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.code() == code)
+    }
+}
+
+/// Deliberate bugs for crash tests to prove they catch them. Never set outside tests.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultSwitches {
+    /// Do not sync the double-write area before writing pages home.
+    pub dw_skip_fsync: bool,
+    /// Do not log full-page images in `fpw` mode.
+    pub fpw_skip_image: bool,
+    /// Do not fsync the data files before recording a checkpoint.
+    pub checkpoint_skip_data_fsync: bool,
+    /// Do not flush the log before writing a page (the write-ahead rule assertion fires).
+    pub wal_rule_skip_flush: bool,
+}
+
+/// How a store is laid out and behaves.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    /// Bytes per page: 4096, 8192 or 16384.
+    pub page_size: usize,
+    /// Bytes of buffer pool (rounded down to whole pages).
+    pub buffer_pool_bytes: usize,
+    /// Torn-page protection.
+    pub mode: Mode,
+    /// Pages per double-write batch (and the batch size of the background flusher).
+    pub dw_batch_pages: usize,
+    /// Number of data files (`data-0` …).
+    pub data_files: u32,
+    /// Where the log lives (default: the store directory).
+    pub wal_dir: Option<PathBuf>,
+    /// Where the double-write area lives (default: the store directory).
+    pub dw_dir: Option<PathBuf>,
+    /// The write-ahead log's settings (sync method, segment size, group commit).
+    pub wal: crate::wal::WalConfig,
+    /// Test-only deliberate bugs.
+    #[doc(hidden)]
+    pub faults: FaultSwitches,
+}
+
+impl StoreConfig {
+    /// Defaults: 8 KiB pages, 16 MiB pool, 64-page batches.
+    pub fn new(mode: Mode, data_files: u32) -> StoreConfig {
+        StoreConfig {
+            page_size: 8192,
+            buffer_pool_bytes: 16 << 20,
+            mode,
+            dw_batch_pages: 64,
+            data_files,
+            wal_dir: None,
+            dw_dir: None,
+            wal: crate::wal::WalConfig::default(),
+            faults: FaultSwitches::default(),
+        }
+    }
+
+    /// Frames in the buffer pool.
+    pub fn pool_frames(&self) -> usize {
+        self.buffer_pool_bytes / self.page_size
+    }
+
+    /// Check the numbers fit together; the message says what to change.
+    pub fn validate(&self) -> Result<(), String> {
+        if !page::PAGE_SIZES.contains(&self.page_size) {
+            return Err(format!("page size {} is not one of 4096, 8192, 16384", self.page_size));
+        }
+        if !(1..=1024).contains(&self.dw_batch_pages) {
+            return Err(format!("double-write batch of {} pages is not in 1..=1024", self.dw_batch_pages));
+        }
+        let min_frames = 2 * self.dw_batch_pages + 16;
+        if self.pool_frames() < min_frames {
+            return Err(format!(
+                "buffer pool of {} bytes holds {} pages; it needs at least {min_frames} (2 × batch + 16)",
+                self.buffer_pool_bytes,
+                self.pool_frames()
+            ));
+        }
+        Ok(())
+    }
+}

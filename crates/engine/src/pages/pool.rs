@@ -1,0 +1,149 @@
+//! The buffer pool: a fixed set of page frames, a page table, and clock (second-chance) eviction.
+//!
+//! The pool only keeps frames; deciding how a dirty victim is written (and the write-ahead rule) is the
+//! store's job. Frames that are pinned by a running transaction or being written by a flush are never
+//! chosen as victims.
+
+use super::page::PageId;
+use std::collections::HashMap;
+use syncbench_sys::AlignedBuf;
+
+/// One frame.
+pub struct Frame {
+    /// Which page it holds, if any.
+    pub id: Option<PageId>,
+    /// The page bytes (aligned, so O_DIRECT reads can land here directly).
+    pub data: AlignedBuf,
+    /// Changed since it was last written home.
+    pub dirty: bool,
+    /// Clock reference bit: used since the hand last passed.
+    pub referenced: bool,
+    /// A flush is writing a copy of it; it must stay in the pool until that ends.
+    pub io_busy: bool,
+    /// A transaction is changing it; its LSN is not final yet.
+    pub pinned: bool,
+    /// Recovery read it and its checksum failed: only a full-page image may overwrite it.
+    pub torn: bool,
+    /// It was dirty when the running checkpoint chose its redo LSN: the checkpoint must write a copy of
+    /// it taken after that moment, even if it has been changed again since.
+    pub checkpoint_needed: bool,
+}
+
+/// The frames, the page table and the clock hand.
+pub struct Pool {
+    /// All frames.
+    pub frames: Vec<Frame>,
+    map: HashMap<PageId, usize>,
+    hand: usize,
+}
+
+impl Pool {
+    /// A pool of `n_frames` empty frames of `page_size` bytes.
+    pub fn new(n_frames: usize, page_size: usize) -> Pool {
+        let frames = (0..n_frames)
+            .map(|_| Frame {
+                id: None,
+                data: AlignedBuf::new(page_size, page_size),
+                dirty: false,
+                referenced: false,
+                io_busy: false,
+                pinned: false,
+                torn: false,
+                checkpoint_needed: false,
+            })
+            .collect();
+        Pool { frames, map: HashMap::new(), hand: 0 }
+    }
+
+    /// The frame holding `id`, marking it recently used.
+    pub fn lookup(&mut self, id: PageId) -> Option<usize> {
+        let idx = *self.map.get(&id)?;
+        self.frames[idx].referenced = true;
+        Some(idx)
+    }
+
+    /// Choose a frame to reuse: an empty one, or an unreferenced, unpinned, idle frame the clock hand
+    /// reaches (clearing reference bits as it passes). Clean frames are preferred: a dirty victim costs
+    /// the client a synchronous write (through the double-write area in dw mode), so it is returned
+    /// only when two sweeps find no clean one. `None` if nothing is evictable.
+    pub fn victim(&mut self) -> Option<usize> {
+        let mut dirty_fallback = None;
+        for _ in 0..2 * self.frames.len() {
+            let idx = self.hand;
+            self.hand = (self.hand + 1) % self.frames.len();
+            let f = &mut self.frames[idx];
+            if f.pinned || f.io_busy {
+                continue;
+            }
+            if f.id.is_none() {
+                return Some(idx);
+            }
+            if f.referenced {
+                f.referenced = false;
+                continue;
+            }
+            if !f.dirty {
+                return Some(idx);
+            }
+            dirty_fallback.get_or_insert(idx);
+        }
+        dirty_fallback
+    }
+
+    /// Make frame `idx` hold `id` (its bytes already loaded), dropping whatever it held.
+    pub fn install(&mut self, idx: usize, id: PageId, torn: bool) {
+        if let Some(old) = self.frames[idx].id.take() {
+            self.map.remove(&old);
+        }
+        let f = &mut self.frames[idx];
+        f.id = Some(id);
+        f.dirty = false;
+        f.referenced = true;
+        f.torn = torn;
+        f.checkpoint_needed = false;
+        self.map.insert(id, idx);
+    }
+
+    /// The clock hand's position (the flusher cleans ahead of it).
+    pub fn hand(&self) -> usize {
+        self.hand
+    }
+
+    /// How many frames are empty or clean (reusable without a write).
+    pub fn clean_frames(&self) -> usize {
+        self.frames.iter().filter(|f| !f.dirty).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u32) -> PageId {
+        PageId { file: 0, page_no: n }
+    }
+
+    #[test]
+    fn clock_gives_second_chance_and_skips_pinned_and_busy() {
+        let mut pool = Pool::new(3, 4096);
+        for n in 0..3 {
+            let v = pool.victim().unwrap();
+            pool.install(v, id(n), false);
+        }
+        // All referenced: the hand clears bits and comes back to frame 0.
+        assert_eq!(pool.victim(), Some(0));
+        // A clean frame is preferred over a dirty one further ahead of the hand.
+        pool.frames[1].dirty = true;
+        assert_eq!(pool.victim(), Some(2));
+        pool.frames[1].dirty = false;
+        pool.install(0, id(10), false);
+        pool.frames[1].pinned = true;
+        pool.frames[2].io_busy = true;
+        pool.frames[0].referenced = false;
+        assert_eq!(pool.victim(), Some(0));
+        pool.frames[0].pinned = true;
+        assert_eq!(pool.victim(), None, "nothing evictable");
+        assert_eq!(pool.lookup(id(10)), Some(0));
+        assert_eq!(pool.lookup(id(0)), None);
+    }
+}

@@ -1,0 +1,798 @@
+//! The page store: page access through the buffer pool, the write paths of each protection mode,
+//! checkpoints and recovery.
+//!
+//! Locking: `inner` (pool + redo LSN) is held for every page access and for a whole transaction, so log
+//! order equals page-change order. `batch_io` serialises batch flushes (flusher and checkpoint share the
+//! double-write batch region); lock order is `checkpoint_lock` → `batch_io` → `inner`. Evictions write
+//! synchronously under `inner` through the single-page region.
+
+use super::control::{ControlFile, ControlRecord};
+use super::dw::{self, DoubleWrite, Region};
+use super::log::{PageLog, open_wal};
+use super::page::{self, Lsn, PageCheck, PageId};
+use super::pool::Pool;
+use super::record::{self, Edit};
+use super::{Mode, StoreConfig};
+use crate::storage::{FileOptions, Storage, StorageFile, WriteSync};
+use std::collections::BTreeSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use syncbench_sys::AlignedBuf;
+
+const CONTROL_FILE_NAME: &str = "control";
+const WAL_SUBDIR: &str = "wal";
+
+/// Counters for the benchmark (monotonic since open).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StoreStats {
+    /// Log bytes appended (record headers included).
+    pub wal_bytes: u64,
+    /// Of which full-page images.
+    pub fpi_bytes: u64,
+    /// Log syncs.
+    pub wal_syncs: u64,
+    /// Page bytes written to data files.
+    pub home_bytes: u64,
+    /// Page bytes written to the double-write area.
+    pub dw_bytes: u64,
+    /// fsync/fdatasync calls on data files and the double-write area.
+    pub data_syncs: u64,
+    /// Pages written by client evictions (synchronously).
+    pub eviction_writes: u64,
+    /// Completed checkpoints.
+    pub checkpoints: u64,
+    /// Their total duration.
+    pub checkpoint_secs_total: f64,
+    /// Pages restored from the double-write area by the last recovery.
+    pub dw_restored_pages: u64,
+    /// Log records replayed by the last recovery.
+    pub redo_records: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    wal_bytes: AtomicU64,
+    fpi_bytes: AtomicU64,
+    home_bytes: AtomicU64,
+    dw_bytes: AtomicU64,
+    data_syncs: AtomicU64,
+    eviction_writes: AtomicU64,
+    checkpoints: AtomicU64,
+    checkpoint_ns_total: AtomicU64,
+    dw_restored_pages: AtomicU64,
+    redo_records: AtomicU64,
+}
+
+fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+struct Inner {
+    pool: Pool,
+    /// Changes after this LSN need a full-page image in `fpw` mode (the current checkpoint's redo LSN).
+    redo_lsn: Lsn,
+}
+
+/// A page copy on its way to disk.
+struct PageCopy {
+    frame: usize,
+    id: PageId,
+    lsn: Lsn,
+    /// The frame was marked for the running checkpoint when this copy was taken.
+    for_checkpoint: bool,
+    bytes: AlignedBuf,
+}
+
+/// The page store.
+pub struct PageStore<S: Storage> {
+    storage: S,
+    dir: PathBuf,
+    config: StoreConfig,
+    files: Vec<S::File>,
+    log: Box<dyn PageLog>,
+    dw: Option<DoubleWrite<S::File>>,
+    control: Mutex<ControlFile<S::File>>,
+    inner: Mutex<Inner>,
+    batch_io: Mutex<()>,
+    checkpoint_lock: Mutex<()>,
+    poisoned: Mutex<Option<String>>,
+    counters: Counters,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+/// A transaction's view of the pages: reads and writes go to the buffer pool under the store lock.
+pub struct Tx<'a, S: Storage> {
+    store: &'a PageStore<S>,
+    inner: &'a mut Inner,
+    edits: Vec<Edit>,
+    pinned: Vec<usize>,
+}
+
+impl<S: Storage + Clone + 'static> Tx<'_, S> {
+    /// Copy `out.len()` bytes at `offset` of `page` (its latest version, including this transaction's
+    /// writes).
+    pub fn read(&mut self, page: PageId, offset: usize, out: &mut [u8]) -> io::Result<()> {
+        let idx = self.store.fetch(self.inner, page, false)?;
+        out.copy_from_slice(&self.inner.pool.frames[idx].data.as_slice()[offset..offset + out.len()]);
+        Ok(())
+    }
+
+    /// Change `bytes.len()` bytes at `offset` of `page`. In `fpw` mode the first change after the
+    /// checkpoint's redo LSN logs the page's full image first.
+    pub fn write(&mut self, page: PageId, offset: usize, bytes: &[u8]) -> io::Result<()> {
+        let body = page::body_range(self.store.config.page_size);
+        assert!(offset >= body.start && offset + bytes.len() <= body.end, "write outside the page body");
+        let idx = self.store.fetch(self.inner, page, false)?;
+        let frame = &mut self.inner.pool.frames[idx];
+        if !frame.pinned {
+            frame.pinned = true;
+            self.pinned.push(idx);
+        }
+        let needs_image = self.store.config.mode == Mode::Fpw
+            && page::lsn(frame.data.as_slice()) <= self.inner.redo_lsn
+            && !self.store.config.faults.fpw_skip_image;
+        if needs_image {
+            let payload = record::encode_image(page, frame.data.as_slice());
+            let lsn = self.store.log.append(record::KIND_IMAGE, &payload)?;
+            let logged = self.store.log.record_bytes(payload.len());
+            add(&self.store.counters.wal_bytes, logged);
+            add(&self.store.counters.fpi_bytes, logged);
+            page::set_lsn(frame.data.as_mut_slice(), lsn);
+            frame.dirty = true;
+        }
+        frame.data.as_mut_slice()[offset..offset + bytes.len()].copy_from_slice(bytes);
+        self.edits.push(Edit { page, offset: offset as u16, bytes: bytes.to_vec() });
+        Ok(())
+    }
+
+    /// Log the edits as one record, stamp the pages with its LSN, unpin them.
+    fn finish(self, tag: u64) -> io::Result<Lsn> {
+        if self.edits.is_empty() {
+            return Ok(self.store.log.last_lsn());
+        }
+        let payload = record::encode_edits(tag, &self.edits);
+        let lsn = self.store.log.append(record::KIND_EDITS, &payload)?;
+        add(&self.store.counters.wal_bytes, self.store.log.record_bytes(payload.len()));
+        for idx in self.pinned {
+            let frame = &mut self.inner.pool.frames[idx];
+            page::set_lsn(frame.data.as_mut_slice(), lsn);
+            frame.dirty = true;
+            frame.pinned = false;
+        }
+        Ok(lsn)
+    }
+}
+
+impl<S: Storage + Clone + 'static> PageStore<S> {
+    fn paths(dir: &Path, config: &StoreConfig) -> (PathBuf, PathBuf) {
+        let wal_dir = config.wal_dir.clone().unwrap_or_else(|| dir.join(WAL_SUBDIR));
+        let dw_dir = config.dw_dir.clone().unwrap_or_else(|| dir.to_path_buf());
+        (wal_dir, dw_dir)
+    }
+
+    fn file_options(config: &StoreConfig) -> FileOptions {
+        FileOptions { dsync: false, direct: config.mode == Mode::Atomic }
+    }
+
+    fn data_path(dir: &Path, n: u32) -> PathBuf {
+        dir.join(format!("data-{n}"))
+    }
+
+    /// Create an empty store in `dir` (created if missing). Load pages with [`PageStore::load_page`], then
+    /// call [`PageStore::finish_load`] before using it.
+    pub fn create(storage: S, dir: &Path, config: StoreConfig) -> io::Result<Self> {
+        config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let (wal_dir, dw_dir) = Self::paths(dir, &config);
+        for d in [dir, &wal_dir, &dw_dir] {
+            storage.create_dir_all(d)?;
+        }
+        let opts = Self::file_options(&config);
+        let files = (0..config.data_files)
+            .map(|n| storage.create_new(&Self::data_path(dir, n), opts))
+            .collect::<io::Result<Vec<_>>>()?;
+        let (log, old) = open_wal(storage.clone(), &wal_dir, config.wal.clone())?;
+        if !old.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "the log directory already holds a log"));
+        }
+        let dw = Self::open_dw(&storage, &dw_dir, &config)?;
+        let first = ControlRecord {
+            seq: 1,
+            redo_lsn: 0,
+            checkpoint_lsn: 0,
+            page_size: config.page_size as u32,
+            mode: config.mode.code(),
+            clean_shutdown: false,
+        };
+        // The control file is written last by `finish_load`; until then a crash leaves no valid store.
+        let control = ControlFile::create(&storage, &dir.join(format!("{CONTROL_FILE_NAME}.loading")), first)?;
+        Ok(Self::assemble(storage, dir, config, files, Box::new(log), dw, control))
+    }
+
+    fn open_dw(storage: &S, dw_dir: &Path, config: &StoreConfig) -> io::Result<Option<DoubleWrite<S::File>>> {
+        if config.mode != Mode::Dw {
+            return Ok(None);
+        }
+        let opts = FileOptions::default();
+        let dw = DoubleWrite::create_or_open(storage, dw_dir, config.page_size, config.dw_batch_pages, opts)?;
+        Ok(Some(dw))
+    }
+
+    fn assemble(
+        storage: S,
+        dir: &Path,
+        config: StoreConfig,
+        files: Vec<S::File>,
+        log: Box<dyn PageLog>,
+        dw: Option<DoubleWrite<S::File>>,
+        control: ControlFile<S::File>,
+    ) -> Self {
+        let pool = Pool::new(config.pool_frames(), config.page_size);
+        let redo_lsn = control.current().redo_lsn;
+        PageStore {
+            storage,
+            dir: dir.to_path_buf(),
+            config,
+            files,
+            log,
+            dw,
+            control: Mutex::new(control),
+            inner: Mutex::new(Inner { pool, redo_lsn }),
+            batch_io: Mutex::new(()),
+            checkpoint_lock: Mutex::new(()),
+            poisoned: Mutex::new(None),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Bulk-load one page during creation (written straight home with LSN 0; not logged).
+    pub fn load_page(&self, id: PageId, body: impl FnOnce(&mut [u8])) -> io::Result<()> {
+        let mut buf = AlignedBuf::new(self.config.page_size, self.config.page_size);
+        page::format(buf.as_mut_slice(), id);
+        body(buf.as_mut_slice());
+        page::seal(buf.as_mut_slice());
+        self.write_home(id, buf.as_slice(), WriteSync::None)
+    }
+
+    /// Make the loaded pages durable and publish the control file (rename + directory fsync).
+    pub fn finish_load(&self) -> io::Result<()> {
+        for f in &self.files {
+            f.sync_all()?;
+        }
+        let loading = self.dir.join(format!("{CONTROL_FILE_NAME}.loading"));
+        self.storage.rename(&loading, &self.dir.join(CONTROL_FILE_NAME))?;
+        self.storage.sync_dir(&self.dir)
+    }
+
+    /// Open an existing store and recover it: double-write restore, redo of the log after the last
+    /// checkpoint, an end-of-recovery checkpoint, and a checksum scan of every page. Any page that is
+    /// torn and cannot be repaired stops recovery with an error.
+    pub fn open(storage: S, dir: &Path, config: StoreConfig) -> io::Result<Self> {
+        config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let (wal_dir, dw_dir) = Self::paths(dir, &config);
+        let control = ControlFile::open(&storage, &dir.join(CONTROL_FILE_NAME))?;
+        let on_disk = control.current();
+        if on_disk.page_size as usize != config.page_size || Mode::from_code(on_disk.mode) != Some(config.mode) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "store was created with {}-byte pages and mode {:?}; open it with the same settings",
+                    on_disk.page_size,
+                    Mode::from_code(on_disk.mode).map(Mode::name)
+                ),
+            ));
+        }
+        let opts = Self::file_options(&config);
+        let files = (0..config.data_files)
+            .map(|n| storage.open(&Self::data_path(dir, n), opts))
+            .collect::<io::Result<Vec<_>>>()?;
+        // Trust nothing still in a page cache from before the crash until it is synced (PostgreSQL's
+        // SyncDataDirectory): an error here means the state is unknown, so stop.
+        for f in &files {
+            f.sync_all()?;
+        }
+        let (log, records) = open_wal(storage.clone(), &wal_dir, config.wal.clone())?;
+        let dw = Self::open_dw(&storage, &dw_dir, &config)?;
+        let store = Self::assemble(storage, dir, config, files, Box::new(log), dw, control);
+        store.restore_from_dw()?;
+        store.redo(&records)?;
+        store.checkpoint()?;
+        store.verify_all_pages()?;
+        Ok(store)
+    }
+
+    fn read_home(&self, id: PageId, buf: &mut [u8]) -> io::Result<bool> {
+        let file = &self.files[id.file as usize];
+        let offset = id.page_no as u64 * self.config.page_size as u64;
+        if offset + self.config.page_size as u64 > file.len()? {
+            buf.fill(0);
+            return Ok(false);
+        }
+        file.read_exact_at(buf, offset)?;
+        Ok(true)
+    }
+
+    fn write_home(&self, id: PageId, bytes: &[u8], sync: WriteSync) -> io::Result<()> {
+        let offset = id.page_no as u64 * self.config.page_size as u64;
+        self.files[id.file as usize].write_at(bytes, offset, sync)?;
+        add(&self.counters.home_bytes, bytes.len() as u64);
+        Ok(())
+    }
+
+    fn sync_data_file(&self, file: u32) -> io::Result<()> {
+        self.files[file as usize].sync_all()?;
+        add(&self.counters.data_syncs, 1);
+        Ok(())
+    }
+
+    fn restore_from_dw(&self) -> io::Result<()> {
+        let Some(dw) = &self.dw else { return Ok(()) };
+        let mut touched = BTreeSet::new();
+        let mut home = AlignedBuf::new(self.config.page_size, self.config.page_size);
+        for (id, image) in dw.newest_copies()? {
+            if id.file as usize >= self.files.len() {
+                continue; // not a page of this store
+            }
+            self.read_home(id, home.as_mut_slice())?;
+            let copy_lsn = page::lsn(&image);
+            if dw::decide(page::check(home.as_slice(), id), Some(copy_lsn)) == dw::Decision::Restore {
+                home.as_mut_slice().copy_from_slice(&image);
+                self.write_home(id, home.as_slice(), WriteSync::None)?;
+                touched.insert(id.file);
+                add(&self.counters.dw_restored_pages, 1);
+            }
+        }
+        for file in touched {
+            self.sync_data_file(file)?;
+        }
+        Ok(())
+    }
+
+    fn redo(&self, records: &[super::LogRecord]) -> io::Result<()> {
+        let mut guard = lock(&self.inner);
+        let inner = &mut *guard;
+        let redo_lsn = inner.redo_lsn;
+        for rec in records.iter().filter(|r| r.lsn > redo_lsn) {
+            add(&self.counters.redo_records, 1);
+            match rec.kind {
+                record::KIND_IMAGE => {
+                    let (id, image) = record::decode_image(&rec.payload, self.config.page_size)?;
+                    let idx = self.fetch(inner, id, true)?;
+                    let frame = &mut inner.pool.frames[idx];
+                    frame.data.as_mut_slice().copy_from_slice(image);
+                    page::set_lsn(frame.data.as_mut_slice(), rec.lsn);
+                    frame.torn = false;
+                    frame.dirty = true;
+                }
+                record::KIND_EDITS => self.redo_edits(inner, rec.lsn, &record::decode_edits(&rec.payload)?)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn redo_edits(&self, inner: &mut Inner, lsn: Lsn, edits: &[Edit]) -> io::Result<()> {
+        let pages: BTreeSet<PageId> = edits.iter().map(|e| e.page).collect();
+        for id in pages {
+            let idx = self.fetch(inner, id, true)?;
+            let frame = &mut inner.pool.frames[idx];
+            if frame.torn {
+                return Err(self.unrepairable(id));
+            }
+            if page::lsn(frame.data.as_slice()) >= lsn {
+                continue; // already on disk
+            }
+            for e in edits.iter().filter(|e| e.page == id) {
+                let at = e.offset as usize;
+                frame.data.as_mut_slice()[at..at + e.bytes.len()].copy_from_slice(&e.bytes);
+            }
+            page::set_lsn(frame.data.as_mut_slice(), lsn);
+            frame.dirty = true;
+        }
+        Ok(())
+    }
+
+    fn unrepairable(&self, id: PageId) -> io::Error {
+        let why = match self.config.mode {
+            Mode::None => "mode none has no torn-page protection",
+            Mode::Fpw => "no full-page image of it was logged after the checkpoint",
+            Mode::Dw => "the double-write area has no valid copy of it",
+            Mode::Atomic => "atomic writes should have prevented this: the device tore a write",
+        };
+        invalid(format!(
+            "recovery stopped: page {} of data-{} fails its checksum and cannot be repaired ({why})",
+            id.page_no, id.file
+        ))
+    }
+
+    fn verify_all_pages(&self) -> io::Result<()> {
+        let mut buf = AlignedBuf::new(self.config.page_size, self.config.page_size);
+        for (n, file) in self.files.iter().enumerate() {
+            let pages = file.len()? / self.config.page_size as u64;
+            for page_no in 0..pages as u32 {
+                let id = PageId { file: n as u32, page_no };
+                self.read_home(id, buf.as_mut_slice())?;
+                if page::check(buf.as_slice(), id) == PageCheck::Bad {
+                    return Err(self.unrepairable(id));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_poison(&self) -> io::Result<()> {
+        match &*lock(&self.poisoned) {
+            Some(why) => Err(io::Error::other(format!("page store stopped after an earlier failure: {why}"))),
+            None => Ok(()),
+        }
+    }
+
+    fn poison<T>(&self, result: io::Result<T>) -> io::Result<T> {
+        if let Err(e) = &result {
+            lock(&self.poisoned).get_or_insert_with(|| e.to_string());
+        }
+        result
+    }
+
+    /// The frame holding `id`, reading it (and evicting a victim) if needed. During recovery a page that
+    /// fails its checksum is kept and flagged torn; otherwise it is an error.
+    fn fetch(&self, inner: &mut Inner, id: PageId, recovering: bool) -> io::Result<usize> {
+        if id.file as usize >= self.files.len() {
+            return Err(invalid(format!("page id names data file {} which does not exist", id.file)));
+        }
+        if let Some(idx) = inner.pool.lookup(id) {
+            return Ok(idx);
+        }
+        let idx = inner.pool.victim().ok_or_else(|| {
+            io::Error::other("buffer pool exhausted: every frame is pinned or being written; use a larger pool")
+        })?;
+        if inner.pool.frames[idx].dirty {
+            self.evict(inner, idx)?;
+        }
+        let frame = &mut inner.pool.frames[idx];
+        self.read_home(id, frame.data.as_mut_slice())?;
+        let torn = match page::check(frame.data.as_slice(), id) {
+            PageCheck::Valid { .. } => false,
+            PageCheck::Zero => {
+                page::format(frame.data.as_mut_slice(), id);
+                false
+            }
+            PageCheck::Bad if recovering => true,
+            PageCheck::Bad => {
+                return Err(invalid(format!(
+                    "page {} of data-{} failed its checksum on read; the store is corrupt",
+                    id.page_no, id.file
+                )));
+            }
+        };
+        inner.pool.install(idx, id, torn);
+        Ok(idx)
+    }
+
+    /// The write-ahead rule: the log is durable up to the page's LSN before the page is written.
+    fn write_ahead(&self, lsn: Lsn) -> io::Result<()> {
+        if !self.config.faults.wal_rule_skip_flush {
+            self.log.flush_to(lsn)?;
+        }
+        let flushed = self.log.flushed_lsn();
+        assert!(flushed >= lsn, "write-ahead rule violated: page LSN {lsn} is past the flushed log LSN {flushed}");
+        Ok(())
+    }
+
+    /// Seal a private copy and validate it before it may be written (InnoDB's "croak"): a page that does
+    /// not check out is a bug, never something to write.
+    fn sealed_copy(&self, id: PageId, data: &[u8]) -> AlignedBuf {
+        let mut copy = AlignedBuf::new(self.config.page_size, self.config.page_size);
+        copy.as_mut_slice().copy_from_slice(data);
+        page::seal(copy.as_mut_slice());
+        let check = page::check(copy.as_slice(), id);
+        assert!(matches!(check, PageCheck::Valid { .. }), "refusing to write page {id:?}: {check:?}");
+        copy
+    }
+
+    /// A client needs frame `idx`: write its dirty page now, through the single-page path.
+    fn evict(&self, inner: &mut Inner, idx: usize) -> io::Result<()> {
+        let frame = &inner.pool.frames[idx];
+        let id = frame.id.expect("a dirty frame holds a page");
+        assert!(!frame.torn, "a torn frame is never dirty");
+        let lsn = page::lsn(frame.data.as_slice());
+        let result = self.write_one(id, lsn, frame.data.as_slice());
+        self.poison(result)?;
+        add(&self.counters.eviction_writes, 1);
+        inner.pool.frames[idx].dirty = false;
+        inner.pool.frames[idx].checkpoint_needed = false;
+        Ok(())
+    }
+
+    fn write_one(&self, id: PageId, lsn: Lsn, data: &[u8]) -> io::Result<()> {
+        self.write_ahead(lsn)?;
+        let copy = self.sealed_copy(id, data);
+        match self.config.mode {
+            Mode::None | Mode::Fpw => self.write_home(id, copy.as_slice(), WriteSync::None),
+            Mode::Atomic => self.write_home(id, copy.as_slice(), WriteSync::AtomicDsync),
+            Mode::Dw => {
+                let dw = self.dw.as_ref().expect("dw mode has a double-write area");
+                dw.write(Region::Single, copy.as_slice(), self.config.faults.dw_skip_fsync)?;
+                add(&self.counters.dw_bytes, copy.len() as u64);
+                add(&self.counters.data_syncs, u64::from(!self.config.faults.dw_skip_fsync));
+                self.write_home(id, copy.as_slice(), WriteSync::None)?;
+                // The single-page slots are reused a few evictions later: the home copy must be durable.
+                self.sync_data_file(id.file)
+            }
+        }
+    }
+
+    /// Write a batch of page copies through the mode's protection path, sorted by file and offset.
+    fn write_batch(&self, copies: &mut [PageCopy]) -> io::Result<()> {
+        copies.sort_by_key(|c| c.id);
+        let max_lsn = copies.iter().map(|c| c.lsn).max().unwrap_or(0);
+        self.write_ahead(max_lsn)?;
+        for c in copies.iter_mut() {
+            c.bytes = self.sealed_copy(c.id, c.bytes.as_slice());
+        }
+        if let Some(dw) = &self.dw {
+            let mut images = AlignedBuf::new(copies.len() * self.config.page_size, self.config.page_size);
+            for (slot, c) in images.as_mut_slice().chunks_exact_mut(self.config.page_size).zip(copies.iter()) {
+                slot.copy_from_slice(c.bytes.as_slice());
+            }
+            dw.write(Region::Batch, images.as_slice(), self.config.faults.dw_skip_fsync)?;
+            add(&self.counters.dw_bytes, images.len() as u64);
+            add(&self.counters.data_syncs, u64::from(!self.config.faults.dw_skip_fsync));
+        }
+        let sync = if self.config.mode == Mode::Atomic { WriteSync::AtomicDsync } else { WriteSync::None };
+        let mut touched = BTreeSet::new();
+        for c in copies.iter() {
+            self.write_home(c.id, c.bytes.as_slice(), sync)?;
+            touched.insert(c.id.file);
+        }
+        // The double-write batch region is reused by the next batch: these pages must be durable first.
+        if self.dw.is_some() {
+            for file in touched {
+                self.sync_data_file(file)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Flush up to one batch of dirty pages chosen by `pick` (called on each idle dirty frame, in
+    /// clock order from the hand). Returns how many were written.
+    fn flush_batch(&self, pick: impl Fn(&super::pool::Frame) -> bool) -> io::Result<usize> {
+        self.check_poison()?;
+        let _io = lock(&self.batch_io);
+        let mut copies = {
+            let mut inner = lock(&self.inner);
+            let n = inner.pool.frames.len();
+            let start = inner.pool.hand();
+            let mut copies = Vec::new();
+            for step in 0..n {
+                if copies.len() == self.config.dw_batch_pages {
+                    break;
+                }
+                let idx = (start + step) % n;
+                let frame = &mut inner.pool.frames[idx];
+                let lsn = page::lsn(frame.data.as_slice());
+                if !frame.dirty || frame.pinned || frame.io_busy || !pick(frame) {
+                    continue;
+                }
+                frame.io_busy = true;
+                let mut bytes = AlignedBuf::new(self.config.page_size, self.config.page_size);
+                bytes.as_mut_slice().copy_from_slice(frame.data.as_slice());
+                let id = frame.id.expect("dirty frame has a page");
+                copies.push(PageCopy { frame: idx, id, lsn, for_checkpoint: frame.checkpoint_needed, bytes });
+            }
+            copies
+        };
+        if copies.is_empty() {
+            return Ok(0);
+        }
+        let result = self.write_batch(&mut copies);
+        let mut inner = lock(&self.inner);
+        for c in &copies {
+            let frame = &mut inner.pool.frames[c.frame];
+            frame.io_busy = false;
+            if result.is_err() || frame.id != Some(c.id) {
+                continue;
+            }
+            // A copy taken after the checkpoint marked the frame holds every change up to its redo LSN.
+            if c.for_checkpoint {
+                frame.checkpoint_needed = false;
+            }
+            // Changed again while being written: it stays dirty.
+            if page::lsn(frame.data.as_slice()) == c.lsn {
+                frame.dirty = false;
+            }
+        }
+        drop(inner);
+        self.poison(result)?;
+        Ok(copies.len())
+    }
+
+    /// Background flusher step: keep clean frames ahead of the clock hand so client evictions rarely
+    /// have to write. Returns pages written.
+    pub fn flush_ahead(&self) -> io::Result<usize> {
+        let (clean, frames) = {
+            let inner = lock(&self.inner);
+            (inner.pool.clean_frames(), inner.pool.frames.len())
+        };
+        let low_water = (frames / 4).max(2 * self.config.dw_batch_pages);
+        if clean >= low_water {
+            return Ok(0);
+        }
+        self.flush_batch(|_| true)
+    }
+
+    /// A checkpoint, in the order of docs/format-pages.md: note the redo LSN, flush every page dirtied at
+    /// or before it through the protection path, fsync the data files, log and flush the checkpoint
+    /// record, update the control file, then let the log drop what is below the redo LSN.
+    pub fn checkpoint(&self) -> io::Result<()> {
+        self.check_poison()?;
+        let _one_at_a_time = lock(&self.checkpoint_lock);
+        let started = Instant::now();
+        // Every page dirty at this moment holds changes at or below the redo LSN, whatever its page LSN
+        // becomes later: mark them all, and write each marked page from a copy taken after this point.
+        let redo_lsn = {
+            let mut inner = lock(&self.inner);
+            inner.redo_lsn = self.log.last_lsn();
+            for frame in inner.pool.frames.iter_mut() {
+                frame.checkpoint_needed = frame.dirty;
+            }
+            inner.redo_lsn
+        };
+        while self.flush_batch(|frame| frame.checkpoint_needed)? > 0 {}
+        if !self.config.faults.checkpoint_skip_data_fsync {
+            for n in 0..self.files.len() as u32 {
+                let synced = self.sync_data_file(n);
+                self.poison(synced)?;
+            }
+        }
+        let result = self.record_checkpoint(redo_lsn);
+        self.poison(result)?;
+        add(&self.counters.checkpoints, 1);
+        add(&self.counters.checkpoint_ns_total, started.elapsed().as_nanos() as u64);
+        Ok(())
+    }
+
+    fn record_checkpoint(&self, redo_lsn: Lsn) -> io::Result<()> {
+        let payload = record::encode_checkpoint(redo_lsn);
+        let checkpoint_lsn = self.log.append(record::KIND_CHECKPOINT, &payload)?;
+        add(&self.counters.wal_bytes, self.log.record_bytes(payload.len()));
+        self.log.flush_to(checkpoint_lsn)?;
+        let mut control = lock(&self.control);
+        let next = ControlRecord { redo_lsn, checkpoint_lsn, clean_shutdown: false, ..control.current() };
+        control.update(next)?;
+        drop(control);
+        self.log.truncate_before(redo_lsn)
+    }
+
+    /// Run `body` as one transaction: its page writes are applied and logged as one record (all or
+    /// nothing after a crash). Returns the record's LSN; the change is durable after [`Self::commit`].
+    pub fn update<T>(&self, tag: u64, body: impl FnOnce(&mut Tx<'_, S>) -> io::Result<T>) -> io::Result<(T, Lsn)> {
+        self.check_poison()?;
+        let mut guard = lock(&self.inner);
+        let mut tx = Tx { store: self, inner: &mut guard, edits: Vec::new(), pinned: Vec::new() };
+        let result = body(&mut tx).and_then(|value| Ok((value, tx.finish(tag)?)));
+        // Pages may have changed in memory without a log record: nothing can be trusted any more.
+        self.poison(result)
+    }
+
+    /// Wait until the record at `lsn` is durable (group commit).
+    pub fn commit(&self, lsn: Lsn) -> io::Result<()> {
+        let flushed = self.log.commit(lsn);
+        self.poison(flushed)
+    }
+
+    /// Read bytes of a page (through the buffer pool).
+    pub fn read(&self, page: PageId, offset: usize, out: &mut [u8]) -> io::Result<()> {
+        self.check_poison()?;
+        let mut inner = lock(&self.inner);
+        let idx = self.fetch(&mut inner, page, false)?;
+        out.copy_from_slice(&inner.pool.frames[idx].data.as_slice()[offset..offset + out.len()]);
+        Ok(())
+    }
+
+    /// Pages currently in data file `file` on disk or in the pool.
+    pub fn page_count(&self, file: u32) -> io::Result<u32> {
+        let on_disk = (self.files[file as usize].len()? / self.config.page_size as u64) as u32;
+        let inner = lock(&self.inner);
+        let in_pool = inner.pool.frames.iter().filter_map(|f| f.id).filter(|id| id.file == file);
+        Ok(in_pool.map(|id| id.page_no + 1).max().unwrap_or(0).max(on_disk))
+    }
+
+    /// Clean shutdown: a final checkpoint, recorded as clean.
+    pub fn close(&self) -> io::Result<()> {
+        self.checkpoint()?;
+        let mut control = lock(&self.control);
+        let next = ControlRecord { clean_shutdown: true, ..control.current() };
+        control.update(next)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> StoreStats {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StoreStats {
+            wal_bytes: get(&c.wal_bytes),
+            fpi_bytes: get(&c.fpi_bytes),
+            wal_syncs: self.log.stats().syncs,
+            home_bytes: get(&c.home_bytes),
+            dw_bytes: get(&c.dw_bytes),
+            data_syncs: get(&c.data_syncs),
+            eviction_writes: get(&c.eviction_writes),
+            checkpoints: get(&c.checkpoints),
+            checkpoint_secs_total: get(&c.checkpoint_ns_total) as f64 / 1e9,
+            dw_restored_pages: get(&c.dw_restored_pages),
+            redo_records: get(&c.redo_records),
+        }
+    }
+}
+
+/// The flusher and checkpointer threads of a running store; stopped (and joined) on drop.
+pub struct Background {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl<S: Storage + Clone + 'static> PageStore<S> {
+    /// Start the background flusher (every few ms) and a checkpoint every `checkpoint_every`.
+    /// A failure in either poisons the store; clients see it on their next call.
+    pub fn start_background(self: &Arc<Self>, checkpoint_every: Duration) -> Background {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flusher = {
+            let (store, stop) = (self.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match store.flush_ahead() {
+                        Ok(0) => std::thread::sleep(Duration::from_millis(2)),
+                        Ok(_) => {}
+                        Err(_) => return,
+                    }
+                }
+            })
+        };
+        let checkpointer = {
+            let (store, stop) = (self.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut last = Instant::now();
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(10));
+                    if last.elapsed() >= checkpoint_every {
+                        if store.checkpoint().is_err() {
+                            return;
+                        }
+                        last = Instant::now();
+                    }
+                }
+            })
+        };
+        Background { stop, threads: vec![flusher, checkpointer] }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// For tests: where each on-disk piece lives.
+#[doc(hidden)]
+pub fn data_file_path(dir: &Path, n: u32) -> PathBuf {
+    dir.join(format!("data-{n}"))
+}

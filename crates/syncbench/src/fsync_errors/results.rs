@@ -1,0 +1,227 @@
+//! What one run found, per file system, and what the ATC'20 paper reported for the same file system.
+//!
+//! Outcomes are plain strings so that JSON readers need no enum table: a sync is `ok` or an errno name
+//! (`EIO`); a read of the overwritten block is `new`, `old`, `other` or an errno name.
+
+use super::cases::{FsCase, SyncCall, Targeting};
+use serde::Serialize;
+use std::io;
+
+/// The `fsync_errors` payload of the JSON envelope.
+#[derive(Clone, Debug, Serialize)]
+pub struct Payload {
+    /// What the experiment found.
+    pub fsync_errors: Report,
+}
+
+/// Results for every file system requested.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// One entry per file system, in the order they ran.
+    pub results: Vec<FsResult>,
+    /// The lesson for application writers, derived from the observations.
+    pub conclusion: Vec<String>,
+}
+
+/// One file system's outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct FsResult {
+    /// `ext4`, `ext4-journal`, `xfs` or `btrfs`.
+    pub fs: FsCase,
+    /// The mount type.
+    pub fs_type: String,
+    /// The mount options used.
+    pub mount_options: String,
+    /// The sync call the steps make (the `fsync_*` observations name the step, whichever call it was).
+    pub sync_call: SyncCall,
+    /// Why the case did not run (a missing mkfs program), if it did not.
+    pub skipped: Option<String>,
+    /// What went wrong while setting up or running, if anything did.
+    pub error: Option<String>,
+    /// What this kernel did, when the experiment ran to the end.
+    pub observed: Option<Observations>,
+    /// What Rebello et al. (USENIX ATC'20) reported for this file system.
+    pub paper: PaperFinding,
+}
+
+impl FsResult {
+    /// A result with nothing observed yet.
+    pub fn new(fs: FsCase, sync_call: SyncCall) -> FsResult {
+        FsResult {
+            fs,
+            fs_type: fs.fs_type().to_string(),
+            mount_options: fs.mount_options().to_string(),
+            sync_call,
+            skipped: None,
+            error: None,
+            observed: None,
+            paper: PaperFinding::for_case(fs),
+        }
+    }
+}
+
+/// Every step of the experiment, in order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Observations {
+    /// How the failing write was recognised.
+    pub targeting: Option<Targeting>,
+    /// Where the overwritten block lives on the image (block-range targeting only).
+    pub target_image_offset_bytes: Option<u64>,
+    /// Size of the overwritten block.
+    pub block_size_bytes: u64,
+    /// First fsync on the writer's descriptor after the overwrite whose writeback fails.
+    pub fsync_first: String,
+    /// Writes the image server had failed by the time the first fsync returned (0: the failure was not
+    /// reached, so the first fsync cannot have seen it).
+    pub injected_write_errors_at_first_fsync: u64,
+    /// Second fsync on the same descriptor, nothing changed in between (the "retry").
+    pub fsync_second: String,
+    /// fsync on a descriptor opened before the failure.
+    pub fsync_fd_opened_before_error: String,
+    /// fsync on a descriptor opened after the failure.
+    pub fsync_fd_opened_after_error: String,
+    /// The block read back while the failure is still armed (from the page cache, if it kept it).
+    pub read_in_cache: String,
+    /// fsync on the writer's descriptor after the device works again.
+    pub fsync_after_device_recovers: String,
+    /// Whether anything wrote the block again once the device worked (false: the failed page was clean).
+    pub rewritten_after_device_recovers: bool,
+    /// The block read after dropping the page cache (what the disk holds).
+    pub read_after_drop_caches: String,
+    /// The block read after unmounting and mounting again.
+    pub read_after_remount: String,
+    /// The bytes at the block's location on the image, read directly (block-range targeting only).
+    pub image_at_target: Option<String>,
+    /// Creating a new file after the error: `ok`, or the errno (`EROFS` once the journal has aborted).
+    pub new_file_after_error: String,
+    /// Writes the image server failed in total.
+    pub injected_write_errors_total: u64,
+}
+
+/// What the paper (and its CuttleFS model) reported, in the same vocabulary as [`Observations`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PaperFinding {
+    /// First fsync after the failed writeback.
+    pub fsync_first: String,
+    /// A retried fsync.
+    pub fsync_second: String,
+    /// Other descriptors.
+    pub other_descriptors: String,
+    /// The page cache's content after the error.
+    pub read_in_cache: String,
+    /// A sync once the device works again.
+    pub fsync_after_recovery: String,
+    /// After the cache is dropped.
+    pub read_after_eviction: String,
+    /// Whether the file system stays writable.
+    pub new_file_after_error: String,
+    /// One sentence of context.
+    pub note: String,
+}
+
+impl PaperFinding {
+    /// The paper's finding for one file system (USENIX ATC'20 §4 and the CuttleFS `--fsync-behavior` model).
+    pub fn for_case(fs: FsCase) -> PaperFinding {
+        if fs == FsCase::Ext4JournalWrite {
+            return PaperFinding::journal_write_failure();
+        }
+        let (first, others, cache, note) = match fs {
+            FsCase::Ext4Journal => (
+                "ok (error reported late, on a later fsync)",
+                "EIO once on each descriptor open at the failure",
+                "new",
+                "data=journal does not report the failure on the fsync that hit it",
+            ),
+            FsCase::Btrfs => (
+                "EIO",
+                "EIO on every descriptor",
+                "old",
+                "copy-on-write: the inode reverts to the old blocks and the failed pages are dropped",
+            ),
+            _ => (
+                "EIO",
+                "EIO once on each descriptor open at the failure",
+                "new",
+                "pages marked clean; the new data stays in memory although it is not on disk",
+            ),
+        };
+        PaperFinding {
+            fsync_first: first.to_string(),
+            fsync_second: "ok (pages already clean)".to_string(),
+            other_descriptors: others.to_string(),
+            read_in_cache: cache.to_string(),
+            fsync_after_recovery: "ok, nothing written again (pages clean)".to_string(),
+            read_after_eviction: "old (the new data is lost)".to_string(),
+            new_file_after_error: "ok (only a data block failed)".to_string(),
+            note: note.to_string(),
+        }
+    }
+
+    /// The paper reports only that journal and metadata write failures make the file system unavailable.
+    fn journal_write_failure() -> PaperFinding {
+        let unknown = || "—".to_string();
+        PaperFinding {
+            fsync_first: "an error (not detailed in the paper)".to_string(),
+            fsync_second: unknown(),
+            other_descriptors: unknown(),
+            read_in_cache: unknown(),
+            fsync_after_recovery: unknown(),
+            read_after_eviction: unknown(),
+            new_file_after_error: "fails: the file system becomes unavailable".to_string(),
+            note: "a failed journal write makes the file system unavailable (ext4 aborts the journal)".to_string(),
+        }
+    }
+}
+
+/// `ok`, or the errno name of a failed call (`EIO`), or its message when it has no errno.
+pub fn describe_sync(result: &io::Result<()>) -> String {
+    match result {
+        Ok(()) => "ok".to_string(),
+        Err(e) => errno_text(e),
+    }
+}
+
+/// The errno name of an error, or its message.
+pub fn errno_text(err: &io::Error) -> String {
+    syncbench_sys::errno_name(err).map(str::to_string).unwrap_or_else(|| err.to_string())
+}
+
+/// Whether `block` holds the `old` contents, the `new` ones, or something else.
+pub fn classify(block: &[u8], old: &[u8], new: &[u8]) -> String {
+    if block == new {
+        "new".to_string()
+    } else if block == old {
+        "old".to_string()
+    } else {
+        "other".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_outcomes_are_errno_names() {
+        assert_eq!(describe_sync(&Ok(())), "ok");
+        assert_eq!(describe_sync(&Err(io::Error::from_raw_os_error(libc::EIO))), "EIO");
+        assert_eq!(describe_sync(&Err(io::Error::other("boom"))), "boom");
+    }
+
+    #[test]
+    fn blocks_are_classified_by_exact_content() {
+        let (old, new) = ([1u8; 8], [2u8; 8]);
+        assert_eq!(classify(&new, &old, &new), "new");
+        assert_eq!(classify(&old, &old, &new), "old");
+        let mut mixed = old;
+        mixed[7] = 2;
+        assert_eq!(classify(&mixed, &old, &new), "other");
+    }
+
+    #[test]
+    fn paper_says_btrfs_reverts_and_ext4_journal_reports_late() {
+        assert_eq!(PaperFinding::for_case(FsCase::Btrfs).read_in_cache, "old");
+        assert_eq!(PaperFinding::for_case(FsCase::Xfs).read_in_cache, "new");
+        assert!(PaperFinding::for_case(FsCase::Ext4Journal).fsync_first.contains("late"));
+    }
+}

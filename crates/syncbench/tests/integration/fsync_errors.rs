@@ -1,0 +1,159 @@
+//! `syncbench fsync-errors` against the real kernel: the ext4 case as root, and input errors anywhere.
+
+use assert_cmd::Command;
+use predicates::str::contains;
+
+#[test]
+fn unknown_file_system_is_a_usage_error() {
+    Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["fsync-errors", "--fs", "ext4,zfs"])
+        .assert()
+        .code(2)
+        .stderr(contains("unknown file system \"zfs\""));
+}
+
+#[cfg(not(feature = "fuse"))]
+#[test]
+fn without_the_fuse_feature_it_says_how_to_build_it() {
+    Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["fsync-errors", "--fs", "ext4"])
+        .assert()
+        .code(2)
+        .stderr(contains("--features fuse"));
+}
+
+#[cfg(feature = "fuse")]
+mod as_root {
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Why the real experiment cannot run here, if it cannot.
+    fn missing_prerequisite() -> Option<String> {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let euid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().nth(1));
+        if euid != Some("0") {
+            return Some("not root".into());
+        }
+        if !Path::new("/dev/fuse").exists() {
+            return Some("no /dev/fuse".into());
+        }
+        for program in ["losetup", "mkfs.ext4", "mount", "umount"] {
+            if syncbench::fsync_errors::prereq::find_program(program).is_none() {
+                return Some(format!("{program} not installed"));
+            }
+        }
+        None
+    }
+
+    /// Mounts, loop devices and directories a run with this pid may have left behind.
+    fn leftovers(pid: u32) -> Vec<String> {
+        let tag = format!(".syncbench-fsync-errors-{pid}-");
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let loops =
+            Command::new(syncbench::fsync_errors::prereq::find_program("losetup").unwrap()).arg("-a").output().unwrap();
+        let dirs: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .filter(|name| name.starts_with(&tag))
+            .collect();
+        let mut found: Vec<String> =
+            mounts.lines().filter(|l| l.contains(&tag)).map(|l| format!("mount: {l}")).collect();
+        found.extend(
+            String::from_utf8_lossy(&loops.stdout).lines().filter(|l| l.contains(&tag)).map(|l| format!("loop: {l}")),
+        );
+        found.extend(dirs.into_iter().map(|d| format!("dir: {d}")));
+        found
+    }
+
+    #[test]
+    fn ext4_first_fsync_after_injected_failure_is_eio_and_runs_leave_nothing_behind() {
+        if let Some(why) = missing_prerequisite() {
+            eprintln!("skipping: fsync-errors ext4 case needs root, /dev/fuse, losetup and mkfs.ext4 ({why})");
+            return;
+        }
+        // Twice: the second run must find the machine as clean as the first did.
+        for run in 1..=2 {
+            let child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+                .args(["fsync-errors", "--fs", "ext4", "--json", "-"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            let output = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success(), "run {run}: {:?}\n{stderr}", output.status);
+            let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            assert_eq!(json["schema"], "syncbench/v1");
+            let result = &json["fsync_errors"]["results"][0];
+            assert_eq!(result["fs"], "ext4");
+            assert_eq!(result["error"], serde_json::Value::Null, "run {run}: {result}");
+            let seen = &result["observed"];
+            assert!(seen["injected_write_errors_at_first_fsync"].as_u64().unwrap() >= 1, "{seen}");
+            assert_eq!(seen["fsync_first"], "EIO", "run {run}: {seen}");
+            let left = leftovers(pid);
+            assert!(left.is_empty(), "run {run} left behind: {left:#?}");
+        }
+    }
+
+    #[test]
+    fn a_failing_setup_is_reported_and_torn_down() {
+        if let Some(why) = missing_prerequisite() {
+            eprintln!("skipping: fsync-errors setup-failure case needs root, /dev/fuse and losetup ({why})");
+            return;
+        }
+        // A mkfs.ext4 that formats nothing: FUSE and the loop device are up, then the mount fails.
+        let fake_bin = tempfile::tempdir().unwrap();
+        let fake_mkfs = fake_bin.path().join("mkfs.ext4");
+        std::fs::write(&fake_mkfs, "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(&fake_mkfs, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", fake_bin.path().display(), std::env::var("PATH").unwrap_or_default());
+        let child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+            .args(["fsync-errors", "--fs", "ext4"])
+            .env("PATH", path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("no file system could be tested") && stderr.contains("mount"), "{stderr}");
+        let left = leftovers(pid);
+        assert!(left.is_empty(), "a failed setup left behind: {left:#?}");
+    }
+
+    #[test]
+    fn ctrl_c_mid_run_tears_everything_down() {
+        if let Some(why) = missing_prerequisite() {
+            eprintln!("skipping: fsync-errors interrupt case needs root, /dev/fuse and losetup ({why})");
+            return;
+        }
+        // All four cases take a few seconds; the signal lands inside one of them, wherever that is.
+        let child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+            .args(["fsync-errors", "--fs", "ext4,ext4-journal,xfs,btrfs"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let killed = Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
+        assert!(killed.success());
+        let output = child.wait_with_output().unwrap();
+        // 130 from our handler; on a machine so loaded that the signal beat the handler's installation, the
+        // default action killed it before anything was set up, and the leftover check below still applies.
+        let killed_early = std::os::unix::process::ExitStatusExt::signal(&output.status) == Some(2);
+        assert!(
+            output.status.code() == Some(130) || killed_early,
+            "{:?}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let left = leftovers(pid);
+        assert!(left.is_empty(), "Ctrl-C left behind: {left:#?}");
+    }
+}

@@ -1,0 +1,190 @@
+//! `syncbench pages`: usage errors, a short run's JSON and CSV, cleanup, and a real kill -9 of a running
+//! workload followed by recovery with every acknowledged transaction present.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Small and fast: 2,000 accounts, 4 KiB pages, a pool that forces evictions.
+const SMALL: [&str; 8] =
+    ["--accounts-per-branch", "2000", "--page-size", "4096", "--dw-batch", "8", "--buffer-pool", "160KiB"];
+
+fn leftovers(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect()
+}
+
+#[test]
+fn unknown_mode_is_a_usage_error_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--mode", "none,raid"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("raid") && stderr.contains("none, fpw, dw or atomic"), "{stderr}");
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn too_small_buffer_pool_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--buffer-pool", "64KiB", "--page-size", "8192"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--buffer-pool"));
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn short_run_reports_every_mode_and_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--mode", "none,fpw,dw,atomic", "--secs", "0.4", "--checkpoint-secs", "0.1", "--json", "-"])
+        .args(SMALL)
+        .arg("--csv")
+        .arg(&csv)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["schema"], "syncbench/v1");
+    let rows = json["pages"]["rows"].as_array().unwrap();
+    assert_eq!(rows.iter().map(|r| r["mode"].as_str().unwrap()).collect::<Vec<_>>(), ["none", "fpw", "dw", "atomic"]);
+    for r in &rows[..3] {
+        assert_eq!(r["supported"], true);
+        assert!(r["tps"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["latency_ns"]["p99"].as_u64().unwrap() >= r["latency_ns"]["p50"].as_u64().unwrap());
+        assert!(r["wal_bytes_per_txn"].as_f64().unwrap() > 0.0);
+        for key in ["fpi_share", "data_bytes_per_txn", "fsyncs_per_txn", "checkpoint_duration_s_mean"] {
+            assert!(r[key].is_number(), "{key} in {r}");
+        }
+    }
+    assert_eq!(rows[0]["fpi_share"], 0.0);
+    assert!(rows[1]["fpi_share"].as_f64().unwrap() > 0.0, "fpw logs page images");
+    // atomic: either it ran, or it says why not.
+    assert!(rows[3]["supported"] == true || rows[3]["error"].as_str().is_some_and(|e| !e.is_empty()));
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(csv_text.lines().count(), 5);
+    assert!(csv_text.starts_with("mode,supported,error,buffer_pool_bytes,tps"));
+    assert_eq!(leftovers(dir.path()), vec![csv], "only the CSV the user asked for remains");
+}
+
+#[test]
+fn wal_and_dw_dirs_get_their_own_subdirectories() {
+    let (dir, wal, dw) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--mode", "dw", "--secs", "0.2", "--json", "-"])
+        .args(SMALL)
+        .arg("--wal-dir")
+        .arg(wal.path())
+        .arg("--dw-dir")
+        .arg(dw.path())
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for d in [&dir, &wal, &dw] {
+        assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
+    }
+}
+
+fn ack_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+fn kill_then_recover(mode: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let acks = tempfile::tempdir().unwrap();
+    let ack_log = acks.path().join("acks");
+    let bin = assert_cmd::cargo::cargo_bin("syncbench");
+    let mut child = std::process::Command::new(bin)
+        .args(["pages", "--mode", mode, "--secs", "60", "--checkpoint-secs", "0.1", "--clients", "3"])
+        .args(SMALL)
+        .arg("--ack-log")
+        .arg(&ack_log)
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ack_lines(&ack_log) < 500 {
+        assert!(Instant::now() < deadline, "{mode}: the workload acknowledged too little in 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: no cleanup, no checkpoint, no flush
+    child.wait().unwrap();
+    let stores = leftovers(dir.path());
+    assert_eq!(stores.len(), 1, "the killed run leaves its store: {stores:?}");
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--recover"])
+        .arg(&stores[0])
+        .arg("--ack-log")
+        .arg(&ack_log)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{mode}: {stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("invariant holds") && stdout.contains("acknowledged present"), "{stdout}");
+    assert!(leftovers(dir.path()).is_empty(), "--recover removes the store it checked");
+}
+
+#[test]
+fn kill_9_then_recovery_keeps_every_acknowledged_transaction_dw() {
+    kill_then_recover("dw");
+}
+
+#[test]
+fn kill_9_then_recovery_keeps_every_acknowledged_transaction_fpw() {
+    kill_then_recover("fpw");
+}
+
+#[test]
+fn kill_9_then_recovery_keeps_every_acknowledged_transaction_none() {
+    kill_then_recover("none");
+}
+
+#[test]
+fn recover_refuses_a_directory_syncbench_did_not_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("syncbench").unwrap().args(["pages", "--recover"]).arg(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(dir.path().exists());
+}
+
+#[test]
+fn ctrl_c_removes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        .args(["pages", "--mode", "dw", "--secs", "60"])
+        .args(SMALL)
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while leftovers(dir.path()).is_empty() {
+        assert!(Instant::now() < deadline, "the run never created its store");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300)); // mid-run
+    let sent = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+}
