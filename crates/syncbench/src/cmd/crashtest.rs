@@ -1,6 +1,7 @@
 //! `syncbench crashtest`: crash the reference engine thousands of times on the simulated file system and
 //! check that no acknowledged commit is ever lost. A failure prints a one-line reproducer and exits 1.
 
+use crate::crashtest::pages::PagesScenario;
 use crate::crashtest::wal::WalScenario;
 use crate::crashtest::{self, ExploreOptions, Failure, Summary};
 use crate::exit::{CheckFailed, Outcome, usage};
@@ -307,6 +308,7 @@ fn explore_mode(
     opts: &ExploreOptions,
     progress: impl FnMut(u64),
 ) -> anyhow::Result<(Summary, Option<Failure>)> {
+    use syncbench_engine::pages::{FaultSwitches as PageFaults, Mode as PageMode};
     use syncbench_engine::wal::FaultSwitches as LogFaults;
     match mode {
         Mode::Wal => {
@@ -317,10 +319,16 @@ fn explore_mode(
             };
             Ok(crashtest::explore_all(&WalScenario::new(opts.seed, faults), opts, progress))
         }
-        Mode::Fpw | Mode::Dw | Mode::None => Err(usage(format!(
-            "crashtest --mode {} needs the page store, which is not in this build yet; use --mode wal",
-            value_name(mode)
-        ))),
+        Mode::Fpw | Mode::Dw | Mode::None => {
+            let page_mode = match mode {
+                Mode::Fpw => PageMode::Fpw,
+                Mode::Dw => PageMode::Dw,
+                _ => PageMode::None,
+            };
+            let faults = PageFaults { dw_skip_fsync: bug == Some(EngineBug::DwSkipFsync), ..PageFaults::default() };
+            let scenario = PagesScenario::new(page_mode, opts.seed, opts.accounts_per_branch, faults);
+            Ok(crashtest::explore_all(&scenario, opts, progress))
+        }
     }
 }
 

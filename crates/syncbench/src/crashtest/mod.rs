@@ -7,6 +7,7 @@
 //! reproduced exactly by `--seed S --point K`.
 
 pub mod history;
+pub mod pages;
 pub mod points;
 pub mod wal;
 
