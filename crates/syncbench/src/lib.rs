@@ -6,6 +6,7 @@ pub mod cleanup;
 pub mod cli;
 pub mod cmd;
 pub mod compare;
+pub mod crashtest;
 pub mod exit;
 pub mod export;
 pub mod fsync_errors;

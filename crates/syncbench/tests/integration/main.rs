@@ -1,5 +1,6 @@
 mod advise;
 mod commit;
+mod crashtest;
 mod fsync_errors;
 mod pages;
 mod probe;

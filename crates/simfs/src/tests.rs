@@ -1,0 +1,284 @@
+//! Behaviour of the whole simulator through the engine's `Storage` trait.
+
+use crate::{Profile, ResiduePolicy, SimConfig, SimFs};
+use std::path::{Path, PathBuf};
+use syncbench_engine::{FileOptions, Storage, StorageFile, WriteSync};
+
+fn fs(profile: Profile) -> SimFs {
+    let fs = SimFs::new(SimConfig { profile, sector_bytes: 512, evict_after_error: false });
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    fs
+}
+
+fn p(s: &str) -> PathBuf {
+    PathBuf::from(s)
+}
+
+fn content(fs: &SimFs, path: &str) -> Option<Vec<u8>> {
+    fs.read_file(Path::new(path)).ok()
+}
+
+/// A file whose name and content are durable.
+fn durable_file(fs: &SimFs, path: &str, data: &[u8]) -> crate::SimFile {
+    let f = fs.create_new(&p(path), FileOptions::default()).unwrap();
+    f.write_at(data, 0, WriteSync::None).unwrap();
+    f.sync_all().unwrap();
+    fs.sync_dir(p(path).parent().unwrap()).unwrap();
+    f
+}
+
+#[test]
+fn plain_writes_are_lost_and_synced_writes_kept() {
+    let fs = fs(Profile::Strict);
+    let f = durable_file(&fs, "/db/a", b"one.");
+    f.write_at(b"two.", 4, WriteSync::None).unwrap();
+    assert!(fs.has_volatile_state());
+    let (lost, _) = fs.crash_image_with(0, ResiduePolicy::None);
+    assert_eq!(content(&lost, "/db/a").unwrap(), b"one.");
+    f.sync_data().unwrap();
+    assert!(!fs.has_volatile_state());
+    let (kept, _) = fs.crash_image_with(0, ResiduePolicy::None);
+    assert_eq!(content(&kept, "/db/a").unwrap(), b"one.two.");
+}
+
+#[test]
+fn dsync_rwf_dsync_and_linked_writes_are_durable_on_return() {
+    let fs = fs(Profile::Strict);
+    durable_file(&fs, "/db/a", b"");
+    let odsync = fs.open(&p("/db/a"), FileOptions { dsync: true, direct: false }).unwrap();
+    odsync.write_at(b"aa", 0, WriteSync::None).unwrap();
+    let plain = fs.open(&p("/db/a"), FileOptions::default()).unwrap();
+    plain.write_at(b"bb", 2, WriteSync::Dsync).unwrap();
+    plain.write_at(b"cc", 4, WriteSync::LinkedFdatasync).unwrap();
+    plain.write_at(b"dd", 6, WriteSync::AtomicDsync).unwrap();
+    let (image, _) = fs.crash_image_with(0, ResiduePolicy::None);
+    assert_eq!(content(&image, "/db/a").unwrap(), b"aabbccdd");
+}
+
+#[test]
+fn strict_create_needs_the_directory_fsync_ext4_file_fsync_commits_it() {
+    for profile in [Profile::Strict, Profile::Ext4] {
+        let fs = fs(profile);
+        let f = fs.create_new(&p("/db/a"), FileOptions::default()).unwrap();
+        f.write_at(b"x", 0, WriteSync::None).unwrap();
+        f.sync_all().unwrap();
+        let (image, _) = fs.crash_image_with(0, ResiduePolicy::None);
+        assert_eq!(content(&image, "/db/a").is_some(), profile == Profile::Ext4, "{profile:?}");
+        fs.sync_dir(&p("/db")).unwrap();
+        let (image, _) = fs.crash_image_with(0, ResiduePolicy::None);
+        assert_eq!(content(&image, "/db/a").unwrap(), b"x", "{profile:?}");
+    }
+}
+
+#[test]
+fn removed_file_comes_back_without_the_directory_fsync() {
+    let fs = fs(Profile::Strict);
+    durable_file(&fs, "/db/a", b"x");
+    fs.remove(&p("/db/a")).unwrap();
+    assert!(!fs.exists(&p("/db/a")).unwrap());
+    let (image, _) = fs.crash_image_with(0, ResiduePolicy::None);
+    assert!(image.exists(&p("/db/a")).unwrap());
+    fs.sync_dir(&p("/db")).unwrap();
+    let (image, _) = fs.crash_image_with(0, ResiduePolicy::All);
+    assert!(!image.exists(&p("/db/a")).unwrap());
+}
+
+#[test]
+fn rename_replacing_a_file_shows_old_xor_new_content_after_any_crash() {
+    for profile in [Profile::Strict, Profile::Ext4] {
+        let fs = fs(profile);
+        durable_file(&fs, "/db/config", b"old");
+        durable_file(&fs, "/db/config.tmp", b"new");
+        fs.rename(&p("/db/config.tmp"), &p("/db/config")).unwrap();
+        let mut outcomes = std::collections::BTreeSet::new();
+        for seed in 0..64 {
+            let (image, _) = fs.crash_image(seed);
+            let config = content(&image, "/db/config");
+            let tmp = content(&image, "/db/config.tmp");
+            match (config.as_deref(), tmp.as_deref()) {
+                (Some(b"old"), Some(b"new")) => outcomes.insert("old"),
+                (Some(b"new"), None) => outcomes.insert("new"),
+                other => panic!("{profile:?}: rename not atomic: {other:?}"),
+            };
+        }
+        assert_eq!(outcomes.len(), 2, "{profile:?}: both sides of the rename occur");
+    }
+}
+
+#[test]
+fn errseq_reports_a_failed_writeback_once_per_open_file_description() {
+    let fs = fs(Profile::Strict);
+    let a = durable_file(&fs, "/db/a", b"old!");
+    let b = fs.open(&p("/db/a"), FileOptions::default()).unwrap();
+    a.write_at(b"new!", 0, WriteSync::None).unwrap();
+    fs.fail_next_writeback(&p("/db/a")).unwrap();
+    assert_eq!(a.sync_data().unwrap_err().raw_os_error(), Some(5), "the first fsync reports EIO");
+    assert!(a.sync_data().is_ok(), "a retry on the same fd returns 0: the trap");
+    assert_eq!(b.sync_all().unwrap_err().raw_os_error(), Some(5), "another description sees it once");
+    assert!(b.sync_all().is_ok());
+    let c = fs.open(&p("/db/a"), FileOptions::default()).unwrap();
+    assert!(c.sync_all().is_ok(), "opened after the error was seen: nothing to report");
+    let (image, _) = fs.crash_image_with(0, ResiduePolicy::All);
+    assert_eq!(content(&image, "/db/a").unwrap(), b"old!", "the retry made nothing durable");
+}
+
+#[test]
+fn an_unseen_background_error_reaches_every_description_even_one_opened_later() {
+    let fs = fs(Profile::Strict);
+    let a = durable_file(&fs, "/db/a", b"old!");
+    a.write_at(b"new!", 0, WriteSync::None).unwrap();
+    fs.fail_next_writeback(&p("/db/a")).unwrap();
+    fs.background_writeback(&p("/db/a")).unwrap();
+    let late = fs.open(&p("/db/a"), FileOptions::default()).unwrap();
+    assert_eq!(late.sync_data().unwrap_err().raw_os_error(), Some(5), "4.17: reported at least once");
+    assert!(late.sync_data().is_ok());
+    assert_eq!(a.sync_data().unwrap_err().raw_os_error(), Some(5), "the writer's description sees it too");
+    assert!(a.sync_data().is_ok());
+}
+
+#[test]
+fn eviction_after_an_error_makes_reads_return_the_old_bytes() {
+    let fs = fs(Profile::Strict);
+    let a = durable_file(&fs, "/db/a", b"old!");
+    a.write_at(b"new!", 0, WriteSync::None).unwrap();
+    fs.fail_next_writeback(&p("/db/a")).unwrap();
+    assert!(a.sync_data().is_err());
+    let mut buf = [0u8; 4];
+    a.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"new!", "before eviction the cache still serves the new bytes");
+    fs.evict(&p("/db/a")).unwrap();
+    a.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"old!", "after eviction reads show what the disk has");
+}
+
+#[test]
+fn dsync_write_reports_its_writeback_error() {
+    let fs = fs(Profile::Strict);
+    let a = durable_file(&fs, "/db/a", b"");
+    fs.fail_next_writeback(&p("/db/a")).unwrap();
+    assert_eq!(a.write_at(b"x", 0, WriteSync::Dsync).unwrap_err().raw_os_error(), Some(5));
+    assert!(a.write_at(b"y", 1, WriteSync::Dsync).is_ok());
+}
+
+#[test]
+fn crash_at_op_k_freezes_everything_after() {
+    let fs = fs(Profile::Strict);
+    let a = durable_file(&fs, "/db/a", b"");
+    let done = fs.stats().ops;
+    fs.set_crash_at_op(Some(done + 2));
+    a.write_at(b"1", 0, WriteSync::Dsync).unwrap();
+    let err = a.write_at(b"2", 1, WriteSync::Dsync).unwrap_err();
+    assert!(err.to_string().contains("power loss"));
+    assert!(fs.crashed());
+    assert!(a.sync_all().is_err() && a.write_at(b"3", 2, WriteSync::None).is_err());
+    assert!(fs.create_new(&p("/db/b"), FileOptions::default()).is_err());
+    assert_eq!(fs.stats().ops, done + 2, "nothing counts after the power is gone");
+    let (none, _) = fs.crash_image_with(0, ResiduePolicy::None);
+    assert_eq!(content(&none, "/db/a").unwrap(), b"1");
+    let (all, _) = fs.crash_image_with(0, ResiduePolicy::All);
+    assert_eq!(content(&all, "/db/a").unwrap(), b"12", "the in-flight write may have reached the disk");
+}
+
+#[test]
+fn an_in_flight_write_is_torn_at_sector_boundaries_unless_atomic() {
+    for sector in [512u64, 4096] {
+        let fs = SimFs::new(SimConfig { profile: Profile::Strict, sector_bytes: sector, evict_after_error: false });
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let a = durable_file(&fs, "/db/a", &vec![b'o'; 16384]);
+        fs.set_crash_at_op(Some(fs.stats().ops + 1));
+        assert!(a.write_at(&vec![b'n'; 16384], 0, WriteSync::Dsync).is_err());
+        let torn = (0..32).any(|seed| {
+            let data = content(&fs.crash_image(seed).0, "/db/a").unwrap();
+            data.contains(&b'o') && data.contains(&b'n')
+        });
+        assert!(torn, "sector {sector}: some image tears the write");
+        for seed in 0..32 {
+            let data = content(&fs.crash_image(seed).0, "/db/a").unwrap();
+            for chunk in data.chunks(sector as usize) {
+                assert!(chunk.iter().all(|b| *b == chunk[0]), "torn only at {sector}-byte boundaries");
+            }
+        }
+    }
+    let fs = fs(Profile::Strict);
+    let a = durable_file(&fs, "/db/a", &[b'o'; 8192]);
+    fs.set_crash_at_op(Some(fs.stats().ops + 1));
+    assert!(a.write_at(&[b'n'; 8192], 0, WriteSync::AtomicDsync).is_err());
+    for seed in 0..32 {
+        let data = content(&fs.crash_image(seed).0, "/db/a").unwrap();
+        assert!(data.iter().all(|b| *b == data[0]), "an untorn write is all or nothing");
+    }
+}
+
+#[test]
+fn crash_images_are_deterministic_by_seed() {
+    let build = || {
+        let fs = fs(Profile::Ext4);
+        let f = durable_file(&fs, "/db/a", &[0u8; 8192]);
+        for i in 0..16u8 {
+            f.write_at(&[i; 512], u64::from(i) * 512, WriteSync::None).unwrap();
+        }
+        fs.create_new(&p("/db/b"), FileOptions::default()).unwrap();
+        fs
+    };
+    let (x, y) = (build(), build());
+    for seed in 0..8 {
+        let (ix, rx) = x.crash_image(seed);
+        let (iy, ry) = y.crash_image(seed);
+        assert_eq!(rx, ry);
+        assert_eq!(content(&ix, "/db/a"), content(&iy, "/db/a"));
+        assert_eq!(ix.exists(&p("/db/b")).unwrap(), iy.exists(&p("/db/b")).unwrap());
+    }
+    let differs = (1..8).any(|seed| content(&x.crash_image(0).0, "/db/a") != content(&x.crash_image(seed).0, "/db/a"));
+    assert!(differs, "different seeds choose different residue");
+}
+
+#[test]
+fn marks_record_the_operation_count() {
+    let fs = fs(Profile::Strict);
+    durable_file(&fs, "/db/a", b"x");
+    fs.after_ack();
+    let marks = fs.marks();
+    assert_eq!(marks.len(), 1);
+    assert_eq!(marks[0].tag, "ack");
+    assert_eq!(marks[0].op, fs.stats().ops);
+}
+
+#[test]
+fn bad_paths_are_errors_not_panics() {
+    let fs = fs(Profile::Strict);
+    assert_eq!(fs.open(&p("/db/missing"), FileOptions::default()).err().unwrap().kind(), std::io::ErrorKind::NotFound);
+    assert!(fs.create_new(&p("/nodir/a"), FileOptions::default()).is_err());
+    durable_file(&fs, "/db/a", b"x");
+    assert_eq!(
+        fs.create_new(&p("/db/a"), FileOptions::default()).err().unwrap().kind(),
+        std::io::ErrorKind::AlreadyExists
+    );
+    let direct = fs.open(&p("/db/a"), FileOptions { dsync: false, direct: true }).unwrap();
+    assert!(direct.write_at(b"x", 1, WriteSync::None).is_err(), "O_DIRECT needs alignment");
+    assert_eq!(fs.list(&p("/db")).unwrap(), vec![p("/db/a")]);
+}
+
+#[test]
+fn evict_after_error_config_reverts_reads_at_once() {
+    let fs = SimFs::new(SimConfig { evict_after_error: true, ..SimConfig::default() });
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    let a = durable_file(&fs, "/db/a", b"old!");
+    a.write_at(b"new!", 0, WriteSync::None).unwrap();
+    fs.fail_next_writeback(&p("/db/a")).unwrap();
+    assert!(a.sync_data().is_err());
+    assert_eq!(content(&fs, "/db/a").unwrap(), b"old!");
+}
+
+#[test]
+fn a_fork_is_independent_and_keeps_volatile_state() {
+    let fs = fs(Profile::Strict);
+    let f = durable_file(&fs, "/db/a", b"old!");
+    f.write_at(b"new!", 0, WriteSync::None).unwrap();
+    let fork = fs.fork_with(SimConfig { sector_bytes: 4096, ..SimConfig::default() });
+    assert_eq!(fork.config().sector_bytes, 4096);
+    let g = fork.open(&p("/db/a"), FileOptions::default()).unwrap();
+    g.write_at(b"fork", 0, WriteSync::None).unwrap();
+    assert_eq!(content(&fs, "/db/a").unwrap(), b"new!", "the original does not see the fork's writes");
+    assert_eq!(content(&fork.crash_image_with(0, ResiduePolicy::None).0, "/db/a").unwrap(), b"old!");
+    assert_eq!(fork.stats().ops, fs.stats().ops + 1, "the op counter carries on");
+}

@@ -1,0 +1,105 @@
+//! Where to crash: a seeded choice of operation numbers on the timeline of a run without a crash,
+//! weighted towards the moments a lost commit would be a definite bug (just after an acknowledgement)
+//! and the moments recovery is hardest (inside checkpoints and double-write flushes).
+
+use syncbench_simfs::{Mark, SimRng};
+
+/// The operation timeline of one uninterrupted run.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// The operation counter when the run started (setup done before it is never crashed).
+    pub ops_before: u64,
+    /// The operation counter when the run ended.
+    pub ops: u64,
+    /// The writeback counter when the run started.
+    pub writebacks_before: u64,
+    /// The writeback counter when the run ended (writebacks in between are candidates for an error).
+    pub writebacks: u64,
+    /// Storage operations of one recovery after the uninterrupted run.
+    pub recovery_ops: u64,
+    /// Marks the workload made (`ack`, `checkpoint`, `dw_flush`, ...).
+    pub marks: Vec<Mark>,
+}
+
+/// Why a crash point was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointKind {
+    /// The operation right after an acknowledgement.
+    AfterAck,
+    /// Near another mark (checkpoint, double-write flush).
+    NearMark,
+    /// Anywhere, including after the last operation.
+    Uniform,
+}
+
+impl PointKind {
+    /// Name used in the summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            PointKind::AfterAck => "after_ack",
+            PointKind::NearMark => "near_mark",
+            PointKind::Uniform => "uniform",
+        }
+    }
+}
+
+/// Choose the operation number to crash at (`ops_before + 1 ..= ops + 1`; `ops + 1` means after the run
+/// finished).
+pub fn choose(timeline: &Timeline, rng: &mut SimRng) -> (u64, PointKind) {
+    let acks: Vec<&Mark> = timeline.marks.iter().filter(|m| m.tag == "ack").collect();
+    let others: Vec<&Mark> = timeline.marks.iter().filter(|m| m.tag != "ack").collect();
+    let roll = rng.below(4);
+    if roll < 2 && !acks.is_empty() {
+        let mark = acks[rng.below(acks.len() as u64) as usize];
+        return (mark.op + 1, PointKind::AfterAck);
+    }
+    if roll == 2 && !others.is_empty() {
+        let mark = others[rng.below(others.len() as u64) as usize];
+        return (mark.op + 1 + rng.below(16), PointKind::NearMark);
+    }
+    (timeline.ops_before + 1 + rng.below(timeline.ops - timeline.ops_before + 1), PointKind::Uniform)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_stay_on_the_timeline_and_favour_acknowledgements() {
+        let timeline = Timeline {
+            recovery_ops: 0,
+            ops_before: 0,
+            ops: 100,
+            writebacks_before: 0,
+            writebacks: 10,
+            marks: vec![Mark { op: 10, tag: "ack" }, Mark { op: 50, tag: "checkpoint" }],
+        };
+        let mut rng = SimRng::new(3);
+        let mut after_ack = 0;
+        for _ in 0..400 {
+            let (op, kind) = choose(&timeline, &mut rng);
+            assert!((1..=101).contains(&op) || kind == PointKind::NearMark && op <= 66);
+            if kind == PointKind::AfterAck {
+                assert_eq!(op, 11);
+                after_ack += 1;
+            }
+        }
+        assert!(after_ack > 150, "about half the points follow an ack: {after_ack}");
+    }
+
+    #[test]
+    fn uniform_points_skip_the_setup() {
+        let timeline = Timeline { ops_before: 50, ops: 60, ..Timeline::default() };
+        let mut rng = SimRng::new(1);
+        for _ in 0..100 {
+            let (op, _) = choose(&timeline, &mut rng);
+            assert!((51..=61).contains(&op), "{op}");
+        }
+    }
+
+    #[test]
+    fn an_empty_timeline_still_gives_a_point() {
+        let (op, kind) = choose(&Timeline::default(), &mut SimRng::new(0));
+        assert_eq!((op, kind), (1, PointKind::Uniform));
+    }
+}
