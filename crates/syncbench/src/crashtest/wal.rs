@@ -191,14 +191,12 @@ mod tests {
         }
     }
 
-    /// Known bug, found by this simulator: `truncate_before` renames or removes several segments and then
-    /// fsyncs the directory once. Under the strict (POSIX-minimum) profile a crash in between may keep the
-    /// removal of a newer segment but not of an older one; recovery, which scans from the oldest file,
-    /// then sees a missing segment followed by valid records and refuses to open the log ("log
-    /// corrupted"). No acknowledged commit is lost, but the log cannot be opened. ext4 (journal prefix)
-    /// cannot produce the hole. Run with `cargo test -- --ignored` once the log tolerates it.
+    /// Regression, found by this simulator: `truncate_before` used to rename or remove several segments and
+    /// then fsync the directory once. Under the strict (POSIX-minimum) profile a crash in between could keep
+    /// the removal of a newer segment but not of an older one; recovery, which scans from the oldest file,
+    /// then saw a missing segment followed by valid records and refused to open the log. The log now
+    /// fsyncs the directory after each retirement.
     #[test]
-    #[ignore = "WAL recovery refuses a log whose retired segments vanished out of order (strict profile)"]
     fn retiring_many_segments_at_once_survives_out_of_order_namespace_crashes() {
         let wal = WalScenario {
             rounds: 64,

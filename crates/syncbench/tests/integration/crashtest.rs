@@ -43,10 +43,9 @@ fn dw_passes_2000_points_under_ext4_with_and_without_fsync_errors() {
     assert_passes("dw", &[("ext4", false, "1000"), ("ext4", true, "1000")]);
 }
 
-/// Under the strict profile the page store's log hits the WAL finding documented in
-/// `crashtest::wal::tests::retiring_many_segments_at_once_survives_out_of_order_namespace_crashes`.
+/// The strict profile once caught the log retiring several segments under one directory fsync (see
+/// `crashtest::wal::tests::retiring_many_segments_at_once_survives_out_of_order_namespace_crashes`).
 #[test]
-#[ignore = "WAL recovery refuses a log whose retired segments vanished out of order (strict profile)"]
 fn fpw_and_dw_pass_under_strict() {
     assert_passes("fpw", &[("strict", false, "1000"), ("strict", true, "1000")]);
     assert_passes("dw", &[("strict", false, "1000"), ("strict", true, "1000")]);
