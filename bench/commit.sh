@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The `syncbench commit` benchmarks of docs/benchmarks/commit.md, side by side in one run:
+# The `syncbench commit` benchmarks of docs/benchmarks.md, side by side in one run:
 #   1. one client, ROUNDS alternating rounds of:
 #      a. the physical limit: `syncbench run` fdatasync, 512-byte sequential writes (one flush per commit);
 #      b. the reference log, one client, 512-byte log records (472-byte payload + 40-byte header);
