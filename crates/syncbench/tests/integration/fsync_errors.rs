@@ -67,6 +67,19 @@ mod as_root {
         found
     }
 
+    /// Poll the mount table until a mount of the run with this pid shows up (or 60 s pass).
+    fn wait_for_first_mount(pid: u32) {
+        let tag = format!(".syncbench-fsync-errors-{pid}-");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            if std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(&tag) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        panic!("no mount of run {pid} appeared within 60 s");
+    }
+
     #[test]
     fn ext4_first_fsync_after_injected_failure_is_eio_and_runs_leave_nothing_behind() {
         if let Some(why) = missing_prerequisite() {
@@ -132,15 +145,16 @@ mod as_root {
             eprintln!("skipping: fsync-errors interrupt case needs root, /dev/fuse and losetup ({why})");
             return;
         }
-        // All four cases take a few seconds; the signal lands inside one of them, wherever that is.
+        // A quiet machine runs all five cases in about 0.3 s, so a fixed delay could miss the run: signal as soon
+        // as the first case has mounted something, with four more cases still to go.
         let child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
-            .args(["fsync-errors", "--fs", "ext4,ext4-journal,xfs,btrfs"])
+            .args(["fsync-errors", "--fs", "ext4,ext4-journal,ext4-journal-write,xfs,btrfs"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let pid = child.id();
-        std::thread::sleep(std::time::Duration::from_millis(700));
+        wait_for_first_mount(pid);
         let killed = Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
         assert!(killed.success());
         let output = child.wait_with_output().unwrap();
