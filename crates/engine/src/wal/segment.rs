@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 pub const BLOCK_BYTES: u64 = 4096;
 /// Suffix of a segment being created (removed by recovery if a crash left one behind).
 const TMP_SUFFIX: &str = ".tmp";
-/// Zero-fill chunk size.
-const FILL_CHUNK_BYTES: usize = 1 << 20;
+/// Zero-fill chunk size. Small, as PostgreSQL's 8 KiB blocks: the page cache keeps the folio size a file was
+/// written with, and on kernels with large folios appends into a segment filled in 1 MiB writes measured
+/// 10-20% slower per write+fdatasync (docs/benchmarks.md, "run" section).
+const FILL_CHUNK_BYTES: usize = 8 * 1024;
 
 /// The file name of segment `n`: `wal-` + 16 hex digits + `.seg`, so names sort in log order.
 pub fn file_name(n: u64) -> String {
