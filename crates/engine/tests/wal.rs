@@ -346,6 +346,51 @@ fn commit_delay_lets_a_leader_gather_a_group() {
 }
 
 #[test]
+fn commit_delay_count_ends_the_delay_once_the_group_is_complete() {
+    // An hour-long delay that must end as soon as all 6 commits are waiting: each round of 6 is one flush.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WalConfig {
+        commit_delay: Duration::from_secs(3600),
+        commit_siblings: 0,
+        commit_delay_count: 6,
+        ..small(SyncMethod::Fdatasync)
+    };
+    let (wal, _) = open(dir.path(), cfg);
+    let wal = Arc::new(wal);
+    let began = std::time::Instant::now();
+    let handles: Vec<_> = (0..6)
+        .map(|t| {
+            let wal = wal.clone();
+            std::thread::spawn(move || {
+                let lsn = wal.append(1, &payload(t, 0, 100)).unwrap();
+                wal.commit(lsn).unwrap();
+            })
+        })
+        .collect();
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    assert!(began.elapsed() < Duration::from_secs(600), "the leader waited out its delay");
+    let stats = wal.stats();
+    assert_eq!((stats.commits, stats.flushes), (6, 1), "{stats:?}");
+}
+
+#[test]
+fn a_leader_waits_out_its_delay_when_the_count_is_not_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = WalConfig {
+        commit_delay: Duration::from_millis(20),
+        commit_siblings: 0,
+        commit_delay_count: 2,
+        ..small(SyncMethod::Fdatasync)
+    };
+    let (wal, _) = open(dir.path(), cfg);
+    let began = std::time::Instant::now();
+    let lsn = wal.append(1, &payload(0, 0, 100)).unwrap();
+    wal.commit(lsn).unwrap();
+    assert!(began.elapsed() >= Duration::from_millis(20), "one commit never reaches a count of 2");
+    assert_eq!(wal.flushed_lsn(), lsn);
+}
+
+#[test]
 fn groups_are_capped_in_bytes_but_a_commit_still_covers_everything_before_it() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = WalConfig { max_group_bytes: 1024, ..small(SyncMethod::Fdatasync) };

@@ -59,7 +59,8 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use record::{HEADER_BYTES, KIND_PADDING, KIND_SEGMENT_HEADER, SegmentHeader};
 use segment::{Failure, Segments};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use syncbench_sys::AlignedBuf;
 
 /// A position in the log, in bytes from the start of the log's first segment ever.
@@ -128,6 +129,32 @@ struct State {
     poisoned: Option<(&'static str, String)>,
     /// Commits currently inside `commit` (for `commit_siblings`).
     active_commits: u32,
+    /// A leader is in its `commit_delay` wait and wants a wake-up when `commit_delay_count` is reached.
+    leader_delaying: bool,
+    /// Commits sleeping until a flush covers their record or the lead passes to them.
+    waiters: Vec<Waiter>,
+}
+
+/// A sleeping commit. It is woken directly (`unpark`), not through a condition variable: parking_lot
+/// requeues a condvar's waiters onto the mutex, so a finished flush of N commits woke them one after
+/// another, each waiting for the previous one to be scheduled and unlock (about 20 µs per hand-off on
+/// the project VM, longer than the flush itself for large groups). Woken directly, they run in parallel.
+struct Waiter {
+    target: Lsn,
+    thread: std::thread::Thread,
+    woken: Arc<AtomicBool>,
+}
+
+impl Waiter {
+    fn wake(self) {
+        self.woken.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+thread_local! {
+    /// This thread's wake-up flag, reused for every wait.
+    static WOKEN: Arc<AtomicBool> = Arc::new(AtomicBool::new(false));
 }
 
 /// One leader's work: bytes to write at `write_lsn`, after which the log is durable to `end_lsn`.
@@ -142,10 +169,8 @@ struct Batch {
 /// The write-ahead log. See the module documentation.
 pub struct Wal<S: Storage> {
     state: Mutex<State>,
-    /// Wake-ups by batch parity: waiters whose record is in batch `g` sleep on `wakeups[g % 2]`, so a
-    /// finished flush wakes only the commits it covered (plus one waiter to lead the next batch),
-    /// instead of every waiter: on a small machine those wake-ups are what limits group commit.
-    wakeups: [Condvar; 2],
+    /// Wakes a leader in its `commit_delay` wait once enough commits are waiting.
+    delay_wakeup: Condvar,
     segments: Mutex<Segments<S>>,
     config: WalConfig,
     segment_bytes: u64,
@@ -189,8 +214,10 @@ impl<S: Storage> Wal<S> {
                 batches_taken: 0,
                 poisoned: None,
                 active_commits: 0,
+                leader_delaying: false,
+                waiters: Vec::new(),
             }),
-            wakeups: [Condvar::new(), Condvar::new()],
+            delay_wakeup: Condvar::new(),
             segments: Mutex::new(segments),
             segment_bytes,
             log_id: scan.log_id.unwrap_or_else(new_log_id),
@@ -237,6 +264,9 @@ impl<S: Storage> Wal<S> {
     pub fn commit(&self, lsn: Lsn) -> WalResult<()> {
         let mut st = self.state.lock();
         st.active_commits += 1;
+        if st.leader_delaying && st.active_commits >= self.config.commit_delay_count {
+            self.delay_wakeup.notify_one();
+        }
         let result = if self.config.group_commit {
             self.flush_locked(&mut st, lsn, true)
         } else {
@@ -351,7 +381,7 @@ impl<S: Storage> Wal<S> {
             }
             st.flush_in_progress = true;
             if may_delay && self.should_delay(st) {
-                MutexGuard::unlocked(st, || std::thread::sleep(self.config.commit_delay));
+                self.delay_for_siblings(st);
             }
             let mut extra_batches = self.config.leader_extra_batches;
             loop {
@@ -384,6 +414,24 @@ impl<S: Storage> Wal<S> {
         check_poison(st)
     }
 
+    /// The leader's `commit_delay`: a plain sleep (PostgreSQL), or, with `commit_delay_count`, a wait that
+    /// ends as soon as that many commits are waiting (MySQL's no-delay count).
+    fn delay_for_siblings(&self, st: &mut MutexGuard<'_, State>) {
+        let count = self.config.commit_delay_count;
+        if count == 0 {
+            MutexGuard::unlocked(st, || std::thread::sleep(self.config.commit_delay));
+            return;
+        }
+        let deadline = std::time::Instant::now() + self.config.commit_delay;
+        st.leader_delaying = true;
+        while st.active_commits < count && st.poisoned.is_none() {
+            if self.delay_wakeup.wait_until(st, deadline).timed_out() {
+                break;
+            }
+        }
+        st.leader_delaying = false;
+    }
+
     /// PostgreSQL's rule: the leader sleeps only if enough other commits are in progress to join it.
     fn should_delay(&self, st: &State) -> bool {
         !self.config.commit_delay.is_zero() && st.active_commits.saturating_sub(1) >= self.config.commit_siblings
@@ -405,41 +453,43 @@ impl<S: Storage> Wal<S> {
         let batch = self.take_batch(st, limit, cap);
         st.batches_taken += 1;
         let result = MutexGuard::unlocked(st, || self.write_batch(&batch, also_sync));
-        let this = self.parity(st.batches_taken);
         match result {
             Ok(()) => {
                 st.flushed_lsn = st.flushed_lsn.max(batch.end_lsn);
                 let keep_lead =
                     keep_lead_past.is_some_and(|own| st.flushed_lsn >= own) && st.appended_lsn > st.written_lsn;
+                let (covered, mut waiting): (Vec<Waiter>, Vec<Waiter>) =
+                    std::mem::take(&mut st.waiters).into_iter().partition(|w| w.target <= st.flushed_lsn);
                 if !keep_lead {
                     st.flush_in_progress = false;
                     // The next leader first, so the disk gets its next batch before the followers run.
-                    self.wakeups[1 - this].notify_one();
+                    if !waiting.is_empty() {
+                        waiting.remove(0).wake();
+                    }
                 }
-                self.wakeups[this].notify_all(); // every commit in this batch is done
+                st.waiters = waiting;
+                covered.into_iter().for_each(Waiter::wake); // every commit in this batch is done
                 keep_lead
             }
             Err(failure) => {
                 st.flush_in_progress = false;
                 st.poisoned.get_or_insert((failure.what, failure.error.to_string()));
-                for wakeup in &self.wakeups {
-                    wakeup.notify_all();
-                }
+                std::mem::take(&mut st.waiters).into_iter().for_each(Waiter::wake);
                 false
             }
         }
     }
 
-    fn parity(&self, batch: u64) -> usize {
-        (batch % 2) as usize
-    }
-
-    /// Sleep until the batch holding `target` finishes: the one in flight if it took our record,
-    /// else the next one (whose leader is woken when the one in flight finishes).
+    /// Sleep until a leader wakes us: our record is durable, the lead is ours, or the log is poisoned.
     fn wait_for_batch(&self, st: &mut MutexGuard<'_, State>, target: Lsn) {
-        let in_flight = st.batches_taken;
-        let batch = if target <= st.written_lsn { in_flight } else { in_flight + 1 };
-        self.wakeups[self.parity(batch)].wait(st);
+        let woken = WOKEN.with(Arc::clone);
+        woken.store(false, Ordering::Relaxed);
+        st.waiters.push(Waiter { target, thread: std::thread::current(), woken: Arc::clone(&woken) });
+        MutexGuard::unlocked(st, || {
+            while !woken.load(Ordering::Acquire) {
+                std::thread::park();
+            }
+        });
     }
 
     /// Seal the records from `written_lsn` up to `limit` (whole records, at most `cap` bytes unless one

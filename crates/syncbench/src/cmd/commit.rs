@@ -43,6 +43,11 @@ pub struct Args {
     /// The leader waits only if at least this many other commits are in progress (commit_siblings).
     #[arg(long, default_value_t = 5)]
     pub commit_siblings: u32,
+    /// End the leader's commit delay early, as soon as this many commits (its own included) are waiting
+    /// for the flush (MySQL's binlog_group_commit_sync_no_delay_count): a number, or `clients` for each
+    /// point's client count. 0 = always wait the whole delay (PostgreSQL).
+    #[arg(long, default_value = "0", value_parser = parse_delay_count)]
+    pub commit_delay_count: DelayCount,
     /// After its own commit is durable, a group leader flushes up to this many more batches itself
     /// instead of waking another thread to lead (0 = PostgreSQL's behaviour).
     #[arg(long, default_value_t = 0)]
@@ -97,6 +102,9 @@ pub struct CommitPoint {
     pub clients: u32,
     /// Leader delay in microseconds.
     pub commit_delay_us: u64,
+    /// The delay ended early once this many commits waited (0: never early).
+    #[serde(default)]
+    pub commit_delay_count: u32,
     /// Group commit (true) or the naive log (false).
     pub group_commit: bool,
     /// Commits started and finished inside the timed window.
@@ -113,6 +121,22 @@ pub struct CommitPoint {
     pub latency_ns: LatencyNs,
     /// Seconds timed.
     pub duration_s: f64,
+}
+
+/// When a delaying leader stops waiting early (`--commit-delay-count`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DelayCount {
+    /// Once this many commits wait (0: never early).
+    Fixed(u32),
+    /// Once as many commits wait as the point has clients.
+    Clients,
+}
+
+fn parse_delay_count(text: &str) -> Result<DelayCount, String> {
+    match text {
+        "clients" => Ok(DelayCount::Clients),
+        n => n.parse().map(DelayCount::Fixed).map_err(|_| format!("'{text}' is not a number or `clients`")),
+    }
 }
 
 /// What to measure, validated.
@@ -132,6 +156,7 @@ struct PointSpec {
     clients: u32,
     commit_delay_us: u64,
     group_commit: bool,
+    commit_delay_count: u32,
 }
 
 const MAX_CLIENTS: u32 = 1024;
@@ -219,7 +244,8 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
     for &commit_delay_us in &args.commit_delay_us {
         for &c in &clients {
             for &group_commit in modes {
-                points.push(PointSpec { clients: c, commit_delay_us, group_commit });
+                let commit_delay_count = delay_count(args.commit_delay_count, c, commit_delay_us, group_commit);
+                points.push(PointSpec { clients: c, commit_delay_us, group_commit, commit_delay_count });
             }
         }
     }
@@ -258,6 +284,15 @@ fn describe(spec: &PointSpec) -> String {
     format!("{} clients, {mode}, commit_delay {} µs", spec.clients, spec.commit_delay_us)
 }
 
+/// A point's `commit_delay_count` (0 when there is no delay to end early).
+fn delay_count(count: DelayCount, clients: u32, commit_delay_us: u64, group_commit: bool) -> u32 {
+    match count {
+        _ if commit_delay_us == 0 || !group_commit => 0,
+        DelayCount::Fixed(n) => n,
+        DelayCount::Clients => clients,
+    }
+}
+
 fn wal_config(plan: &Plan, spec: &PointSpec) -> WalConfig {
     WalConfig {
         sync_method: plan.method,
@@ -267,6 +302,7 @@ fn wal_config(plan: &Plan, spec: &PointSpec) -> WalConfig {
         group_commit: spec.group_commit,
         commit_delay: Duration::from_micros(spec.commit_delay_us),
         commit_siblings: plan.commit_siblings,
+        commit_delay_count: spec.commit_delay_count,
         leader_extra_batches: plan.leader_extra_batches,
         ..WalConfig::default()
     }
@@ -386,6 +422,7 @@ fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> Comm
     CommitPoint {
         clients: spec.clients,
         commit_delay_us: spec.commit_delay_us,
+        commit_delay_count: spec.commit_delay_count,
         group_commit: spec.group_commit,
         commits,
         commits_per_s: commits as f64 / duration_s,
@@ -467,7 +504,7 @@ fn to_markdown(results: &CommitResults) -> String {
         md += &format!(
             "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {} | {} | {} | {} |\n",
             p.clients,
-            p.commit_delay_us,
+            delay_cell(p),
             if p.group_commit { "group" } else { "naive" },
             p.commits_per_s,
             p.syncs_per_s,
@@ -482,11 +519,20 @@ fn to_markdown(results: &CommitResults) -> String {
     md
 }
 
-const CSV_HEADER: [&str; 17] = [
+/// The delay column: microseconds, and the count that ends it early when there is one.
+fn delay_cell(p: &CommitPoint) -> String {
+    match p.commit_delay_count {
+        0 => p.commit_delay_us.to_string(),
+        n => format!("{} until {n}", p.commit_delay_us),
+    }
+}
+
+const CSV_HEADER: [&str; 18] = [
     "method",
     "record_size_bytes",
     "clients",
     "commit_delay_us",
+    "commit_delay_count",
     "group_commit",
     "commits",
     "commits_per_s",
@@ -512,6 +558,7 @@ fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
             results.record_size_bytes.to_string(),
             p.clients.to_string(),
             p.commit_delay_us.to_string(),
+            p.commit_delay_count.to_string(),
             p.group_commit.to_string(),
             p.commits.to_string(),
             format!("{:.1}", p.commits_per_s),
@@ -554,7 +601,7 @@ fn to_table(results: &CommitResults) -> String {
         let l = &p.latency_ns;
         table.add_row([
             p.clients.to_string(),
-            p.commit_delay_us.to_string(),
+            delay_cell(p),
             if p.group_commit { "group" } else { "naive" }.to_string(),
             format!("{:.0}", p.commits_per_s),
             format!("{:.0}", p.syncs_per_s),
@@ -601,14 +648,48 @@ mod tests {
     fn baseline_and_delays_multiply_the_points() {
         let p = plan(&parse(&["--clients", "1,8", "--commit-delay-us", "0,100", "--with-baseline"])).unwrap();
         assert_eq!(p.points.len(), 8);
-        assert_eq!(p.points[0], PointSpec { clients: 1, commit_delay_us: 0, group_commit: false });
-        assert_eq!(p.points[7], PointSpec { clients: 8, commit_delay_us: 100, group_commit: true });
+        let spec = |clients, commit_delay_us, group_commit| PointSpec {
+            clients,
+            commit_delay_us,
+            group_commit,
+            commit_delay_count: 0,
+        };
+        assert_eq!(p.points[0], spec(1, 0, false));
+        assert_eq!(p.points[7], spec(8, 100, true));
         let naive = plan(&parse(&["--no-group-commit", "--quick"])).unwrap();
         assert!(naive.points.iter().all(|s| !s.group_commit));
         assert_eq!(naive.points.len(), 3);
         assert_eq!(naive.secs, 1.0);
         let explicit = plan(&parse(&["--quick", "--clients", "1,2,4,8,16,32,64"])).unwrap();
         assert_eq!(explicit.points.len(), 7, "--clients given explicitly wins over --quick");
+    }
+
+    #[test]
+    fn delay_count_applies_only_to_delayed_group_commit_points() {
+        let line =
+            ["--clients", "1,16", "--commit-delay-us", "0,50", "--with-baseline", "--commit-delay-count", "clients"];
+        let counts: Vec<(u32, u64, bool, u32)> = plan(&parse(&line))
+            .unwrap()
+            .points
+            .iter()
+            .map(|s| (s.clients, s.commit_delay_us, s.group_commit, s.commit_delay_count))
+            .collect();
+        assert_eq!(
+            counts,
+            vec![
+                (1, 0, false, 0),
+                (1, 0, true, 0),
+                (16, 0, false, 0),
+                (16, 0, true, 0),
+                (1, 50, false, 0),
+                (1, 50, true, 1),
+                (16, 50, false, 0),
+                (16, 50, true, 16)
+            ]
+        );
+        let fixed = plan(&parse(&["--clients", "16", "--commit-delay-us", "50", "--commit-delay-count", "8"])).unwrap();
+        assert_eq!(fixed.points[0].commit_delay_count, 8);
+        assert!(Cli::try_parse_from(["commit", "--commit-delay-count", "many"]).is_err());
     }
 
     #[test]
@@ -634,7 +715,7 @@ mod tests {
         for ns in [1000u64, 2000, 3000, 4000] {
             h.record(ns).unwrap();
         }
-        let spec = PointSpec { clients: 2, commit_delay_us: 0, group_commit: true };
+        let spec = PointSpec { clients: 2, commit_delay_us: 0, group_commit: true, commit_delay_count: 0 };
         let p = summarize(
             &spec,
             &[ClientTally { latency: h }],
