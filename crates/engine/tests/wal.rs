@@ -374,6 +374,86 @@ fn commit_delay_count_ends_the_delay_once_the_group_is_complete() {
 }
 
 #[test]
+fn commit_delay_count_forms_a_full_group_every_round() {
+    // 6 threads, each commits 20 records one after another, with an hour-long delay that ends when the
+    // leader and 5 others wait. Every flush must then carry exactly 6 commits: commits woken by the
+    // previous flush but still on their way out must not count towards the next group.
+    let dir = tempfile::tempdir().unwrap();
+    let (threads, rounds) = (6u32, 20u32);
+    let cfg = WalConfig {
+        commit_delay: Duration::from_secs(3600),
+        commit_siblings: 0,
+        commit_delay_count: threads,
+        ..small(SyncMethod::Fdatasync)
+    };
+    let (wal, _) = open(dir.path(), cfg);
+    let wal = Arc::new(wal);
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let wal = wal.clone();
+            std::thread::spawn(move || {
+                for s in 0..rounds {
+                    let lsn = wal.append(1, &payload(t, s, 100)).unwrap();
+                    wal.commit(lsn).unwrap();
+                }
+            })
+        })
+        .collect();
+    // A short group leaves a thread behind in the last round, waiting out the hour: fail, don't hang.
+    within(Duration::from_secs(120), move || handles.into_iter().for_each(|h| h.join().unwrap()));
+    let stats = wal.stats();
+    assert_eq!((stats.commits, stats.flushes), (u64::from(threads * rounds), u64::from(rounds)), "{stats:?}");
+}
+
+/// Run `f` on its own thread and fail the test if it has not finished within `limit`.
+fn within(limit: Duration, f: impl FnOnce() + Send + 'static) {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        f();
+        let _ = done_tx.send(());
+    });
+    match done_rx.recv_timeout(limit) {
+        Ok(()) => worker.join().unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(worker.join().unwrap_err()),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("still running after {limit:?}: commits left waiting")
+        }
+    }
+}
+
+/// A leader whose thread never commits again must not strand the commits that wait for the next flush:
+/// the commit woken first (which relays the wake-ups) leads that flush. Slow syncs (300 ms) order the
+/// steps: A leads a flush that covers D's record; B and C commit during it and wait for the next flush;
+/// then A leaves. Without the hand-off, B and C would sleep forever.
+#[test]
+fn commits_still_waiting_are_flushed_when_the_leader_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = wal_common::FaultyStorage::default();
+    let (wal, _) = syncbench_engine::wal::Wal::open(storage.clone(), dir.path(), small(SyncMethod::Fdatasync)).unwrap();
+    storage.faults.sync_delay_ms.store(300, std::sync::atomic::Ordering::SeqCst);
+    let wal = Arc::new(wal);
+    let d_lsn = wal.append(1, &payload(3, 0, 50)).unwrap();
+    let a_lsn = wal.append(1, &payload(0, 0, 50)).unwrap();
+    let commit_in = |delay_ms: u64, lsn: u64| {
+        let wal = wal.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(delay_ms));
+            wal.commit(lsn).unwrap();
+        })
+    };
+    let a = commit_in(0, a_lsn); // leads flush 1 (a and d), then its thread is done
+    let d = commit_in(50, d_lsn); // covered by flush 1
+    let (b_lsn, c_lsn) = {
+        std::thread::sleep(Duration::from_millis(100));
+        (wal.append(1, &payload(1, 0, 50)).unwrap(), wal.append(1, &payload(2, 0, 50)).unwrap())
+    };
+    let (b, c) = (commit_in(0, b_lsn), commit_in(0, c_lsn)); // wait for flush 2
+    within(Duration::from_secs(60), move || [a, d, b, c].into_iter().for_each(|h| h.join().unwrap()));
+    assert_eq!(wal.flushed_lsn(), c_lsn);
+    assert_eq!(wal.stats().flushes, 2, "{:?}", wal.stats());
+}
+
+#[test]
 fn a_leader_waits_out_its_delay_when_the_count_is_not_reached() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = WalConfig {

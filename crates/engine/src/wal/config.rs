@@ -127,7 +127,7 @@ pub struct WalConfig {
     pub commit_delay: Duration,
     /// The leader waits only when at least this many other commits are in progress (`commit_siblings`).
     pub commit_siblings: u32,
-    /// A waiting leader stops waiting as soon as this many commits, its own included, are waiting for the
+    /// A waiting leader stops waiting as soon as this many commits, the leader included, wait for the next
     /// flush (MySQL's `binlog_group_commit_sync_no_delay_count`); 0 = always wait the whole `commit_delay`
     /// (PostgreSQL). The wait then costs only the time the group needs to form, not a fixed sleep.
     pub commit_delay_count: u32,

@@ -23,9 +23,11 @@
 //! whose record is not yet durable and finds no flush in progress becomes the leader: it optionally
 //! sleeps `commit_delay` (only if at least `commit_siblings` other commits are waiting), seals and takes
 //! every record appended so far (up to `max_group_bytes`), writes and syncs them, publishes the new
-//! flushed LSN and wakes everyone. Followers whose records were covered return; the others elect the next
-//! leader. With `group_commit: false` every commit does its own write and sync, one at a time (the naive
-//! baseline).
+//! flushed LSN and wakes the commits it covered — only the first itself, which wakes the rest (a leader
+//! that woke 16 threads would start the next flush that much later). No thread is woken just to lead the
+//! next flush while covered commits are being woken: the finished leader, back with its next commit,
+//! usually leads it, and if nobody has by the time the first woken commit runs, that one does. With
+//! `group_commit: false` every commit does its own write and sync, one at a time (the naive baseline).
 //!
 //! # Failure
 //! Any failed write or sync poisons the log: the waiting commits and all later appends and commits fail
@@ -129,8 +131,9 @@ struct State {
     poisoned: Option<(&'static str, String)>,
     /// Commits currently inside `commit` (for `commit_siblings`).
     active_commits: u32,
-    /// A leader is in its `commit_delay` wait and wants a wake-up when `commit_delay_count` is reached.
-    leader_delaying: bool,
+    /// A leader in its `commit_delay` wait wants a wake-up once this many sleeping commits wait for the
+    /// next group (records not yet taken by a batch); 0 = no leader is waiting for a count.
+    delay_wants_waiters: u32,
     /// Commits sleeping until a flush covers their record or the lead passes to them.
     waiters: Vec<Waiter>,
 }
@@ -142,19 +145,42 @@ struct State {
 struct Waiter {
     target: Lsn,
     thread: std::thread::Thread,
-    woken: Arc<AtomicBool>,
+    slot: Arc<WakeSlot>,
+}
+
+/// Where a sleeping commit learns it was woken, and receives the others it must wake in turn.
+#[derive(Default)]
+struct WakeSlot {
+    woken: AtomicBool,
+    relay: Mutex<Vec<Waiter>>,
+    /// Set for the commit that relays a finished batch's wake-ups while other commits still wait: it
+    /// must lead their flush if nobody else has started it by the time it runs (see `lead_one_flush`).
+    lead_duty: AtomicBool,
 }
 
 impl Waiter {
     fn wake(self) {
-        self.woken.store(true, Ordering::Release);
+        self.slot.woken.store(true, Ordering::Release);
         self.thread.unpark();
+    }
+
+    /// Wake every commit of a finished batch. The leader wakes only the first and hands it the rest:
+    /// each wake-up is a system call and, on a virtual machine, an interrupt to another vCPU (a few
+    /// microseconds each), and a leader that wakes 16 threads itself starts its next flush that much
+    /// later. The first woken commit wakes the others off the disk's critical path.
+    fn wake_all(waiters: Vec<Waiter>, lead_duty: bool) {
+        let mut rest = waiters.into_iter();
+        if let Some(first) = rest.next() {
+            *first.slot.relay.lock() = rest.collect();
+            first.slot.lead_duty.store(lead_duty, Ordering::Relaxed);
+            first.wake();
+        }
     }
 }
 
 thread_local! {
-    /// This thread's wake-up flag, reused for every wait.
-    static WOKEN: Arc<AtomicBool> = Arc::new(AtomicBool::new(false));
+    /// This thread's wake-up slot, reused for every wait.
+    static WAKE_SLOT: Arc<WakeSlot> = Arc::new(WakeSlot::default());
 }
 
 /// One leader's work: bytes to write at `write_lsn`, after which the log is durable to `end_lsn`.
@@ -214,7 +240,7 @@ impl<S: Storage> Wal<S> {
                 batches_taken: 0,
                 poisoned: None,
                 active_commits: 0,
-                leader_delaying: false,
+                delay_wants_waiters: 0,
                 waiters: Vec::new(),
             }),
             delay_wakeup: Condvar::new(),
@@ -264,9 +290,6 @@ impl<S: Storage> Wal<S> {
     pub fn commit(&self, lsn: Lsn) -> WalResult<()> {
         let mut st = self.state.lock();
         st.active_commits += 1;
-        if st.leader_delaying && st.active_commits >= self.config.commit_delay_count {
-            self.delay_wakeup.notify_one();
-        }
         let result = if self.config.group_commit {
             self.flush_locked(&mut st, lsn, true)
         } else {
@@ -370,21 +393,25 @@ impl<S: Storage> Wal<S> {
     /// Group commit: return when `flushed_lsn ≥ target`, leading flushes as needed.
     fn flush_locked(&self, st: &mut MutexGuard<'_, State>, target: Lsn, may_delay: bool) -> WalResult<()> {
         check_target(st, target)?;
+        let mut lead_duty = false;
         loop {
             check_poison(st)?;
             if st.flushed_lsn >= target {
+                if lead_duty {
+                    self.lead_if_nobody_has(st);
+                }
                 return Ok(());
             }
             if st.flush_in_progress {
-                self.wait_for_batch(st, target);
+                lead_duty = self.wait_for_batch(st, target);
                 continue;
             }
             st.flush_in_progress = true;
-            if may_delay && self.should_delay(st) {
-                self.delay_for_siblings(st);
-            }
             let mut extra_batches = self.config.leader_extra_batches;
             loop {
+                if may_delay && self.should_delay(st) {
+                    self.delay_for_siblings(st);
+                }
                 let limit = st.appended_lsn;
                 // Keep the lead (no hand-off to a sleeping thread) only once our own record is durable.
                 let keep = (extra_batches > 0).then_some(target);
@@ -416,20 +443,26 @@ impl<S: Storage> Wal<S> {
 
     /// The leader's `commit_delay`: a plain sleep (PostgreSQL), or, with `commit_delay_count`, a wait that
     /// ends as soon as that many commits are waiting (MySQL's no-delay count).
+    /// The group counted is the leader and the sleeping commits whose records no batch has taken yet.
+    /// Commits that were just woken by the last flush are not counted: they are leaving.
     fn delay_for_siblings(&self, st: &mut MutexGuard<'_, State>) {
         let count = self.config.commit_delay_count;
         if count == 0 {
             MutexGuard::unlocked(st, || std::thread::sleep(self.config.commit_delay));
             return;
         }
+        let wanted = count - 1; // besides the leader
+        if wanted == 0 {
+            return;
+        }
         let deadline = std::time::Instant::now() + self.config.commit_delay;
-        st.leader_delaying = true;
-        while st.active_commits < count && st.poisoned.is_none() {
+        st.delay_wants_waiters = wanted;
+        while queued_for_next_group(st) < wanted && st.poisoned.is_none() {
             if self.delay_wakeup.wait_until(st, deadline).timed_out() {
                 break;
             }
         }
-        st.leader_delaying = false;
+        st.delay_wants_waiters = 0;
     }
 
     /// PostgreSQL's rule: the leader sleeps only if enough other commits are in progress to join it.
@@ -460,15 +493,19 @@ impl<S: Storage> Wal<S> {
                     keep_lead_past.is_some_and(|own| st.flushed_lsn >= own) && st.appended_lsn > st.written_lsn;
                 let (covered, mut waiting): (Vec<Waiter>, Vec<Waiter>) =
                     std::mem::take(&mut st.waiters).into_iter().partition(|w| w.target <= st.flushed_lsn);
+                // Who leads the next flush: no sleeping thread is woken for it while this batch's
+                // commits are being woken anyway. The thread returning from here usually comes back
+                // with its next commit within microseconds and leads; failing that, the first woken
+                // commit does (its lead duty) — either way sooner than a sleeping thread's wake-up.
+                let hand_off = !keep_lead && !waiting.is_empty();
                 if !keep_lead {
                     st.flush_in_progress = false;
-                    // The next leader first, so the disk gets its next batch before the followers run.
-                    if !waiting.is_empty() {
+                    if hand_off && covered.is_empty() {
                         waiting.remove(0).wake();
                     }
                 }
                 st.waiters = waiting;
-                covered.into_iter().for_each(Waiter::wake); // every commit in this batch is done
+                Waiter::wake_all(covered, hand_off); // every commit in this batch is done
                 keep_lead
             }
             Err(failure) => {
@@ -480,16 +517,34 @@ impl<S: Storage> Wal<S> {
         }
     }
 
+    /// Lead one flush for the commits still waiting if no flush has started since ours (the lead duty of
+    /// the commit that relayed the wake-ups; see `lead_one_flush`).
+    fn lead_if_nobody_has(&self, st: &mut MutexGuard<'_, State>) {
+        if st.flush_in_progress || st.poisoned.is_some() || st.waiters.is_empty() {
+            return;
+        }
+        st.flush_in_progress = true;
+        let limit = st.appended_lsn;
+        self.lead_one_flush(st, limit, self.config.max_group_bytes, None, None);
+    }
+
     /// Sleep until a leader wakes us: our record is durable, the lead is ours, or the log is poisoned.
-    fn wait_for_batch(&self, st: &mut MutexGuard<'_, State>, target: Lsn) {
-        let woken = WOKEN.with(Arc::clone);
-        woken.store(false, Ordering::Relaxed);
-        st.waiters.push(Waiter { target, thread: std::thread::current(), woken: Arc::clone(&woken) });
+    /// Returns whether we were given the lead duty for the commits still waiting.
+    fn wait_for_batch(&self, st: &mut MutexGuard<'_, State>, target: Lsn) -> bool {
+        let slot = WAKE_SLOT.with(Arc::clone);
+        slot.woken.store(false, Ordering::Relaxed);
+        st.waiters.push(Waiter { target, thread: std::thread::current(), slot: Arc::clone(&slot) });
+        if st.delay_wants_waiters > 0 && queued_for_next_group(st) >= st.delay_wants_waiters {
+            self.delay_wakeup.notify_one();
+        }
         MutexGuard::unlocked(st, || {
-            while !woken.load(Ordering::Acquire) {
+            while !slot.woken.load(Ordering::Acquire) {
                 std::thread::park();
             }
+            let relay = std::mem::take(&mut *slot.relay.lock());
+            relay.into_iter().for_each(Waiter::wake);
         });
+        slot.lead_duty.swap(false, Ordering::Relaxed)
     }
 
     /// Seal the records from `written_lsn` up to `limit` (whole records, at most `cap` bytes unless one
@@ -595,6 +650,11 @@ fn put(st: &mut State, segment_bytes: u64, kind: u8, payload: &[u8], payload_crc
     let segment = st.appended_lsn / segment_bytes;
     record::write_unsealed(&mut st.buf[at..], st.appended_lsn, segment, kind, payload, payload_crc);
     st.appended_lsn += len as u64;
+}
+
+/// Sleeping commits whose records no batch has taken yet: the next group.
+fn queued_for_next_group(st: &State) -> u32 {
+    st.waiters.iter().filter(|w| w.target > st.written_lsn).count() as u32
 }
 
 fn check_poison(st: &State) -> WalResult<()> {

@@ -43,8 +43,8 @@ pub struct Args {
     /// The leader waits only if at least this many other commits are in progress (commit_siblings).
     #[arg(long, default_value_t = 5)]
     pub commit_siblings: u32,
-    /// End the leader's commit delay early, as soon as this many commits (its own included) are waiting
-    /// for the flush (MySQL's binlog_group_commit_sync_no_delay_count): a number, or `clients` for each
+    /// End the leader's commit delay early, as soon as this many commits (the leader included) wait for
+    /// the next flush (MySQL's binlog_group_commit_sync_no_delay_count): a number, or `clients` for each
     /// point's client count. 0 = always wait the whole delay (PostgreSQL).
     #[arg(long, default_value = "0", value_parser = parse_delay_count)]
     pub commit_delay_count: DelayCount,
