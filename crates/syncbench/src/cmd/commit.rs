@@ -5,6 +5,7 @@
 use crate::cleanup::{Created, unique_name};
 use crate::exit::{Outcome, usage};
 use crate::export::ExportArgs;
+use crate::probe::steal::StealMeter;
 use crate::schema::{Envelope, LatencyNs};
 use crate::verdict::{Severity, Verdict};
 use crate::{output, probe};
@@ -96,7 +97,7 @@ pub struct CommitResults {
 }
 
 /// One measured point.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CommitPoint {
     /// Client threads.
     pub clients: u32,
@@ -121,6 +122,10 @@ pub struct CommitPoint {
     pub latency_ns: LatencyNs,
     /// Seconds timed.
     pub duration_s: f64,
+    /// Share of the CPU time the hypervisor took from this machine during the timed window (steal time
+    /// in /proc/stat), in percent; absent where the kernel does not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_steal_pct: Option<f64>,
 }
 
 /// When a delaying leader stops waiting early (`--commit-delay-count`).
@@ -208,7 +213,7 @@ pub fn main(args: Args) -> Outcome {
             points,
         },
     };
-    let verdicts = verdicts(&plan, &environment);
+    let verdicts = verdicts(&plan, &environment, &payload.commit.points);
     let envelope = Envelope::new(started_at, environment, verdicts, payload);
     write_outputs(&args, &envelope)?;
     Ok(ExitCode::SUCCESS)
@@ -351,6 +356,7 @@ fn measure(plan: &Plan, spec: &PointSpec, dir: &Path) -> anyhow::Result<CommitPo
 /// Counters at the start and end of the timed window.
 struct Window {
     duration_s: f64,
+    steal_pct: Option<f64>,
     flushes: u64,
     commits: u64,
     flush_ns: u64,
@@ -358,11 +364,12 @@ struct Window {
 
 fn time_window<S: syncbench_engine::Storage>(wal: &Wal<S>, start_at: Instant, end_at: Instant) -> Window {
     std::thread::sleep(start_at.saturating_duration_since(Instant::now()));
-    let (t0, s0) = (Instant::now(), wal.stats());
+    let (t0, s0, steal) = (Instant::now(), wal.stats(), StealMeter::start());
     std::thread::sleep(end_at.saturating_duration_since(Instant::now()));
     let (t1, s1) = (Instant::now(), wal.stats());
     Window {
         duration_s: (t1 - t0).as_secs_f64(),
+        steal_pct: steal.pct(),
         flushes: s1.flushes - s0.flushes,
         commits: s1.commits - s0.commits,
         flush_ns: s1.flush_ns_total - s0.flush_ns_total,
@@ -431,7 +438,15 @@ fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> Comm
         sync_latency_ns_mean: per_flush(window.flush_ns, window.flushes),
         latency_ns: latency_summary(&all),
         duration_s: window.duration_s,
+        cpu_steal_pct: window.steal_pct,
     }
+}
+
+/// A `cpu_steal` warning for the point that lost the most CPU time to the hypervisor, if it lost enough.
+fn steal_verdict(points: &[CommitPoint]) -> Option<Verdict> {
+    let (pct, worst) = points.iter().filter_map(|p| Some((p.cpu_steal_pct?, p))).max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let which = if points.len() > 1 { " (the worst)" } else { "" };
+    probe::steal::verdict(pct, &format!("the {}-client point{which}", worst.clients))
 }
 
 fn per_flush(total: u64, flushes: u64) -> f64 {
@@ -454,9 +469,11 @@ fn latency_summary(h: &Histogram<u64>) -> LatencyNs {
     }
 }
 
-/// The probe's verdicts about DIR, plus one if the method itself is not durable.
-fn verdicts(plan: &Plan, environment: &probe::Environment) -> Vec<Verdict> {
+/// The probe's verdicts about DIR, plus one if the method itself is not durable and one if the hypervisor
+/// took CPU time from the measurement (for the worst point).
+fn verdicts(plan: &Plan, environment: &probe::Environment, points: &[CommitPoint]) -> Vec<Verdict> {
     let mut verdicts = probe::verdicts(environment, &[]);
+    verdicts.extend(steal_verdict(points));
     if !plan.method.durable() {
         verdicts.push(Verdict {
             severity: Severity::Critical,
@@ -527,7 +544,7 @@ fn delay_cell(p: &CommitPoint) -> String {
     }
 }
 
-const CSV_HEADER: [&str; 18] = [
+const CSV_HEADER: [&str; 19] = [
     "method",
     "record_size_bytes",
     "clients",
@@ -546,6 +563,7 @@ const CSV_HEADER: [&str; 18] = [
     "latency_ns_max",
     "latency_ns_mean",
     "duration_s",
+    "cpu_steal_pct",
 ];
 
 fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
@@ -572,6 +590,7 @@ fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
             l.max.to_string(),
             format!("{:.0}", l.mean),
             format!("{:.3}", p.duration_s),
+            p.cpu_steal_pct.map(|s| format!("{s:.1}")).unwrap_or_default(),
         ])?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)
@@ -710,6 +729,16 @@ mod tests {
     }
 
     #[test]
+    fn steal_is_reported_for_the_worst_point_only_past_the_threshold() {
+        let point = |clients, steal| CommitPoint { clients, cpu_steal_pct: steal, ..CommitPoint::default() };
+        assert!(steal_verdict(&[point(1, Some(1.0)), point(16, Some(4.0))]).is_none());
+        assert!(steal_verdict(&[point(1, None)]).is_none());
+        let v = steal_verdict(&[point(1, Some(6.0)), point(16, Some(21.0)), point(64, None)]).unwrap();
+        assert_eq!(v.code, "cpu_steal");
+        assert!(v.message.contains("21%") && v.message.contains("the 16-client point (the worst)"), "{}", v.message);
+    }
+
+    #[test]
     fn summary_of_a_window() {
         let mut h = new_histogram();
         for ns in [1000u64, 2000, 3000, 4000] {
@@ -719,13 +748,14 @@ mod tests {
         let p = summarize(
             &spec,
             &[ClientTally { latency: h }],
-            &Window { duration_s: 2.0, flushes: 2, commits: 4, flush_ns: 300 },
+            &Window { duration_s: 2.0, steal_pct: Some(12.5), flushes: 2, commits: 4, flush_ns: 300 },
         );
         assert_eq!(p.commits, 4);
         assert_eq!(p.commits_per_s, 2.0);
         assert_eq!(p.syncs_per_s, 1.0);
         assert_eq!(p.commits_per_sync, 2.0);
         assert_eq!(p.sync_latency_ns_mean, 150.0);
+        assert_eq!(p.cpu_steal_pct, Some(12.5));
         assert!((3996..=4004).contains(&p.latency_ns.max), "hdr precision is 3 digits");
         let csv = to_csv(&CommitResults {
             method: "fdatasync".into(),
@@ -738,5 +768,7 @@ mod tests {
         .unwrap();
         assert_eq!(csv.lines().count(), 2);
         assert!(csv.starts_with("method,record_size_bytes,clients"));
+        assert!(csv.lines().next().unwrap().ends_with(",duration_s,cpu_steal_pct"));
+        assert!(csv.lines().nth(1).unwrap().ends_with(",2.000,12.5"), "{csv}");
     }
 }

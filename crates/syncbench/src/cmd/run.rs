@@ -195,15 +195,18 @@ pub fn main(args: Args) -> Outcome {
     let started_at = crate::schema::now_rfc3339();
     let environment = probe::collect(&opts.dir);
     let cases = suite::plan(&opts.plan);
-    let results = match opts.mock {
-        Some(mock) => run_all(&cases, &opts.budget, &Target::Mock(mock)),
+    // Steal is measured on real runs only: the mock's output must not depend on the machine.
+    let (results, steal_pct) = match opts.mock {
+        Some(mock) => (run_all(&cases, &opts.budget, &Target::Mock(mock)), None),
         None => {
             let prepared = prepare(&opts.dir, &environment.fs_type)?;
-            run_all(&cases, &opts.budget, &Target::Disk(&prepared))
+            let steal = probe::steal::StealMeter::start();
+            (run_all(&cases, &opts.budget, &Target::Disk(&prepared)), steal.pct())
             // `prepared` is dropped here: the overwrite file is removed before anything is printed.
         }
     };
-    let verdicts = probe::verdicts(&environment, &results);
+    let mut verdicts = probe::verdicts(&environment, &results);
+    verdicts.extend(steal_pct.and_then(|pct| probe::steal::verdict(pct, "the measurement")));
     let text = render_text(&opts, &environment, &verdicts, &results);
     if opts.exports.uses_stdout() {
         eprint!("{text}");

@@ -10,6 +10,7 @@ pub mod fs_type;
 pub mod mountinfo;
 pub mod render;
 pub mod rules;
+pub mod steal;
 pub mod sysfs;
 pub mod virt;
 
