@@ -11,6 +11,7 @@ and rounds with steal are reported apart.
 
 Target: 16 clients >= 8x one client.
 Usage: bench/commit_scaling.py [--dir D] [--rounds N] [--secs S] [--delay-us U] [--base BIN] [--prio CMD]
+                               [--method M]
 """
 
 import argparse
@@ -21,7 +22,8 @@ import statistics
 import subprocess
 import sys
 
-STEAL_QUIET_PCT = 2.0  # a round counts as quiet when every point saw less steal than this
+STEAL_QUIET_PCT = 2.0
+METHOD = "fdatasync"  # a round counts as quiet when every point saw less steal than this
 
 
 def cpu_ticks():
@@ -34,6 +36,7 @@ def cpu_ticks():
 
 def point(binary, prio, directory, secs, clients, extra):
     cmd = prio + [binary, "commit", directory, "--secs", str(secs), "--clients", str(clients), "--csv", "-"]
+    cmd += ["--method", METHOD]
     steal0, total0 = cpu_ticks()
     out = subprocess.run(cmd + extra, check=True, capture_output=True, text=True).stdout
     steal1, total1 = cpu_ticks()
@@ -65,7 +68,10 @@ def main():
     ap.add_argument("--bin", default="target/release/syncbench")
     ap.add_argument("--base", help="an older syncbench binary to measure alongside (A/B)")
     ap.add_argument("--prio", default="chrt -f 10", help="command prefix ('' for none)")
+    ap.add_argument("--method", default="fdatasync", help="the log's sync method (syncbench commit --method)")
     a = ap.parse_args()
+    global METHOD
+    METHOD = a.method
     prio = shlex.split(a.prio)
     gathered = ["--commit-delay-us", str(a.delay_us), "--commit-delay-count", "clients"]
     variants = [("1", a.bin, 1, []), ("16", a.bin, 16, []), ("16 gathered", a.bin, 16, gathered)]
@@ -73,7 +79,7 @@ def main():
         variants += [("base 1", a.base, 1, []), ("base 16", a.base, 16, [])]
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
-    print(f"dir {a.dir}, {a.rounds} rounds x {a.secs} s per point, prio '{a.prio}', load average {load}")
+    print(f"method {a.method}, dir {a.dir}, {a.rounds} rounds x {a.secs} s per point, prio '{a.prio}', load average {load}")
     print(f"{'round':>5}  {'variant':<12} {'commits/s':>10} {'commits/sync':>12} {'sync us':>8} {'steal %':>8} {'x 1 client':>10}")
     rounds = []
     for r in range(1, a.rounds + 1):
