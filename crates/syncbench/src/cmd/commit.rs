@@ -445,7 +445,7 @@ fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> Comm
 /// A `cpu_steal` warning for the point that lost the most CPU time to the hypervisor, if it lost enough.
 fn steal_verdict(points: &[CommitPoint]) -> Option<Verdict> {
     let (pct, worst) = points.iter().filter_map(|p| Some((p.cpu_steal_pct?, p))).max_by(|a, b| a.0.total_cmp(&b.0))?;
-    let which = if points.len() > 1 { " (the worst)" } else { "" };
+    let which = if points.len() > 1 { ", the worst of this run" } else { "" };
     probe::steal::verdict(pct, &format!("the {}-client point{which}", worst.clients))
 }
 
@@ -512,14 +512,14 @@ fn to_markdown(results: &CommitResults) -> String {
     let durability = if results.durable { "" } else { " (NOT durable: no sync at all)" };
     let mut md = format!(
         "## syncbench commit: {}, {}-byte records{durability}\n\n\
-         | clients | commit_delay µs | log | commits/s | syncs/s | commits/sync | sync µs | p50 µs | p99 µs | p99.9 µs | max µs |\n\
-         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         | clients | commit_delay µs | log | commits/s | syncs/s | commits/sync | sync µs | p50 µs | p99 µs | p99.9 µs | max µs | steal % |\n\
+         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         results.method, results.record_size_bytes
     );
     for p in &results.points {
         let l = &p.latency_ns;
         md += &format!(
-            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {} | {} | {} | {} | {} |\n",
             p.clients,
             delay_cell(p),
             if p.group_commit { "group" } else { "naive" },
@@ -531,9 +531,15 @@ fn to_markdown(results: &CommitResults) -> String {
             micros(l.p99),
             micros(l.p999),
             micros(l.max),
+            steal_cell(p),
         );
     }
     md
+}
+
+/// The steal column: the share of CPU time the hypervisor took during the point, `-` where unknown.
+fn steal_cell(p: &CommitPoint) -> String {
+    p.cpu_steal_pct.map_or_else(|| "-".to_string(), |s| format!("{s:.1}"))
 }
 
 /// The delay column: microseconds, and the count that ends it early when there is one.
@@ -615,6 +621,7 @@ fn to_table(results: &CommitResults) -> String {
         "p99 µs",
         "p99.9 µs",
         "max µs",
+        "steal %",
     ]);
     for p in &results.points {
         let l = &p.latency_ns;
@@ -630,6 +637,7 @@ fn to_table(results: &CommitResults) -> String {
             micros(l.p99),
             micros(l.p999),
             micros(l.max),
+            steal_cell(p),
         ]);
     }
     let durability = if results.durable { "" } else { "  (NOT durable: no sync at all)" };
@@ -735,7 +743,11 @@ mod tests {
         assert!(steal_verdict(&[point(1, None)]).is_none());
         let v = steal_verdict(&[point(1, Some(6.0)), point(16, Some(21.0)), point(64, None)]).unwrap();
         assert_eq!(v.code, "cpu_steal");
-        assert!(v.message.contains("21%") && v.message.contains("the 16-client point (the worst)"), "{}", v.message);
+        assert!(
+            v.message.contains("21%") && v.message.contains("the 16-client point, the worst of this run (steal"),
+            "{}",
+            v.message
+        );
     }
 
     #[test]
