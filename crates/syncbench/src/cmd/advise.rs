@@ -74,7 +74,7 @@ pub fn main(args: Args) -> Outcome {
     };
     let input = Input { environment: &environment, verdicts: &verdicts, results: &results };
     let advice = crate::advise::advise(&input, &targets);
-    let text = crate::advise::to_text(&advice);
+    let text = disturbed_measurement(&verdicts) + &crate::advise::to_text(&advice);
     let to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
     if to_stdout {
         eprint!("{text}")
@@ -90,6 +90,16 @@ pub fn main(args: Args) -> Outcome {
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
+/// A warning above the advice when the hypervisor took CPU time during the measurement: the comparisons
+/// between methods (and etcd's p99) are then noisier than they look.
+fn disturbed_measurement(verdicts: &[Verdict]) -> String {
+    verdicts
+        .iter()
+        .filter(|v| v.code == "cpu_steal")
+        .map(|v| format!("Measurement\n  !! {} The comparisons below may not repeat.\n  → {}\n\n", v.message, v.advice))
+        .collect()
+}
+
 type Measured = (crate::probe::Environment, Vec<Verdict>, Vec<CaseResult>, String, String);
 
 /// Measure the cases the rules read: one and two 8 KiB writes per commit for every method a database can
@@ -101,6 +111,7 @@ fn measure(args: &Args, targets: &[Target]) -> anyhow::Result<Measured> {
     let prepared = crate::cmd::run::prepare(&dir, &environment.fs_type)?;
     let case_secs = if args.quick { RunBudget::QUICK_CASE_SECS } else { RunBudget::DEFAULT_CASE_SECS };
     let budget = RunBudget::per_case(case_secs);
+    let steal = crate::probe::steal::StealMeter::start();
     let mut results: Vec<CaseResult> =
         advise_cases().iter().map(|c| run_case(c, &budget, &RunTarget::Disk(&prepared))).collect();
     if targets.iter().any(|t| t.database == Database::Etcd) {
@@ -110,7 +121,8 @@ fn measure(args: &Args, targets: &[Target]) -> anyhow::Result<Measured> {
         results.push(run_case(&etcd_case(), &etcd_budget, &RunTarget::Disk(&prepared)));
     }
     drop(prepared);
-    let verdicts = crate::probe::verdicts(&environment, &results);
+    let mut verdicts = crate::probe::verdicts(&environment, &results);
+    verdicts.extend(steal.pct().and_then(|pct| crate::probe::steal::verdict(pct, "the measurement")));
     Ok((environment, verdicts, results, "measured".to_string(), dir.display().to_string()))
 }
 

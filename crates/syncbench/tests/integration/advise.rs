@@ -31,6 +31,14 @@ fn case(section: &str, method: &str, size: u64, writes: u32, state: &str, ops_pe
 }
 
 fn saved_run(dir: &std::path::Path, etcd_ops_per_s: f64) -> std::path::PathBuf {
+    saved_run_with(dir, etcd_ops_per_s, vec![])
+}
+
+fn saved_run_with(
+    dir: &std::path::Path,
+    etcd_ops_per_s: f64,
+    verdicts: Vec<syncbench::verdict::Verdict>,
+) -> std::path::PathBuf {
     let results = vec![
         case("one_write", "fdatasync", 8192, 1, "overwrite", 5000.0),
         case("one_write", "fsync", 8192, 1, "overwrite", 2500.0),
@@ -41,7 +49,7 @@ fn saved_run(dir: &std::path::Path, etcd_ops_per_s: f64) -> std::path::PathBuf {
     ];
     let env = Environment { fs_type: "ext4".into(), kernel: "6.18".into(), ..Environment::default() };
     let payload = RunPayload { dir: "/data".into(), pattern: "sequential".into(), results };
-    let doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, vec![], payload);
+    let doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, verdicts, payload);
     let path = dir.join("run.json");
     std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
     path
@@ -62,6 +70,28 @@ fn advises_from_a_saved_run() {
         .success()
         .stdout(predicate::str::contains("wal_sync_method = fdatasync"))
         .stdout(predicate::str::contains("etcd 3.5 — PASS"));
+}
+
+#[test]
+fn a_measurement_the_hypervisor_disturbed_is_called_out_above_the_advice() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = saved_run(dir.path(), 3000.0);
+    syncbench()
+        .args(["advise", "--for", "postgres", "--from"])
+        .arg(&clean)
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("PostgreSQL"));
+    let steal = syncbench::probe::steal::verdict(23.0, "the measurement").unwrap();
+    let stolen_dir = tempfile::tempdir().unwrap();
+    let stolen = saved_run_with(stolen_dir.path(), 3000.0, vec![steal]);
+    syncbench()
+        .args(["advise", "--for", "postgres", "--from"])
+        .arg(&stolen)
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("Measurement\n  !! The hypervisor took 23%"))
+        .stdout(predicate::str::contains("PostgreSQL"));
 }
 
 #[test]
