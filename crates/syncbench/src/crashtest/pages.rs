@@ -9,6 +9,7 @@ use super::history::{History, UnitId};
 use std::path::Path;
 use std::sync::OnceLock;
 use syncbench_engine::pages::{FaultSwitches, Mode, StoreConfig};
+use syncbench_engine::wal::FaultSwitches as LogFaults;
 use syncbench_engine::workload::{Bank, BankConfig, Transfer};
 use syncbench_simfs::{SimConfig, SimFs, SimRng};
 
@@ -17,8 +18,9 @@ const PAGE_BYTES: usize = 8192;
 /// Pages per double-write batch; the pool holds the minimum the store accepts (2 × batch + 16), fewer
 /// than the bank's pages, so evictions write pages between checkpoints too.
 const DW_BATCH_PAGES: usize = 4;
-/// Log segment size (the log's minimum is 16 KiB; its default of 16 MiB would dominate every crash point).
-const WAL_SEGMENT_BYTES: u64 = 64 << 10;
+/// Log segment size: the log's minimum, so that runs create and retire segments (its default of 16 MiB
+/// would dominate every crash point and never fill).
+const WAL_SEGMENT_BYTES: u64 = 16 << 10;
 
 /// The page-store crash scenario.
 pub struct PagesScenario {
@@ -34,26 +36,35 @@ pub struct PagesScenario {
     pub transfers: u32,
     /// Simulated clients.
     pub clients: u32,
-    /// Deliberate bugs.
+    /// Deliberate bugs of the page store.
     pub faults: FaultSwitches,
+    /// Deliberate bugs of its write-ahead log.
+    pub log_faults: LogFaults,
     /// The freshly created bank, built once and forked for every run.
     base: OnceLock<Result<SimFs, String>>,
 }
 
 impl PagesScenario {
     /// TPC-B scale 1 (one branch) with `accounts_per_branch` accounts (the CLI's default is 2,000; TPC-B
-    /// proper has 100,000), 48 transfers from 4 clients.
+    /// proper has 100,000), 48 transfers from 4 clients; 96 with `dw`, whose log holds no page images, so
+    /// that it too fills a log segment and creates the next one (the directory operations under test).
     pub fn new(mode: Mode, seed: u64, accounts_per_branch: u32, faults: FaultSwitches) -> PagesScenario {
         PagesScenario {
             mode,
             seed,
             scale: 1,
             accounts_per_branch,
-            transfers: 48,
+            transfers: if mode == Mode::Dw { 192 } else { 48 },
             clients: 4,
             faults,
+            log_faults: LogFaults::default(),
             base: OnceLock::new(),
         }
+    }
+
+    /// The same scenario with deliberate bugs in its log (`--engine-bug skip-log-sync` and the like).
+    pub fn with_log_faults(self, log_faults: LogFaults) -> PagesScenario {
+        PagesScenario { log_faults, ..self }
     }
 
     fn store_config(&self) -> StoreConfig {
@@ -64,6 +75,7 @@ impl PagesScenario {
         // Small log segments: every run and recovery creates and zero-fills them on the simulated disk.
         config.wal.segment_bytes = WAL_SEGMENT_BYTES;
         config.faults = self.faults;
+        config.wal.faults = self.log_faults;
         config
     }
 
@@ -71,13 +83,17 @@ impl PagesScenario {
         BankConfig { scale: self.scale, accounts_per_branch: self.accounts_per_branch }
     }
 
-    /// Create and load the bank once (not crashed: loading is not what is under test).
+    /// Create and load the bank once (not crashed, and without the deliberate bugs: loading is not what is
+    /// under test).
     fn base(&self) -> Result<&SimFs, String> {
         self.base
             .get_or_init(|| {
                 let fs = SimFs::new(SimConfig::default());
                 syncbench_engine::Storage::create_dir_all(&fs, Path::new(DIR)).map_err(|e| e.to_string())?;
-                let bank = Bank::create(fs.clone(), Path::new(DIR), self.store_config(), self.bank_config())
+                let mut config = self.store_config();
+                config.faults = FaultSwitches::default();
+                config.wal.faults = LogFaults::default();
+                let bank = Bank::create(fs.clone(), Path::new(DIR), config, self.bank_config())
                     .map_err(|e| format!("cannot create the bank: {e}"))?;
                 bank.close().map_err(|e| format!("cannot close the new bank: {e}"))?;
                 Ok(fs)

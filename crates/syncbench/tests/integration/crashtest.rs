@@ -33,22 +33,20 @@ fn wal_passes_4000_points_over_both_profiles_with_and_without_fsync_errors() {
     );
 }
 
-#[test]
-fn fpw_passes_2000_points_under_ext4_with_and_without_fsync_errors() {
-    assert_passes("fpw", &[("ext4", false, "1000"), ("ext4", true, "1000")]);
-}
-
-#[test]
-fn dw_passes_2000_points_under_ext4_with_and_without_fsync_errors() {
-    assert_passes("dw", &[("ext4", false, "1000"), ("ext4", true, "1000")]);
-}
+/// The bar: at least 2,000 crash points for each profile, with and without fsync errors.
+const EVERY_PROFILE_2000_POINTS: [(&str, bool, &str); 4] =
+    [("strict", false, "2000"), ("ext4", false, "2000"), ("strict", true, "2000"), ("ext4", true, "2000")];
 
 /// The strict profile once caught the log retiring several segments under one directory fsync (see
 /// `crashtest::wal::tests::retiring_many_segments_at_once_survives_out_of_order_namespace_crashes`).
 #[test]
-fn fpw_and_dw_pass_under_strict() {
-    assert_passes("fpw", &[("strict", false, "1000"), ("strict", true, "1000")]);
-    assert_passes("dw", &[("strict", false, "1000"), ("strict", true, "1000")]);
+fn fpw_passes_2000_points_per_profile_with_and_without_fsync_errors() {
+    assert_passes("fpw", &EVERY_PROFILE_2000_POINTS);
+}
+
+#[test]
+fn dw_passes_2000_points_per_profile_with_and_without_fsync_errors() {
+    assert_passes("dw", &EVERY_PROFILE_2000_POINTS);
 }
 
 #[test]
@@ -108,6 +106,16 @@ fn a_double_write_flush_that_skips_its_fsync_is_caught() {
     assert_caught("dw", &["--engine-bug", "dw-skip-fsync", "--profile", "ext4"]);
 }
 
+/// The page store commits through the same log: the log's bugs must be caught under the page workload.
+#[test]
+fn log_bugs_are_caught_under_the_page_workload_too() {
+    for mode in ["fpw", "dw"] {
+        assert_caught(mode, &["--engine-bug", "skip-log-sync"]);
+        assert_caught(mode, &["--engine-bug", "skip-dir-fsync", "--profile", "strict"]);
+        assert_caught(mode, &["--engine-bug", "retry-fsync", "--fsync-errors"]);
+    }
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let out = crashtest(&["--points", "0"]).code(2);
@@ -115,6 +123,6 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--points"), "{stderr}");
     crashtest(&["--profile", "zfs"]).code(2);
-    let out = crashtest(&["--mode", "dw", "--engine-bug", "skip-log-sync"]).code(2);
-    assert!(stderr_of(&out).contains("--mode wal"));
+    let out = crashtest(&["--mode", "fpw", "--engine-bug", "dw-skip-fsync"]).code(2);
+    assert!(stderr_of(&out).contains("needs --mode dw"));
 }
