@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Validate `syncbench advise --for postgres` against real PostgreSQL: for each wal_sync_method, run pgbench
 # (TPC-B, synchronous_commit=on) with 1 and 8 clients, alternating methods round by round, then print tps
-# per method (median of the rounds) and the rank of the method advise chose.
+# per method (median of the rounds) and the rank of the method advise chose. advise measures DIR after the
+# pgbench rounds, in the same directory as the cluster, while the (idle) server is still running.
 #
 # usage: bench/advise_pgbench.sh DIR [SECONDS_PER_RUN] [ROUNDS]
-# needs: root (runs PostgreSQL as the postgres user), Debian's postgresql package, a release build of syncbench.
+# needs: root (runs PostgreSQL as the postgres user; installs Debian's postgresql package with apt-get when
+# it is missing) and a release build of syncbench (built when missing).
 set -euo pipefail
 dir=$(realpath "${1:?usage: $0 DIR [SECONDS] [ROUNDS]}")
 secs=${2:-15}
@@ -12,8 +14,19 @@ rounds=${3:-3}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin="$repo/target/release/syncbench"
 [ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
-pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-[ -x "$pgbin/initdb" ] || { echo "install PostgreSQL: apt-get install postgresql" >&2; exit 2; }
+# The newest installed server's bin directory, or nothing (no match must not end the script under pipefail).
+find_pgbin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true; }
+pgbin=$(find_pgbin)
+if [ ! -x "${pgbin:-/nonexistent}/initdb" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing PostgreSQL from the distribution's packages (apt-get install postgresql)" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  pgbin=$(find_pgbin)
+fi
+[ -x "${pgbin:-/nonexistent}/initdb" ] || {
+  echo "PostgreSQL not found under /usr/lib/postgresql; run as root on a Debian/Ubuntu system to have it installed, or install it: apt-get install postgresql" >&2
+  exit 2
+}
 pgver=$("$pgbin/postgres" --version | sed -E 's/.* ([0-9]+)(\.[0-9]+)?.*/\1/')
 
 work="$dir/.syncbench-pgval-$$"

@@ -94,13 +94,35 @@ impl<'a> Facts<'a> {
         Some(rate_of(method, &[self.case(section, method, size, 1)?]))
     }
 
-    /// Whether O_DIRECT worked here (any `+direct` or `direct` case was measured).
+    /// Whether O_DIRECT really bypasses the page cache here: false on ext4 mounted `data=journal` (it
+    /// accepts O_DIRECT but silently does buffered I/O, so `+direct` cases measure buffered writes; the
+    /// probe's `data_journal` verdict), else whether any `+direct` or `direct` case was measured (None when
+    /// none was tried).
     pub fn direct_supported(&self) -> Option<bool> {
+        if self.data_journal() {
+            return Some(false);
+        }
         let direct: Vec<&CaseResult> = self.results.iter().filter(|c| c.method.contains("direct")).collect();
         if direct.is_empty() {
             return None;
         }
         Some(direct.iter().any(|c| measured(c)))
+    }
+
+    /// ext4 (or ext3) mounted with `data=journal`, from the mount options or the probe's verdict.
+    pub fn data_journal(&self) -> bool {
+        self.env.mount_options.iter().any(|o| o == "data=journal")
+            || self.verdicts.iter().any(|v| v.code == "data_journal")
+    }
+
+    /// Why O_DIRECT is not available, when [`Facts::direct_supported`] says so (a clause to continue).
+    pub fn no_direct_reason(&self) -> &'static str {
+        if self.data_journal() {
+            "ext4 mounted with data=journal accepts O_DIRECT but silently does buffered I/O (the probe's \
+             data_journal verdict; the +direct cases measured here were buffered too)"
+        } else {
+            "O_DIRECT is refused by this file system"
+        }
     }
 
     /// A copy-on-write file system (never overwrites in place: torn pages cannot happen, preallocation

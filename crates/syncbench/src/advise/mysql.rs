@@ -78,7 +78,7 @@ fn flush_method(f: &Facts<'_>, caveats: &mut Vec<String>) -> Option<Setting> {
             let o = osync.as_ref().expect("checked above");
             ("O_DSYNC", format!("The redo log opened O_SYNC (what InnoDB's O_DSYNC mode does) beats write+fsync: {}. Data files stay buffered in this mode.", compare(o, &fsync)))
         }
-        (false, Some(false)) => ("fsync", "O_DIRECT is refused by this file system, so data pages cannot bypass the page cache; fsync is the remaining safe mode.".to_string()),
+        (false, Some(false)) => ("fsync", format!("{}, so data pages cannot bypass the page cache; fsync is the remaining safe mode.", f.no_direct_reason())),
         (false, _) => ("O_DIRECT", "Data files bypass the page cache (no double buffering with the buffer pool); the redo log keeps write+fsync, which measured at least as fast as O_SYNC here".to_string()),
     };
     if value == "O_DIRECT" {
@@ -155,23 +155,41 @@ fn mariadb_log_file(f: &Facts<'_>, caveats: &mut Vec<String>) -> Vec<Setting> {
         ("ON", "OFF", "fdatasync"),
         ("ON", "ON", "open_datasync"),
     ];
-    let scored: Vec<(&str, &str, Rate)> =
-        combos.iter().filter_map(|(b, w, m)| f.wal_score(m).map(|r| (*b, *w, r))).collect();
+    // Without real O_DIRECT (refused, or data=journal's silent fallback) buffering OFF is not on offer,
+    // whatever the +direct cases measured.
+    let direct = f.direct_supported() != Some(false);
+    let offered = |m: &str| direct || !m.contains("direct");
+    let scored: Vec<(&str, &str, Rate)> = combos
+        .iter()
+        .filter(|(_, _, m)| offered(m))
+        .filter_map(|(b, w, m)| f.wal_score(m).map(|r| (*b, *w, r)))
+        .collect();
     let rates: Vec<Rate> = scored.iter().map(|(_, _, r)| r.clone()).collect();
     // MariaDB's default on Linux: buffering OFF (O_DIRECT when the block size allows), write_through OFF.
-    let default = if f.direct_supported() == Some(false) { "fdatasync" } else { "fdatasync+direct" };
-    let Some(best) = f.choose(&rates, default, MARGIN) else {
+    let default = if direct { "fdatasync+direct" } else { "fdatasync" };
+    let Some(chosen) = f.choose(&rates, default, MARGIN) else {
         caveats
             .push("No fdatasync/open_datasync cases were measured, so the log file settings are not advised.".into());
         return Vec::new();
     };
     let (buffering, write_through) =
-        scored.iter().find(|(_, _, r)| r.method == best.method).map_or(("ON", "OFF"), |(b, w, _)| (*b, *w));
-    let mut reason = format!("The redo log measured fastest as {} ({}).", best.method, per_s(best.ops_per_s));
-    for other in rates.iter().filter(|r| r.method != best.method) {
+        scored.iter().find(|(_, _, r)| r.method == chosen.method).map_or(("ON", "OFF"), |(b, w, _)| (*b, *w));
+    let mut reason = format!(
+        "Scored by commits/s of one and of two 8 KiB writes per commit (geometric mean): {} does {}.",
+        chosen.method,
+        per_s(chosen.ops_per_s)
+    );
+    for other in rates.iter().filter(|r| r.method != chosen.method) {
         reason.push(' ');
-        reason.push_str(&compare(&best, other));
+        reason.push_str(&compare(&chosen, other));
         reason.push('.');
+    }
+    if chosen.method == default && rates.iter().any(|r| r.method != default && r.ops_per_s > chosen.ops_per_s) {
+        reason.push_str(" The faster alternative is within 5% or the noise, so the default stays.");
+    }
+    let excluded = combos.iter().any(|(_, _, m)| !offered(m) && f.wal_score(m).is_some());
+    if excluded {
+        reason.push_str(&format!(" The +direct cases are left out: {}.", f.no_direct_reason()));
     }
     let evidence: Vec<_> = rates.iter().flat_map(|r| r.evidence.clone()).collect();
     vec![
@@ -198,7 +216,7 @@ fn mariadb_data_file(f: &Facts<'_>) -> Vec<Setting> {
         reason: if direct {
             "OFF (O_DIRECT) keeps data pages out of the page cache: the buffer pool already caches them.".into()
         } else {
-            "This file system refuses O_DIRECT, so data files must be buffered.".into()
+            format!("{}, so data files must be buffered.", f.no_direct_reason())
         },
         evidence: Vec::new(),
     };

@@ -282,19 +282,40 @@ fn render_text(
     results: &[CaseResult],
 ) -> String {
     let timing = if opts.mock.is_some() { " (MOCK TIMING: numbers are simulated, not measured)" } else { "" };
-    // What the numbers are about first (the same tree `probe` prints), then the tables, then the verdicts,
-    // which need the measurements.
-    let mut text = format!(
-        "syncbench run{timing}\n{}{} cases, up to {} s each, pattern {}\n",
-        probe::render::environment_tree(env),
+    // What the numbers are about first: the same tree `probe` prints and the verdicts that follow from the
+    // environment alone; then the tables; then the verdicts that need the measurements (an implausible
+    // flush rate, fsync much slower than fdatasync, CPU steal).
+    let (from_env, from_results) = split_verdicts(env, verdicts);
+    let mut text = format!("syncbench run{timing}\n{}", probe::render::environment_tree(env));
+    if !from_env.is_empty() || from_results.is_empty() {
+        text.push('\n');
+        text.push_str(&probe::render::verdict_list(&from_env));
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "{} cases, up to {} s each, pattern {}\n",
         results.len(),
         opts.budget.case_secs,
         opts.plan.pattern.name()
-    );
+    ));
     text.push_str(&crate::table::render(results, opts.plan.size_bytes, opts.histogram));
-    text.push('\n');
-    text.push_str(&probe::render::verdict_list(verdicts));
+    if !from_results.is_empty() {
+        text.push('\n');
+        let list = probe::render::verdict_list(&from_results);
+        let items = list.strip_prefix("verdicts:").unwrap_or(&list);
+        text.push_str(&format!("verdicts from the measurements:{items}"));
+    }
     text
+}
+
+/// The verdicts the rules give for the environment alone (no measurements), and the rest: those that
+/// needed the results, in the order given (most severe first).
+fn split_verdicts(
+    env: &probe::Environment,
+    verdicts: &[crate::verdict::Verdict],
+) -> (Vec<crate::verdict::Verdict>, Vec<crate::verdict::Verdict>) {
+    let env_only = probe::verdicts(env, &[]);
+    verdicts.iter().cloned().partition(|v| env_only.contains(v))
 }
 
 #[cfg(test)]
@@ -345,6 +366,60 @@ mod tests {
         assert!(message(Options::from_args(&bad_json)).contains("--json"));
         let both = ExportArgs { json: Some("-".into()), csv: Some("-".into()), ..ExportArgs::default() };
         assert!(message(Options::from_args(&Args { exports: both, ..a() })).contains("stdout"));
+    }
+
+    #[test]
+    fn environment_verdicts_come_before_the_tables_measured_ones_after() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = Options::from_args(&Args { mock_timing: Some("1".into()), ..args(tmp.path()) }).unwrap();
+        let disk = probe::Device {
+            name: "sda".into(),
+            kind: "disk".into(),
+            rotational: Some(true),
+            write_cache: Some("write back".into()),
+            fua: Some(true),
+            ..probe::Device::default()
+        };
+        let env = probe::Environment {
+            dir: "/data".into(),
+            fs_type: "ext4".into(),
+            fs_magic: 0xEF53,
+            mount_options: vec!["rw".into(), "nobarrier".into()],
+            devices: vec![disk],
+            ..probe::Environment::default()
+        };
+        let result = CaseResult {
+            section: "one_write".into(),
+            method: "fdatasync".into(),
+            label: "fdatasync".into(),
+            durable: true,
+            supported: true,
+            write_size_bytes: 8192,
+            writes_per_commit: 1,
+            file_state: "overwrite".into(),
+            ops: 5000,
+            ops_per_s: 5000.0,
+            ..CaseResult::default()
+        };
+        let results = vec![result];
+        let verdicts = probe::verdicts(&env, &results);
+        let text = render_text(&opts, &env, &verdicts, &results);
+        let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("no {needle:?} in\n{text}"));
+        // nobarrier follows from the mount options alone; the flush rate needs the measurement.
+        assert!(at("/data") < at("[flushes_disabled]"), "{text}");
+        assert!(at("[flushes_disabled]") < at("1 cases, up to"), "{text}");
+        assert!(at("1 cases, up to") < at("(a) "), "{text}");
+        assert!(at("(a) ") < at("verdicts from the measurements:"), "{text}");
+        assert!(at("verdicts from the measurements:") < at("[implausible_flush_rate]"), "{text}");
+        assert_eq!(text.matches("[flushes_disabled]").count(), 1, "{text}");
+        assert_eq!(text.matches("[implausible_flush_rate]").count(), 1, "{text}");
+        // Nothing at all to report is said once, before the tables.
+        let quiet = probe::Environment { mount_options: vec!["rw".into()], devices: vec![], ..env.clone() };
+        let quiet_disk = probe::Device { rotational: Some(false), ..probe::Device::default() };
+        let quiet = probe::Environment { devices: vec![quiet_disk], ..quiet };
+        let none = render_text(&opts, &quiet, &probe::verdicts(&quiet, &results), &results);
+        assert!(none.find("verdicts: nothing to report").unwrap() < none.find("(a) ").unwrap(), "{none}");
+        assert!(!none.contains("verdicts from the measurements"), "{none}");
     }
 
     #[test]

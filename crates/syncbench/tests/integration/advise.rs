@@ -144,3 +144,28 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn measures_a_directory_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keep.txt"), b"the user's file").unwrap();
+    let out = syncbench()
+        .args(["advise", "--quick", "--for", "postgres,sqlite"])
+        .arg(dir.path())
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    // Both databases, each with a value decided by this measurement.
+    assert!(stdout.contains("PostgreSQL 17.0\n"), "{stdout}");
+    assert!(stdout.contains("  wal_sync_method = "), "{stdout}");
+    assert!(stdout.contains("SQLite 3.46\n"), "{stdout}");
+    assert!(stdout.contains("  synchronous = FULL"), "{stdout}");
+    assert!(stdout.contains("Measured here: a FULL commit costs about"), "{stdout}");
+    assert!(!stdout.contains("MySQL") && !stdout.contains("etcd"), "{stdout}");
+    let mut left: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["keep.txt"], "syncbench left files behind");
+}
