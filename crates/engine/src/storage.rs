@@ -77,6 +77,10 @@ pub trait Storage: Send + Sync {
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
     /// Whether a file exists at `path`.
     fn exists(&self, path: &Path) -> io::Result<bool>;
+    /// A hint for simulators: the engine is about to do something worth crashing near (e.g. `"dw_flush"`
+    /// right before a write to the double-write area). A simulator may note `tag` on its operation
+    /// timeline; real storage ignores it. Never affects what is stored.
+    fn mark(&self, _tag: &'static str) {}
 }
 
 /// The real file system, through `syncbench-sys`.

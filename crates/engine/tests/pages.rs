@@ -244,3 +244,94 @@ fn fpw_without_images_cannot_repair_the_torn_page() {
     let err = Bank::open(RealStorage, dir.path(), config, bank_size()).err().expect("recovery must stop");
     assert!(err.to_string().contains("no full-page image"), "{err}");
 }
+
+/// Real storage that records which directories were fsynced.
+#[derive(Clone, Default)]
+struct DirSyncs(std::sync::Arc<Mutex<Vec<std::path::PathBuf>>>);
+
+impl Storage for DirSyncs {
+    type File = syncbench_engine::RealFile;
+    fn create_new(&self, path: &Path, opts: FileOptions) -> std::io::Result<Self::File> {
+        RealStorage.create_new(path, opts)
+    }
+    fn open(&self, path: &Path, opts: FileOptions) -> std::io::Result<Self::File> {
+        RealStorage.open(path, opts)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        RealStorage.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        RealStorage.remove(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.0.lock().unwrap().push(dir.to_path_buf());
+        RealStorage.sync_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        RealStorage.create_dir_all(dir)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        RealStorage.list(dir)
+    }
+    fn exists(&self, path: &Path) -> std::io::Result<bool> {
+        RealStorage.exists(path)
+    }
+}
+
+#[test]
+fn every_directory_the_store_creates_is_followed_by_a_parent_fsync() {
+    let root = tempfile::tempdir().unwrap();
+    let (store, wal, dw) = (root.path().join("store"), root.path().join("logs/wal"), root.path().join("dw"));
+    let mut config = small_config(Mode::Dw);
+    config.wal_dir = Some(wal.clone());
+    config.dw_dir = Some(dw.clone());
+    let storage = DirSyncs::default();
+    let bank = Bank::create(storage.clone(), &store, config, bank_size()).unwrap();
+    bank.close().unwrap();
+    let synced = storage.0.lock().unwrap().clone();
+    for created in [&store, &root.path().join("logs"), &wal, &dw] {
+        let parent = created.parent().unwrap().to_path_buf();
+        assert!(
+            synced.contains(&parent),
+            "{} was created but {} never fsynced: {synced:?}",
+            created.display(),
+            parent.display()
+        );
+    }
+}
+
+/// In dw mode the flusher starts double-writing once one batch of pages is dirty, even when the pool
+/// has plenty of clean frames (a large pool would otherwise leave every write to the checkpoint).
+#[test]
+fn dw_flusher_starts_once_a_batch_is_dirty() {
+    use syncbench_engine::pages::PageStore;
+    for mode in [Mode::Dw, Mode::Fpw] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = large_pool(mode);
+        config.dw_batch_pages = 8;
+        config.buffer_pool_bytes = 256 * PAGE; // far above the low-water mark
+        let store = PageStore::create(RealStorage, dir.path(), config).unwrap();
+        store.finish_load().unwrap();
+        let dirty = |pages: std::ops::Range<u32>| {
+            store
+                .update(1, |tx| {
+                    for n in pages {
+                        tx.write(PageId { file: 0, page_no: n }, page::HEADER_BYTES, &[7; 8])?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+        };
+        dirty(0..7);
+        assert_eq!(store.flush_ahead().unwrap(), 0, "{mode:?}: less than a batch dirty, a full pool clean");
+        dirty(7..8);
+        let written = store.flush_ahead().unwrap();
+        if mode == Mode::Dw {
+            assert_eq!(written, 8, "one batch dirty: the flusher double-writes it");
+            assert_eq!(store.stats().dw_bytes, 8 * PAGE as u64);
+            assert_eq!(store.flush_ahead().unwrap(), 0, "nothing dirty is left");
+        } else {
+            assert_eq!(written, 0, "other modes keep the low-water rule only");
+        }
+    }
+}

@@ -282,3 +282,53 @@ fn a_fork_is_independent_and_keeps_volatile_state() {
     assert_eq!(content(&fork.crash_image_with(0, ResiduePolicy::None).0, "/db/a").unwrap(), b"old!");
     assert_eq!(fork.stats().ops, fs.stats().ops + 1, "the op counter carries on");
 }
+
+/// A dw-mode bank on the simulator: `pool_pages` frames of 4 KiB, 8-page batches.
+fn dw_bank(fs: &SimFs, mode: syncbench_engine::pages::Mode) -> syncbench_engine::workload::Bank<SimFs> {
+    use syncbench_engine::workload::{Bank, BankConfig};
+    let mut config = Bank::<SimFs>::store_config(mode);
+    config.page_size = 4096;
+    config.dw_batch_pages = 8;
+    config.buffer_pool_bytes = 32 * 4096; // the minimum (2 × batch + 16): clients must evict dirty pages
+    config.wal.segment_bytes = 1 << 20;
+    Bank::create(fs.clone(), Path::new("/db"), config, BankConfig { scale: 1, accounts_per_branch: 2000 }).unwrap()
+}
+
+fn dw_flush_marks(fs: &SimFs) -> usize {
+    fs.marks().iter().filter(|m| m.tag == syncbench_engine::pages::DW_FLUSH_MARK).count()
+}
+
+#[test]
+fn double_write_flushes_leave_a_dw_flush_mark() {
+    use syncbench_engine::pages::Mode;
+    let fs = fs(Profile::Strict);
+    let bank = dw_bank(&fs, Mode::Dw);
+    assert_eq!(dw_flush_marks(&fs), 0, "loading writes pages home directly");
+    let mut n = 0u64;
+    let mut next = || {
+        n = n.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        n >> 11
+    };
+    // No background flusher: clients evict dirty pages themselves, through the single-page region.
+    for _ in 0..200 {
+        let (_, lsn) = bank.submit(bank.pick(&mut next)).unwrap();
+        bank.commit(lsn).unwrap();
+    }
+    let evictions = bank.store().stats().eviction_writes;
+    assert!(evictions > 0, "the small pool forced evictions");
+    assert_eq!(dw_flush_marks(&fs) as u64, evictions, "one mark per evicted page's double-write");
+    // The checkpoint double-writes the rest in batches, each marked.
+    bank.store().checkpoint().unwrap();
+    assert!(dw_flush_marks(&fs) as u64 > evictions, "checkpoint batches are marked");
+    let last = fs.marks().into_iter().rfind(|m| m.tag == "dw_flush").unwrap();
+    assert!(last.op < fs.stats().ops, "the mark precedes the double-write it announces");
+
+    let other = self::fs(Profile::Strict);
+    let fpw = dw_bank(&other, Mode::Fpw);
+    for _ in 0..50 {
+        let (_, lsn) = fpw.submit(fpw.pick(&mut next)).unwrap();
+        fpw.commit(lsn).unwrap();
+    }
+    fpw.store().checkpoint().unwrap();
+    assert_eq!(dw_flush_marks(&other), 0, "no double-write area, no mark");
+}

@@ -15,7 +15,7 @@ mod store;
 
 pub use log::{LogRecord, LogStats, PageLog};
 pub use page::{Lsn, PageId};
-pub use store::{Background, PageStore, StoreStats, Tx, data_file_path};
+pub use store::{Background, DW_FLUSH_MARK, PageStore, StoreStats, Tx, data_file_path};
 
 use std::path::PathBuf;
 

@@ -24,6 +24,9 @@ use syncbench_sys::AlignedBuf;
 
 const CONTROL_FILE_NAME: &str = "control";
 const WAL_SUBDIR: &str = "wal";
+/// The [`Storage::mark`] tag put on the timeline right before each write to the double-write area
+/// (a batch, or one evicted page).
+pub const DW_FLUSH_MARK: &str = "dw_flush";
 
 /// Counters for the benchmark (monotonic since open).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -194,7 +197,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let (wal_dir, dw_dir) = Self::paths(dir, &config);
         for d in [dir, &wal_dir, &dw_dir] {
-            storage.create_dir_all(d)?;
+            Self::create_dir_durably(&storage, d)?;
         }
         let opts = Self::file_options(&config);
         let files = (0..config.data_files)
@@ -216,6 +219,27 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         // The control file is written last by `finish_load`; until then a crash leaves no valid store.
         let control = ControlFile::create(&storage, &dir.join(format!("{CONTROL_FILE_NAME}.loading")), first)?;
         Ok(Self::assemble(storage, dir, config, files, Box::new(log), dw, control))
+    }
+
+    /// Create `dir` and any missing parents, fsyncing the parent of each directory created so its name
+    /// survives a power cut (a create is durable only after its directory is synced).
+    fn create_dir_durably(storage: &S, dir: &Path) -> io::Result<()> {
+        let mut missing = Vec::new();
+        for level in dir.ancestors() {
+            if level.as_os_str().is_empty() || storage.exists(level)? {
+                break;
+            }
+            missing.push(level);
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        storage.create_dir_all(dir)?;
+        for level in missing.iter().rev() {
+            let parent = level.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            storage.sync_dir(parent)?;
+        }
+        Ok(())
     }
 
     fn open_dw(storage: &S, dw_dir: &Path, config: &StoreConfig) -> io::Result<Option<DoubleWrite<S::File>>> {
@@ -521,6 +545,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             Mode::Atomic => self.write_home(id, copy.as_slice(), WriteSync::AtomicDsync),
             Mode::Dw => {
                 let dw = self.dw.as_ref().expect("dw mode has a double-write area");
+                self.storage.mark(DW_FLUSH_MARK);
                 dw.write(Region::Single, copy.as_slice(), self.config.faults.dw_skip_fsync)?;
                 add(&self.counters.dw_bytes, copy.len() as u64);
                 add(&self.counters.data_syncs, u64::from(!self.config.faults.dw_skip_fsync));
@@ -544,6 +569,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             for (slot, c) in images.as_mut_slice().chunks_exact_mut(self.config.page_size).zip(copies.iter()) {
                 slot.copy_from_slice(c.bytes.as_slice());
             }
+            self.storage.mark(DW_FLUSH_MARK);
             dw.write(Region::Batch, images.as_slice(), self.config.faults.dw_skip_fsync)?;
             add(&self.counters.dw_bytes, images.len() as u64);
             add(&self.counters.data_syncs, u64::from(!self.config.faults.dw_skip_fsync));
@@ -617,14 +643,18 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// Background flusher step: keep clean frames ahead of the clock hand so client evictions rarely
-    /// have to write. Returns pages written.
+    /// have to write, and in `dw` mode double-write pages as soon as a batch of them is dirty, so the
+    /// checkpoint finds little left to write. Writes one batch when clean (or empty) frames are below
+    /// max(frames / 4, 2 × batch) or, in `dw` mode, when at least one batch of frames is dirty. Returns
+    /// pages written.
     pub fn flush_ahead(&self) -> io::Result<usize> {
         let (clean, frames) = {
             let inner = lock(&self.inner);
             (inner.pool.clean_frames(), inner.pool.frames.len())
         };
         let low_water = (frames / 4).max(2 * self.config.dw_batch_pages);
-        if clean >= low_water {
+        let dirty_batch = self.config.mode == Mode::Dw && frames - clean >= self.config.dw_batch_pages;
+        if clean >= low_water && !dirty_batch {
             return Ok(0);
         }
         self.flush_batch(|_| true)

@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use syncbench_engine::RealStorage;
 use syncbench_engine::pages::{Mode, StoreConfig, atomic};
+use syncbench_engine::storage::{FileOptions, Storage, StorageFile, WriteSync};
 use syncbench_engine::workload::{Bank, BankConfig, RunReport, RunSpec};
 
 /// Flags of `syncbench pages`.
@@ -160,6 +161,12 @@ struct StoreSettings {
     buffer_pool_bytes: usize,
     scale: u32,
     accounts_per_branch: u32,
+    /// The `.syncbench-pages-wal-*` directory created under `--wal-dir` (absolute), if any.
+    #[serde(default)]
+    wal_dir: Option<PathBuf>,
+    /// The `.syncbench-pages-dw-*` directory created under `--dw-dir` (absolute), if any.
+    #[serde(default)]
+    dw_dir: Option<PathBuf>,
 }
 
 const SETTINGS_FILE: &str = "syncbench-pages.json";
@@ -285,11 +292,15 @@ fn store_config(args: &Args, mode: Mode, pool_bytes: usize) -> StoreConfig {
     config
 }
 
-/// A `.syncbench-<what>-*` directory inside `parent`, registered for removal.
+/// A `.syncbench-<what>-*` directory inside `parent`, registered for removal. The parent is fsynced so
+/// the new directory's name is durable (the store inside it must survive a power cut to be recovered).
 fn own_dir(parent: &Path, what: &str) -> anyhow::Result<Created> {
     let path = parent.join(unique_name(what));
     let guard = Created::register(path.clone());
     std::fs::create_dir(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    RealStorage
+        .sync_dir(parent)
+        .with_context(|| format!("cannot fsync {} after creating {}", parent.display(), path.display()))?;
     Ok(guard)
 }
 
@@ -312,7 +323,8 @@ fn run_one(args: &Args, plan: &Plan, mode: Mode, pool_bytes: usize) -> anyhow::R
         return Ok(unsupported(why));
     }
     let bank_config = BankConfig { scale: args.scale, accounts_per_branch: args.accounts_per_branch };
-    write_settings(store_dir.path(), args, mode, pool_bytes)?;
+    let created = CreatedDirs { wal: wal_dir.as_ref().map(Created::path), dw: dw_dir.as_ref().map(Created::path) };
+    write_settings(store_dir.path(), args, mode, pool_bytes, created)?;
     let bank = Bank::create(RealStorage, store_dir.path(), config, bank_config)
         .with_context(|| format!("creating the {} store in {}", mode.name(), store_dir.path().display()))?;
     let before = bank.store().stats();
@@ -334,7 +346,25 @@ fn atomic_support(store_dir: &Path, page_size: usize) -> Result<(), String> {
     result
 }
 
-fn write_settings(store_dir: &Path, args: &Args, mode: Mode, pool_bytes: usize) -> anyhow::Result<()> {
+/// The directories a run created under `--wal-dir` and `--dw-dir`.
+#[derive(Clone, Copy)]
+struct CreatedDirs<'a> {
+    wal: Option<&'a Path>,
+    dw: Option<&'a Path>,
+}
+
+fn absolute(dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::canonicalize(dir).with_context(|| format!("cannot resolve {}", dir.display()))
+}
+
+/// Write the settings file (file fsynced, then the store directory) so `--recover` can reopen the store.
+fn write_settings(
+    store_dir: &Path,
+    args: &Args,
+    mode: Mode,
+    pool_bytes: usize,
+    created: CreatedDirs<'_>,
+) -> anyhow::Result<()> {
     let settings = StoreSettings {
         mode: mode.name().to_string(),
         page_size: args.page_size,
@@ -342,9 +372,17 @@ fn write_settings(store_dir: &Path, args: &Args, mode: Mode, pool_bytes: usize) 
         buffer_pool_bytes: pool_bytes,
         scale: args.scale,
         accounts_per_branch: args.accounts_per_branch,
+        wal_dir: created.wal.map(absolute).transpose()?,
+        dw_dir: created.dw.map(absolute).transpose()?,
     };
-    std::fs::write(store_dir.join(SETTINGS_FILE), serde_json::to_string(&settings)?)?;
-    Ok(())
+    let path = store_dir.join(SETTINGS_FILE);
+    let write = || -> std::io::Result<()> {
+        let file = RealStorage.create_new(&path, FileOptions::default())?;
+        file.write_at(serde_json::to_string(&settings)?.as_bytes(), 0, WriteSync::None)?;
+        file.sync_all()?;
+        RealStorage.sync_dir(store_dir)
+    };
+    write().with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn run_workload(args: &Args, plan: &Plan, bank: &Bank<RealStorage>) -> anyhow::Result<RunReport> {
@@ -591,12 +629,20 @@ fn recover_and_check(store_dir: &Path, ack_log: Option<&Path>) -> Outcome {
     let text = std::fs::read_to_string(store_dir.join(SETTINGS_FILE))
         .map_err(|e| usage(format!("--recover {}: no {SETTINGS_FILE} ({e})", store_dir.display())))?;
     let settings: StoreSettings = serde_json::from_str(&text).context("reading the store settings")?;
-    let _remove_after = Created::register(store_dir.to_path_buf());
     let mode = Mode::from_name(&settings.mode).ok_or_else(|| usage("unknown mode in the store settings"))?;
+    let wal_dir =
+        settings.wal_dir.as_deref().map(|d| recorded_dir(store_dir, "--wal-dir", "pages-wal", d)).transpose()?;
+    let dw_dir = settings.dw_dir.as_deref().map(|d| recorded_dir(store_dir, "--dw-dir", "pages-dw", d)).transpose()?;
+    // Everything the killed run left behind is removed once checked (guards drop in reverse order).
+    let _remove_after = Created::register(store_dir.to_path_buf());
+    let _remove_wal = wal_dir.clone().map(Created::register);
+    let _remove_dw = dw_dir.clone().map(Created::register);
     let mut config = Bank::<RealStorage>::store_config(mode);
     config.page_size = settings.page_size;
     config.dw_batch_pages = settings.dw_batch;
     config.buffer_pool_bytes = settings.buffer_pool_bytes;
+    config.wal_dir = wal_dir;
+    config.dw_dir = dw_dir.filter(|_| mode == Mode::Dw);
     let bank_config = BankConfig { scale: settings.scale, accounts_per_branch: settings.accounts_per_branch };
     let bank = Bank::open(RealStorage, store_dir, config, bank_config)
         .map_err(|e| CheckFailed(format!("recovery failed: {e}")))?;
@@ -617,6 +663,29 @@ fn recover_and_check(store_dir: &Path, ack_log: Option<&Path>) -> Outcome {
         acknowledged.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A directory the settings file says the run created under `flag`: it must still be there, absolute, and
+/// one of ours (`.syncbench-<what>-*`), or recovery would silently start an empty log or double-write area.
+fn recorded_dir(store_dir: &Path, flag: &str, what: &str, dir: &Path) -> anyhow::Result<PathBuf> {
+    let ours = dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&format!(".syncbench-{what}-")));
+    if !dir.is_absolute() || !ours {
+        return Err(usage(format!(
+            "--recover {}: {SETTINGS_FILE} names {} as the {flag} directory, which is not an absolute \
+             .syncbench-{what}-* path; the settings file is damaged",
+            store_dir.display(),
+            dir.display()
+        )));
+    }
+    if !dir.is_dir() {
+        return Err(usage(format!(
+            "--recover {}: the {flag} directory {} the run used is missing or not a directory; mount or \
+             restore it and try again",
+            store_dir.display(),
+            dir.display()
+        )));
+    }
+    Ok(dir.to_path_buf())
 }
 
 fn read_ack_log(path: &Path) -> anyhow::Result<Vec<u64>> {

@@ -105,6 +105,12 @@ fn ack_lines(path: &Path) -> usize {
 }
 
 fn kill_then_recover(mode: &str) {
+    kill_then_recover_in(mode, &[]);
+}
+
+/// Run `mode` with `extra` flags, kill -9 it once 500 transactions are acknowledged, recover with
+/// `--recover` and check every acknowledged transaction is present.
+fn kill_then_recover_in(mode: &str, extra: &[&std::ffi::OsStr]) {
     let dir = tempfile::tempdir().unwrap();
     let acks = tempfile::tempdir().unwrap();
     let ack_log = acks.path().join("acks");
@@ -112,6 +118,7 @@ fn kill_then_recover(mode: &str) {
     let mut child = std::process::Command::new(bin)
         .args(["pages", "--mode", mode, "--secs", "60", "--checkpoint-secs", "0.1", "--clients", "3"])
         .args(SMALL)
+        .args(extra)
         .arg("--ack-log")
         .arg(&ack_log)
         .arg(dir.path())
@@ -155,6 +162,77 @@ fn kill_9_then_recovery_keeps_every_acknowledged_transaction_fpw() {
 #[test]
 fn kill_9_then_recovery_keeps_every_acknowledged_transaction_none() {
     kill_then_recover("none");
+}
+
+/// The log and the double-write area live elsewhere: the settings file records where, and --recover
+/// finds them there (and removes them with the store).
+#[test]
+fn kill_9_then_recovery_with_wal_dir_and_dw_dir() {
+    let (wal, dw) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let flags = [
+        std::ffi::OsStr::new("--wal-dir"),
+        wal.path().as_os_str(),
+        std::ffi::OsStr::new("--dw-dir"),
+        dw.path().as_os_str(),
+    ];
+    kill_then_recover_in("dw", &flags);
+    for d in [&wal, &dw] {
+        assert!(leftovers(d.path()).is_empty(), "--recover removes what the run left: {:?}", leftovers(d.path()));
+    }
+}
+
+/// A store whose settings name a --wal-dir directory that is gone: one line, exit 2, nothing removed.
+#[test]
+fn recover_with_a_missing_wal_dir_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join(".syncbench-pages-1-0");
+    std::fs::create_dir(&store).unwrap();
+    let gone = dir.path().join(".syncbench-pages-wal-1-1");
+    let settings = serde_json::json!({
+        "mode": "dw", "page_size": 4096, "dw_batch": 8, "buffer_pool_bytes": 163840, "scale": 1,
+        "accounts_per_branch": 2000, "wal_dir": gone, "dw_dir": null,
+    });
+    std::fs::write(store.join("syncbench-pages.json"), settings.to_string()).unwrap();
+    let out = Command::cargo_bin("syncbench").unwrap().args(["pages", "--recover"]).arg(&store).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--wal-dir") && stderr.contains("missing"), "{stderr}");
+    assert!(store.is_dir(), "the store is kept for another try");
+}
+
+/// Settings written by the run name the directories by absolute path.
+#[test]
+fn settings_record_wal_and_dw_dirs() {
+    let (dir, wal, dw) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        .args(["pages", "--mode", "dw", "--secs", "60"])
+        .args(SMALL)
+        .arg("--wal-dir")
+        .arg(wal.path())
+        .arg("--dw-dir")
+        .arg(dw.path())
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let settings = loop {
+        let found = leftovers(dir.path()).first().map(|s| s.join("syncbench-pages.json"));
+        if let Some(text) = found.and_then(|p| std::fs::read_to_string(p).ok()).filter(|t| !t.is_empty()) {
+            break serde_json::from_str::<serde_json::Value>(&text).unwrap();
+        }
+        assert!(Instant::now() < deadline, "the run never wrote its settings");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for (key, parent) in [("wal_dir", &wal), ("dw_dir", &dw)] {
+        let recorded = PathBuf::from(settings[key].as_str().unwrap());
+        assert!(recorded.is_absolute(), "{settings}");
+        assert_eq!(recorded.parent().unwrap(), parent.path().canonicalize().unwrap(), "{settings}");
+    }
 }
 
 #[test]
