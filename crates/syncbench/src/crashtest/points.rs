@@ -46,8 +46,10 @@ impl PointKind {
 /// Choose the operation number to crash at (`ops_before + 1 ..= ops + 1`; `ops + 1` means after the run
 /// finished).
 pub fn choose(timeline: &Timeline, rng: &mut SimRng) -> (u64, PointKind) {
-    let acks: Vec<&Mark> = timeline.marks.iter().filter(|m| m.tag == "ack").collect();
-    let others: Vec<&Mark> = timeline.marks.iter().filter(|m| m.tag != "ack").collect();
+    // Marks left while the starting state was built (a fork copies them) are not part of the run.
+    let run_marks = || timeline.marks.iter().filter(|m| m.op >= timeline.ops_before);
+    let acks: Vec<&Mark> = run_marks().filter(|m| m.tag == "ack").collect();
+    let others: Vec<&Mark> = run_marks().filter(|m| m.tag != "ack").collect();
     let roll = rng.below(4);
     if roll < 2 && !acks.is_empty() {
         let mark = acks[rng.below(acks.len() as u64) as usize];
@@ -94,6 +96,17 @@ mod tests {
         for _ in 0..100 {
             let (op, _) = choose(&timeline, &mut rng);
             assert!((51..=61).contains(&op), "{op}");
+        }
+    }
+
+    #[test]
+    fn marks_left_by_the_setup_are_ignored() {
+        let marks = vec![Mark { op: 5, tag: "dw_flush" }, Mark { op: 8, tag: "ack" }];
+        let timeline = Timeline { ops_before: 50, ops: 60, marks, ..Timeline::default() };
+        let mut rng = SimRng::new(2);
+        for _ in 0..200 {
+            let (op, kind) = choose(&timeline, &mut rng);
+            assert!((51..=61).contains(&op) && kind == PointKind::Uniform, "{op} {kind:?}");
         }
     }
 
