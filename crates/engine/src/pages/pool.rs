@@ -113,6 +113,11 @@ impl Pool {
     pub fn clean_frames(&self) -> usize {
         self.frames.iter().filter(|f| !f.dirty).count()
     }
+
+    /// Frames that hold no page yet.
+    pub fn empty_frames(&self) -> usize {
+        self.frames.iter().filter(|f| f.id.is_none()).count()
+    }
 }
 
 #[cfg(test)]

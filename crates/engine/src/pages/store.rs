@@ -643,18 +643,20 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// Background flusher step: keep clean frames ahead of the clock hand so client evictions rarely
-    /// have to write, and in `dw` mode double-write pages as soon as a batch of them is dirty, so the
-    /// checkpoint finds little left to write. Writes one batch when clean (or empty) frames are below
-    /// max(frames / 4, 2 × batch) or, in `dw` mode, when at least one batch of frames is dirty. Returns
-    /// pages written.
+    /// have to write. Writes one batch when clean (or empty) frames are below max(frames / 4, 2 × batch)
+    /// or, in `dw` mode with a full pool, when at least one batch of frames is dirty: there every dirty
+    /// page must be written before its frame can be reused, and a client that finds none clean pays two
+    /// syncs under the pool lock. A pool with empty frames stays lazy, since writing pages ahead there
+    /// only writes hot pages again and again (measured: docs/pages.md). Returns pages written.
     pub fn flush_ahead(&self) -> io::Result<usize> {
-        let (clean, frames) = {
+        let (clean, empty, frames) = {
             let inner = lock(&self.inner);
-            (inner.pool.clean_frames(), inner.pool.frames.len())
+            (inner.pool.clean_frames(), inner.pool.empty_frames(), inner.pool.frames.len())
         };
         let low_water = (frames / 4).max(2 * self.config.dw_batch_pages);
-        let dirty_batch = self.config.mode == Mode::Dw && frames - clean >= self.config.dw_batch_pages;
-        if clean >= low_water && !dirty_batch {
+        let full_with_a_dirty_batch =
+            self.config.mode == Mode::Dw && empty == 0 && frames - clean >= self.config.dw_batch_pages;
+        if clean >= low_water && !full_with_a_dirty_batch {
             return Ok(0);
         }
         self.flush_batch(|_| true)
