@@ -1,3 +1,7 @@
+//! The integration tests, one binary. Tests that need root, a kernel feature or a Debian package call
+//! [`skip`] when it is missing; CI sets `SYNCBENCH_REQUIRE_ALL_TESTS=1` (see .ci/run) so that a missing
+//! prerequisite fails the test instead of letting it pass without having run.
+
 mod advise;
 mod commit;
 mod crashtest;
@@ -7,3 +11,21 @@ mod probe;
 mod report;
 mod run;
 mod trace;
+
+/// The variable that turns every [`skip`] into a failure.
+pub const REQUIRE_ALL_TESTS: &str = "SYNCBENCH_REQUIRE_ALL_TESTS";
+
+/// Whether `SYNCBENCH_REQUIRE_ALL_TESTS` asks for every test to run (set, and not empty or `0`).
+pub fn all_tests_required() -> bool {
+    std::env::var_os(REQUIRE_ALL_TESTS).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Skip the calling test because `missing` (what it needs and lacks, e.g. "chromium is not installed")
+/// — or fail it when `SYNCBENCH_REQUIRE_ALL_TESTS` is set. Use as `return skip(...)`.
+#[track_caller]
+pub fn skip(missing: impl std::fmt::Display) {
+    if all_tests_required() {
+        panic!("{REQUIRE_ALL_TESTS} is set but this test cannot run: {missing}");
+    }
+    eprintln!("skipping: {missing}");
+}

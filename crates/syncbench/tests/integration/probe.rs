@@ -182,10 +182,10 @@ fn tmpfs_is_reported_as_not_durable() {
     let _mount = if is_root() {
         match Mounted::new(&["-t", "tmpfs", "-o", "size=16m", "syncbench-test"], dir.path()) {
             Ok(m) => m,
-            Err(e) => return eprintln!("skipping: cannot mount tmpfs: {e}"),
+            Err(e) => return crate::skip(format!("cannot mount tmpfs: {e}")),
         }
     } else {
-        return eprintln!("skipping: mounting tmpfs needs root");
+        return crate::skip("mounting tmpfs needs root");
     };
     let doc = probe_json(dir.path());
     assert_eq!(doc["environment"]["fs_type"], "tmpfs");
@@ -200,10 +200,10 @@ fn read_only_dir_is_probed_without_a_burst() {
     let _mount = if is_root() {
         match Mounted::new(&["-t", "tmpfs", "-o", "ro,size=1m", "syncbench-test"], dir.path()) {
             Ok(m) => m,
-            Err(e) => return eprintln!("skipping: cannot mount a read-only tmpfs: {e}"),
+            Err(e) => return crate::skip(format!("cannot mount a read-only tmpfs: {e}")),
         }
     } else {
-        return eprintln!("skipping: mounting needs root");
+        return crate::skip("mounting needs root");
     };
     let doc = probe_json(dir.path());
     assert!(doc["probe"]["flush_burst"].is_null());
@@ -219,10 +219,10 @@ fn a_full_file_system_skips_the_burst_with_the_reason() {
         // Smaller than the 2 MiB burst file: preparing it runs out of space.
         match Mounted::new(&["-t", "tmpfs", "-o", "size=1m", "syncbench-test"], dir.path()) {
             Ok(m) => m,
-            Err(e) => return eprintln!("skipping: cannot mount tmpfs: {e}"),
+            Err(e) => return crate::skip(format!("cannot mount tmpfs: {e}")),
         }
     } else {
-        return eprintln!("skipping: mounting needs root");
+        return crate::skip("mounting needs root");
     };
     let doc = probe_json(dir.path());
     let skipped = doc["probe"]["flush_burst_skipped"].as_str().unwrap();
@@ -234,10 +234,10 @@ fn a_full_file_system_skips_the_burst_with_the_reason() {
 #[test]
 fn xfs_on_a_loop_device_names_the_loop_and_the_backing_file_system() {
     if !is_root() {
-        return eprintln!("skipping: loop devices need root");
+        return crate::skip("loop devices need root");
     }
     if !have("mkfs.xfs") || !have("losetup") {
-        return eprintln!("skipping: needs mkfs.xfs (xfsprogs) and losetup (mount)");
+        return crate::skip("needs mkfs.xfs (xfsprogs) and losetup (mount)");
     }
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("xfs.img");
@@ -245,16 +245,16 @@ fn xfs_on_a_loop_device_names_the_loop_and_the_backing_file_system() {
     std::fs::File::create(&image).unwrap().set_len(320 << 20).unwrap();
     let device = match run("losetup", &["--find", "--show", image.to_str().unwrap()]) {
         Ok(d) => LoopDevice(d),
-        Err(e) => return eprintln!("skipping: cannot attach a loop device: {e}"),
+        Err(e) => return crate::skip(format!("cannot attach a loop device: {e}")),
     };
     if let Err(e) = run("mkfs.xfs", &["-q", "-f", &device.0]) {
-        return eprintln!("skipping: mkfs.xfs failed: {e}");
+        return crate::skip(format!("mkfs.xfs failed: {e}"));
     }
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let _mount = match Mounted::new(&[&device.0], &mnt) {
         Ok(m) => m,
-        Err(e) => return eprintln!("skipping: cannot mount xfs: {e}"),
+        Err(e) => return crate::skip(format!("cannot mount xfs: {e}")),
     };
     let doc = probe_json(&mnt);
     let env = &doc["environment"];

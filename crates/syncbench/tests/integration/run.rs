@@ -175,12 +175,12 @@ impl Drop for Mount {
 
 fn mount_or_skip(what: &str, args: &[&str]) -> Option<Mount> {
     if !is_root() {
-        eprintln!("skipping: mounting {what} needs root");
+        crate::skip(format!("mounting {what} needs root"));
         return None;
     }
     let mount = Mount::new(args);
     if mount.is_none() {
-        eprintln!("skipping: could not mount {what} (no mount permission in this container?)");
+        crate::skip(format!("could not mount {what} (no mount permission in this container?)"));
     }
     mount
 }
@@ -223,11 +223,11 @@ fn quick_suite_on_tmpfs() {
 fn quick_suite_on_an_xfs_loop_device() {
     let have_mkfs = std::process::Command::new("mkfs.xfs").arg("-V").output().is_ok_and(|o| o.status.success());
     if !have_mkfs {
-        eprintln!("skipping: mkfs.xfs not installed (Debian package xfsprogs)");
+        crate::skip("mkfs.xfs not installed (Debian package xfsprogs)");
         return;
     }
     if !is_root() {
-        eprintln!("skipping: a loop mount needs root");
+        crate::skip("a loop mount needs root");
         return;
     }
     let image_dir = tempfile::tempdir().unwrap();
