@@ -317,21 +317,10 @@ fn compare_writes_markdown_and_json_files_next_to_the_table() {
     let _: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
 }
 
-#[test]
-fn report_renders_in_headless_chromium() {
-    let Some(browser) = ["chromium", "chromium-browser"]
-        .into_iter()
-        .find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
-    else {
-        eprintln!("skipping: chromium is not installed (apt-get install chromium)");
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let html = dir.path().join("report.html");
-    syncbench().arg("report").arg(fixture("ext4.json")).arg("-o").arg(&html).assert().success();
-    let png = dir.path().join("page.png");
+/// Run headless Chromium on `url` with a fresh profile; its stdout.
+fn chromium(browser: &str, window: (u32, u32), action: &[String], url: &str) -> Vec<u8> {
     let profile = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new(browser)
+    let out = std::process::Command::new(browser)
         .args([
             "--headless",
             "--no-sandbox",
@@ -342,18 +331,108 @@ fn report_renders_in_headless_chromium() {
             "--disable-component-update",
             "--disable-sync",
             "--hide-scrollbars",
-            "--window-size=840,1600",
         ])
+        .arg(format!("--window-size={},{}", window.0, window.1))
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", html.display()))
+        .args(action)
+        .arg(url)
         .output()
         .unwrap();
-    assert!(status.status.success(), "chromium failed: {}", String::from_utf8_lossy(&status.stderr));
-    let bytes = std::fs::read(&png).unwrap();
-    assert!(bytes.starts_with(b"\x89PNG"), "a PNG was written");
-    // A blank 840×1600 page compresses to a few kilobytes; text and charts make it far larger.
-    assert!(bytes.len() > 40_000, "the screenshot has content ({} bytes)", bytes.len());
+    assert!(out.status.success(), "chromium {action:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+/// Width and height from a PNG's IHDR chunk.
+fn png_size(png: &[u8]) -> (u32, u32) {
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && &png[12..16] == b"IHDR", "not a PNG");
+    let be = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+/// A report of real runs of this machine (`syncbench run` on ext4, `syncbench commit`), as Chromium lays it
+/// out: every chart is in the DOM Chromium built, with its title, axes, legend and data (bars with values,
+/// series with a drawn line and points), and a screenshot of the whole page (window as tall as the page) is
+/// far larger than a blank page's screenshot of the same size.
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(browser) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
+    else {
+        return crate::skip("chromium is not installed (Debian package chromium)");
+    };
+    let runs = ["measured-ext4-vda.json", "measured-commit-ext4.json"];
+    let expected_charts = syncbench::report::build(&runs.map(load)).figures.len();
+    assert!(expected_charts >= 15, "{expected_charts} charts");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    syncbench().arg("report").args(runs.map(fixture)).arg("-o").arg(&html).assert().success();
+    // A copy that reports the laid-out page size in its title (the report itself has no script).
+    let measured = dir.path().join("measured.html");
+    let mut page = std::fs::read_to_string(&html).unwrap();
+    page.push_str(
+        "<script>document.title = 'SIZE ' + document.documentElement.scrollWidth + ' ' + \
+         document.documentElement.scrollHeight + ' END';</script>\n",
+    );
+    std::fs::write(&measured, page).unwrap();
+    let blank = dir.path().join("blank.html");
+    std::fs::write(&blank, "<!doctype html><html><head><title>blank</title></head><body></body></html>\n").unwrap();
+    let url = |p: &Path| format!("file://{}", p.display());
+
+    let dom = String::from_utf8(chromium(browser, (1000, 1000), &["--dump-dom".into()], &url(&measured))).unwrap();
+    let size = dom.split("SIZE ").nth(1).and_then(|s| s.split(" END").next()).expect("the page reported its size");
+    let (page_w, page_h): (u32, u32) = match size.split(' ').map(|n| n.parse().unwrap()).collect::<Vec<_>>()[..] {
+        [w, h] => (w, h),
+        _ => panic!("bad size {size}"),
+    };
+    assert!(page_w <= 1000, "no horizontal overflow at 1000 px: {page_w}");
+    assert!(page_h > 3000, "a page with {expected_charts} charts is tall: {page_h}");
+    // Every chart, as Chromium parsed it (the DOM is re-serialised by Chromium, not our file).
+    let svgs: Vec<&str> = dom
+        .split("<svg")
+        .skip(1)
+        .map(|rest| &rest[..rest.find("</svg>").expect("closed svg") + "</svg>".len()])
+        .collect();
+    assert_eq!(svgs.len(), expected_charts, "every chart is in the rendered page");
+    for (i, rest) in svgs.iter().enumerate() {
+        let svg = format!("<svg{rest}");
+        let name = format!("rendered chart {i}");
+        check_chart_structure(&name, &svg);
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let has_class =
+            |n: &roxmltree::Node, c: &str| n.attribute("class").is_some_and(|x| x.split(' ').any(|y| y == c));
+        for series in doc.descendants().filter(|n| has_class(n, "series")) {
+            let line = series.children().find(|n| n.has_tag_name("polyline") || n.has_tag_name("path"));
+            let drawn = line.and_then(|l| l.attribute("points").or(l.attribute("d"))).unwrap_or_default();
+            assert!(drawn.split([' ', ',']).filter(|t| !t.is_empty()).count() >= 2, "{name}: a series without a line");
+        }
+        let bars: Vec<_> = doc.descendants().filter(|n| has_class(n, "bar")).collect();
+        assert!(
+            bars.is_empty()
+                || bars.iter().any(|b| b.attribute("width").and_then(|w| w.parse::<f64>().ok()) > Some(0.0)),
+            "{name}: bars with no width"
+        );
+    }
+
+    // The whole page in one screenshot, and a blank page of the same size for comparison.
+    let window = (1000, (page_h + 20).min(16_000));
+    let (shot, blank_shot) = (dir.path().join("page.png"), dir.path().join("blank.png"));
+    std::thread::scope(|s| {
+        let blank_url = url(&blank);
+        let blank_args = [format!("--screenshot={}", blank_shot.display())];
+        s.spawn(move || chromium(browser, window, &blank_args, &blank_url));
+        chromium(browser, window, &[format!("--screenshot={}", shot.display())], &url(&html));
+    });
+    let (bytes, blank_bytes) = (std::fs::read(&shot).unwrap(), std::fs::read(&blank_shot).unwrap());
+    assert_eq!(png_size(&bytes), window, "the screenshot covers the whole page");
+    assert_eq!(png_size(&blank_bytes), window);
+    // A blank page of this size compresses to ~60 kB; text and 16 charts make it over 1 MB.
+    assert!(
+        bytes.len() > 8 * blank_bytes.len(),
+        "the screenshot has content: {} bytes vs {} for a blank page",
+        bytes.len(),
+        blank_bytes.len()
+    );
 }
 
 #[test]
