@@ -30,20 +30,41 @@ pub struct Args {
     /// Compare with the fdatasync latency of a saved `syncbench run --json` file.
     #[arg(long, value_name = "RUN.json")]
     pub baseline: Option<PathBuf>,
+    /// Attaching to a running process is not supported: exits 2 saying why and what to do instead.
+    #[arg(long, value_name = "PID", allow_hyphen_values = true)]
+    pub pid: Option<String>,
     /// The command to trace, with its arguments (put it after `--`).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(
+        required_unless_present = "pid",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     pub command: Vec<OsString>,
 }
 
+/// The one line `--pid` gets (the reason is the one in docs/trace.md, "Limits").
+pub const PID_UNSUPPORTED: &str = "--pid: attaching to a running process is not supported: the seccomp filter \
+                                   that limits stops to durability calls cannot be installed into a running \
+                                   process from outside, and stopping it on every system call instead would \
+                                   distort what is measured; start the program under trace instead: \
+                                   syncbench trace -- COMMAND [ARGS...]";
+
 /// Run the command.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub fn main(args: Args) -> Outcome {
+    if args.pid.is_some() {
+        return Err(usage(PID_UNSUPPORTED));
+    }
+    platform_main(args)
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn platform_main(args: Args) -> Outcome {
     imp::main(args)
 }
 
-/// Run the command.
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-pub fn main(_args: Args) -> Outcome {
+fn platform_main(_args: Args) -> Outcome {
     Err(usage("syncbench trace is not available on this platform: it decodes x86_64 Linux system calls only"))
 }
 
@@ -73,7 +94,8 @@ mod imp {
             );
             if !args.syncs_only {
                 eprintln!(
-                    "syncbench: hint: add --syncs-only to let plain writes run untraced (faster for write-heavy                      test suites; O_DSYNC writes are then not counted one by one)"
+                    "syncbench: hint: add --syncs-only to let plain writes run untraced (faster for write-heavy \
+                     test suites; O_DSYNC writes are then not counted one by one)"
                 );
             }
         }
@@ -88,6 +110,9 @@ mod imp {
             report.baseline = baseline::compare(&report, path, case);
         }
         eprint!("{}", report::render(&report, args.histogram));
+        for warning in &report.coverage_warnings {
+            eprintln!("syncbench: warning: {}", warning.message);
+        }
         if let Some(dest) = &args.json {
             let dir = std::env::current_dir().unwrap_or_default();
             let env = crate::probe::collect(&dir);

@@ -126,6 +126,9 @@ pub enum Entry {
         /// The flags.
         flags: u64,
     },
+    /// io_uring_setup: whatever the program later submits through the ring (fsync, `RWF_DSYNC` writes)
+    /// makes no system call the tracer could see.
+    IoUringSetup,
     /// openat2: its flags are in `struct open_how` at this address (first field, u64).
     Openat2 {
         /// Address of `struct open_how` in the tracee.
@@ -169,6 +172,7 @@ pub fn decode(nr: i64, args: [u64; 6]) -> Entry {
         libc::SYS_close => Entry::Forget { fd },
         libc::SYS_dup2 | libc::SYS_dup3 => Entry::Forget { fd: args[1] as i32 },
         libc::SYS_close_range => Entry::ForgetRange { first: args[0], last: args[1] },
+        libc::SYS_io_uring_setup => Entry::IoUringSetup,
         _ => Entry::Other,
     }
 }
@@ -210,6 +214,12 @@ mod tests {
         assert_eq!(decode(libc::SYS_openat, [0, 0, flags, 0, 0, 0]), Entry::OpenSync { flags_arg: 2, flags });
         assert_eq!(decode(libc::SYS_openat, [0, 0, libc::O_WRONLY as u64, 0, 0, 0]), Entry::Other);
         assert_eq!(decode(libc::SYS_dup2, [3, 9, 0, 0, 0, 0]), Entry::Forget { fd: 9 });
+    }
+
+    #[test]
+    fn io_uring_setup_is_recognised() {
+        assert_eq!(decode(libc::SYS_io_uring_setup, [8, 0x1000, 0, 0, 0, 0]), Entry::IoUringSetup);
+        assert_eq!(decode(libc::SYS_io_uring_enter, [3, 1, 0, 0, 0, 0]), Entry::Other);
     }
 
     #[test]

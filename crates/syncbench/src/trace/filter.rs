@@ -12,7 +12,8 @@ fn when_bits(nr: i64, arg: u8, mask: u64) -> TraceRule {
 }
 
 /// The rules: the sync calls always; opens only with `O_SYNC`/`O_DSYNC` (openat2 hides its flags behind a
-/// pointer, so always); msync only with `MS_SYNC`. With `track_writes`, every write and every call that
+/// pointer, so always); msync only with `MS_SYNC`; `io_uring_setup` always (rare, and what the ring does is
+/// invisible to ptrace: the report warns about it). With `track_writes`, every write and every call that
 /// changes what a descriptor number means (close, dup2, dup3, close_range) too, to count bytes between
 /// syncs and see writes on `O_SYNC`/`O_DSYNC` descriptors; without it only `pwritev2` with
 /// `RWF_DSYNC`/`RWF_SYNC`.
@@ -27,6 +28,7 @@ pub fn rules(track_writes: bool) -> Vec<TraceRule> {
         when_bits(libc::SYS_open, 1, OPEN_SYNC_BITS),
         when_bits(libc::SYS_openat, 2, OPEN_SYNC_BITS),
         always(libc::SYS_openat2),
+        always(libc::SYS_io_uring_setup),
     ];
     if track_writes {
         for nr in [
@@ -60,5 +62,8 @@ mod tests {
         let full = rules(true);
         assert!(full.iter().any(|r| r.nr == libc::SYS_write));
         assert!(full.iter().any(|r| r.nr == libc::SYS_fdatasync));
+        for rules in [light, full] {
+            assert!(rules.iter().any(|r| r.nr == libc::SYS_io_uring_setup && r.when == StopWhen::Always));
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The trace report: the JSON payload and its text rendering (tables and DTrace-style log2 histograms).
 
 use super::stats::{BytesSummary, CallStats, Recorder};
-use super::tracer::{Ending, Traced};
+use super::tracer::{Ending, Traced, Unseen};
 use crate::schema::{LatencyNs, Log2Bucket};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -43,6 +43,54 @@ pub struct TraceReport {
     pub sync_opens: Vec<SyncOpen>,
     /// The comparison with a saved `syncbench run`, when `--baseline` was given.
     pub baseline: Option<BaselineComparison>,
+    /// Programs whose durability calls may not have been seen (io_uring, 32-bit); each is also printed as
+    /// one warning line on stderr.
+    #[serde(default)]
+    pub coverage_warnings: Vec<CoverageWarning>,
+}
+
+/// Why some durability calls may be missing from the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CoverageWarning {
+    /// `io_uring` (the program set up an io_uring) or `32-bit` (an i386 or x32 program ran).
+    pub kind: String,
+    /// The programs concerned (executable paths; for `32-bit` followed by the ABI in parentheses).
+    pub programs: Vec<String>,
+    /// The warning line printed on stderr (without the `syncbench: warning: ` prefix).
+    pub message: String,
+}
+
+/// The warnings for what the tracer could not see.
+pub fn coverage_warnings(unseen: &Unseen, no_sync: bool) -> Vec<CoverageWarning> {
+    let names = |programs: &[String]| {
+        let shown: Vec<String> = programs.iter().take(3).map(|p| format!("`{p}`")).collect();
+        match programs.len() {
+            n if n > 3 => format!("{} and {} more", shown.join(", "), n - 3),
+            _ => shown.join(", "),
+        }
+    };
+    let skipped = if no_sync { " (nor made no-ops by --no-sync)" } else { "" };
+    let mut out = Vec::new();
+    if !unseen.io_uring.is_empty() {
+        let programs: Vec<String> = unseen.io_uring.iter().cloned().collect();
+        let message = format!(
+            "{} called io_uring_setup: fsyncs and O_DSYNC/RWF_DSYNC writes submitted through io_uring make no \
+             system call, so they are not seen{skipped} and its durability calls may be missing from this report",
+            names(&programs)
+        );
+        out.push(CoverageWarning { kind: "io_uring".into(), programs, message });
+    }
+    if !unseen.not_x86_64.is_empty() {
+        let programs: Vec<String> = unseen.not_x86_64.iter().map(|(p, abi)| format!("{p} ({abi})")).collect();
+        let message = format!(
+            "{} {} 32-bit: only x86_64 system calls are traced, so its durability calls are not seen{skipped} \
+             and may be missing from this report",
+            names(&programs),
+            if programs.len() == 1 { "is" } else { "are" }
+        );
+        out.push(CoverageWarning { kind: "32-bit".into(), programs, message });
+    }
+    out
 }
 
 /// One call type, overall or on one file.
@@ -163,6 +211,7 @@ pub fn build(command: Vec<String>, traced: &Traced, no_sync: bool, writes_tracke
         files,
         sync_opens: r.sync_opens.iter().map(|(p, n)| SyncOpen { path: p.clone(), opens: *n }).collect(),
         baseline: None,
+        coverage_warnings: coverage_warnings(&traced.unseen, no_sync),
     }
 }
 
@@ -330,6 +379,21 @@ mod tests {
         assert_eq!(split_target("/db/pg_wal/0001"), ("/db/pg_wal/".into(), "0001".into()));
         assert_eq!(split_target("/db/pg_wal/"), ("/db/pg_wal/".into(), String::new()));
         assert_eq!(split_target("(all file systems)"), ("(all file systems)".into(), String::new()));
+    }
+
+    #[test]
+    fn coverage_warnings_are_one_line_each_and_empty_when_all_was_seen() {
+        assert!(coverage_warnings(&Unseen::default(), false).is_empty());
+        let mut unseen = Unseen::default();
+        unseen.io_uring.insert("/usr/bin/db".into());
+        unseen.not_x86_64.insert(("/opt/old".into(), "i386"));
+        let w = coverage_warnings(&unseen, true);
+        assert_eq!(w.iter().map(|w| w.kind.as_str()).collect::<Vec<_>>(), ["io_uring", "32-bit"]);
+        assert_eq!(w[1].programs, ["/opt/old (i386)"]);
+        for w in &w {
+            assert!(!w.message.contains('\n') && w.message.contains("may be missing"), "{}", w.message);
+            assert!(w.message.contains("--no-sync"), "{}", w.message);
+        }
     }
 
     #[test]

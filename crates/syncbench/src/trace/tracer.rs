@@ -42,6 +42,44 @@ pub struct Traced {
     pub processes_seen: u64,
     /// Distinct tasks (threads included) seen.
     pub tasks_seen: u64,
+    /// Programs whose durability calls may have gone unseen.
+    pub unseen: Unseen,
+}
+
+/// Programs whose durability calls the tracer may not have seen (reported as warnings).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unseen {
+    /// Programs (executable paths) that called `io_uring_setup`: what they submit through the ring
+    /// (`IORING_OP_FSYNC`, `RWF_DSYNC` writes) makes no system call.
+    pub io_uring: std::collections::BTreeSet<String>,
+    /// 32-bit programs (executable path, ABI `i386` or `x32`): the seccomp filter lets their calls through.
+    pub not_x86_64: std::collections::BTreeSet<(String, &'static str)>,
+}
+
+/// The 32-bit x86 ABI an ELF executable with this header runs under (`i386` or `x32`); `None` for x86_64
+/// and anything that is not such an ELF header.
+pub fn elf_abi_32(header: &[u8]) -> Option<&'static str> {
+    const EM_386: u16 = 3;
+    const EM_X86_64: u16 = 62;
+    if header.len() < 20 || header[..4] != *b"\x7fELF" || header[4] != 1 {
+        return None; // not ELF, or ELFCLASS64
+    }
+    match u16::from_le_bytes([header[18], header[19]]) {
+        EM_386 => Some("i386"),
+        EM_X86_64 => Some("x32"),
+        _ => None,
+    }
+}
+
+/// The executable of process `pid` and, when it is a 32-bit program, its ABI.
+fn exe_abi(pid: Pid) -> (String, Option<&'static str>) {
+    use std::io::Read;
+    let exe = format!("/proc/{pid}/exe");
+    let path = std::fs::read_link(&exe).map_or_else(|_| format!("(pid {pid})"), |p| p.display().to_string());
+    let mut header = [0u8; 20];
+    let abi =
+        std::fs::File::open(&exe).and_then(|mut f| f.read_exact(&mut header)).ok().and_then(|()| elf_abi_32(&header));
+    (path, abi)
 }
 
 /// The processes being traced right now, shared with a signal handler that passes Ctrl-C on to them.
@@ -70,6 +108,7 @@ struct Tracer {
     processes: std::collections::HashSet<Pid>,
     live: LiveProcesses,
     tasks_seen: u64,
+    unseen: Unseen,
 }
 
 /// Nice value of the tracer thread when allowed (root).
@@ -94,8 +133,10 @@ pub fn trace_command(argv: &[OsString], options: TraceOptions, live: LiveProcess
         processes: Default::default(),
         live,
         tasks_seen: 0,
+        unseen: Unseen::default(),
     };
     tracer.tgid(root); // registers the command as live at once, for Ctrl-C
+    tracer.check_abi(root);
     ptrace::resume(root, Resume::Continue, 0)?;
     let mut ending = Ending::Exited(0);
     while let Some((tid, stop)) = ptrace::wait_any()? {
@@ -111,6 +152,7 @@ pub fn trace_command(argv: &[OsString], options: TraceOptions, live: LiveProcess
         duration_s: started.elapsed().as_secs_f64(),
         processes_seen: tracer.processes.len() as u64,
         tasks_seen: tracer.tasks_seen,
+        unseen: tracer.unseen,
     })
 }
 
@@ -149,6 +191,7 @@ impl Tracer {
             Stop::Exec => {
                 let tgid = self.tgid(tid);
                 self.fds.forget_process(tgid);
+                self.check_abi(tgid);
                 ptrace::resume(tid, Resume::Continue, 0)?;
             }
             Stop::OtherEvent(_) => ptrace::resume(tid, Resume::Continue, 0)?,
@@ -164,6 +207,13 @@ impl Tracer {
             }
         }
         Ok(None)
+    }
+
+    /// Note a 32-bit program (its calls pass the filter untraced).
+    fn check_abi(&mut self, tgid: Pid) {
+        if let (path, Some(abi)) = exe_abi(tgid) {
+            self.unseen.not_x86_64.insert((path, abi));
+        }
     }
 
     fn gone(&mut self, tid: Pid, ending: Ending) -> Ending {
@@ -198,6 +248,10 @@ impl Tracer {
                 Resume::ToSyscallExit
             }
             Entry::Openat2 { how_addr } => self.openat2(tid, how_addr)?,
+            Entry::IoUringSetup => {
+                self.unseen.io_uring.insert(exe_abi(tgid).0);
+                Resume::Continue
+            }
             Entry::Forget { fd } => {
                 self.fds.forget(tgid, fd);
                 Resume::Continue
@@ -333,5 +387,35 @@ fn write_len(tid: Pid, len: WriteLen) -> u64 {
             }
             raw.chunks_exact(16).map(|iov| u64::from_ne_bytes(iov[8..16].try_into().unwrap_or([0; 8]))).sum()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(class: u8, machine: u16) -> Vec<u8> {
+        let mut h = vec![0u8; 20];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = class;
+        h[5] = 1;
+        h[18..20].copy_from_slice(&machine.to_le_bytes());
+        h
+    }
+
+    #[test]
+    fn elf_headers_name_the_32_bit_abis_only() {
+        assert_eq!(elf_abi_32(&header(1, 3)), Some("i386"));
+        assert_eq!(elf_abi_32(&header(1, 62)), Some("x32"));
+        assert_eq!(elf_abi_32(&header(2, 62)), None, "x86_64");
+        assert_eq!(elf_abi_32(b"#!/bin/sh\nexit 0\n\0\0\0"), None);
+        assert_eq!(elf_abi_32(&header(1, 3)[..10]), None, "short");
+    }
+
+    #[test]
+    fn this_test_binary_is_not_32_bit() {
+        let (path, abi) = exe_abi(std::process::id() as Pid);
+        assert!(path.starts_with('/'), "{path}");
+        assert_eq!(abi, None);
     }
 }

@@ -1,6 +1,7 @@
 //! `syncbench trace` against a program of our own that makes every intercepted call a known number of
 //! times (trace_data/durability_calls.c, compiled here with gcc; skipped without it).
 
+use crate::skip;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -17,11 +18,12 @@ fn compile(dir: &Path, name: &str, extra: &[&str]) -> Option<PathBuf> {
     match out {
         Ok(o) if o.status.success() => Some(exe),
         Ok(o) => {
-            eprintln!("skipping: gcc {extra:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+            let why = if extra.contains(&"-static") { " (the static libc is in Debian package libc6-dev)" } else { "" };
+            skip(format_args!("gcc {extra:?} failed{why}: {}", String::from_utf8_lossy(&o.stderr)));
             None
         }
         Err(e) => {
-            eprintln!("skipping: gcc not available: {e}");
+            skip(format_args!("gcc is not available (Debian package gcc): {e}"));
             None
         }
     }
@@ -31,7 +33,7 @@ fn compile(dir: &Path, name: &str, extra: &[&str]) -> Option<PathBuf> {
 fn can_trace() -> bool {
     let ok = Command::cargo_bin("syncbench").unwrap().args(["trace", "--", "true"]).output().unwrap();
     if !ok.status.success() {
-        eprintln!("skipping: syncbench trace cannot trace here: {}", String::from_utf8_lossy(&ok.stderr));
+        skip(format_args!("syncbench trace cannot trace here: {}", String::from_utf8_lossy(&ok.stderr)));
     }
     ok.status.success()
 }
@@ -296,4 +298,119 @@ fn interrupt_passes_sigint_on_and_still_prints_the_report() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("killed by signal 2"), "{stderr}");
+}
+
+#[test]
+fn pid_is_refused_in_one_line_with_the_reason_and_exit_2() {
+    for args in [&["trace", "--pid", "1", "--", "true"][..], &["trace", "--pid", "1"]] {
+        let out = Command::cargo_bin("syncbench").unwrap().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("attaching to a running process is not supported"), "{stderr}");
+        assert!(stderr.contains("seccomp filter"), "the reason: {stderr}");
+        assert!(stderr.contains("syncbench trace -- COMMAND"), "what to do instead: {stderr}");
+        assert!(!stderr.contains("no such program"), "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+/// The smallest i386 ELF executable: one PT_LOAD segment whose code is `exit(0)` through `int 0x80`.
+fn tiny_i386_elf() -> Vec<u8> {
+    const BASE: u32 = 0x0804_8000;
+    let code: [u8; 9] = [0xb8, 1, 0, 0, 0, 0x31, 0xdb, 0xcd, 0x80]; // mov eax,1; xor ebx,ebx; int 0x80
+    let size = (52 + 32 + code.len()) as u32;
+    let mut elf = b"\x7fELF\x01\x01\x01\0\0\0\0\0\0\0\0\0".to_vec();
+    for half in [2u16, 3] {
+        elf.extend(half.to_le_bytes()); // e_type EXEC, e_machine EM_386
+    }
+    for word in [1u32, BASE + 84, 52, 0, 0] {
+        elf.extend(word.to_le_bytes()); // e_version, e_entry, e_phoff, e_shoff, e_flags
+    }
+    for half in [52u16, 32, 1, 0, 0, 0] {
+        elf.extend(half.to_le_bytes()); // e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx
+    }
+    for word in [1u32, 0, BASE, BASE, size, size, 5, 0x1000] {
+        elf.extend(word.to_le_bytes()); // PT_LOAD, offset, vaddr, paddr, filesz, memsz, R+X, align
+    }
+    elf.extend(code);
+    elf
+}
+
+#[test]
+fn a_32_bit_program_gets_one_warning_line_and_a_json_field() {
+    if !can_trace() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("exit32");
+    std::fs::write(&exe, tiny_i386_elf()).unwrap();
+    std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    if let Err(e) = std::process::Command::new(&exe).status() {
+        return skip(format_args!("this kernel cannot run i386 programs (CONFIG_IA32_EMULATION): {e}"));
+    }
+    // sh runs the 32-bit program as a child: an exec after the start is checked too.
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["trace", "--json", "-", "--", "sh", "-c"])
+        .arg(format!("{} && echo ran", exe.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("syncbench: warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("exit32 (i386)") && warnings[0].contains("32-bit"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
+    let w = &doc["trace"]["coverage_warnings"];
+    assert_eq!(w.as_array().unwrap().len(), 1, "{w}");
+    assert_eq!(w[0]["kind"], "32-bit");
+    assert!(w[0]["programs"][0].as_str().unwrap().ends_with("exit32 (i386)"), "{w}");
+
+    // A 64-bit program gets no warning.
+    let out = Command::cargo_bin("syncbench").unwrap().args(["trace", "--", "true"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+}
+
+#[test]
+fn io_uring_setup_gets_one_warning_line_and_a_json_field() {
+    const URING: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void) {
+    unsigned char params[120];
+    memset(params, 0, sizeof params);
+    long fd = syscall(SYS_io_uring_setup, 4, params);
+    printf("io_uring_setup=%ld\n", fd);
+    if (fd >= 0) close((int)fd);
+    return 0;
+}
+"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("uring.c");
+    std::fs::write(&src, URING).unwrap();
+    let exe = tmp.path().join("uring");
+    match std::process::Command::new("gcc").arg("-o").arg(&exe).arg(&src).output() {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => return skip(format_args!("gcc failed: {}", String::from_utf8_lossy(&o.stderr))),
+        Err(e) => return skip(format_args!("gcc is not available (Debian package gcc): {e}")),
+    }
+    if !can_trace() {
+        return;
+    }
+    let out = Command::cargo_bin("syncbench").unwrap().args(["trace", "--json", "-", "--"]).arg(&exe).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Seen at the call's entry, so even a kernel with io_uring disabled (the call fails) gets the warning.
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("syncbench: warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("io_uring_setup") && warnings[0].contains("/uring`"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("io_uring_setup="), "the call still ran: {stdout}");
+    let doc: Value = serde_json::from_str(&stdout[stdout.find('{').unwrap()..]).unwrap();
+    assert_eq!(doc["trace"]["coverage_warnings"][0]["kind"], "io_uring");
+    assert_eq!(doc["trace"]["coverage_warnings"].as_array().unwrap().len(), 1);
 }
