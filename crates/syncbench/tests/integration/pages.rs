@@ -80,20 +80,18 @@ fn short_run_reports_every_mode_and_cleans_up() {
     assert_eq!(leftovers(dir.path()), vec![csv], "only the CSV the user asked for remains");
 }
 
+/// `syncbench pages DIR --mode dw` with its log and double-write area in `wal` and `dw`.
+fn dw_with_dirs(dir: &Path, wal: &Path, dw: &Path, secs: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"));
+    cmd.args(["pages", "--mode", "dw", "--secs", secs]).args(SMALL);
+    cmd.arg("--wal-dir").arg(wal).arg("--dw-dir").arg(dw).arg(dir);
+    cmd
+}
+
 #[test]
 fn wal_and_dw_dirs_get_their_own_subdirectories() {
     let (dir, wal, dw) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let out = Command::cargo_bin("syncbench")
-        .unwrap()
-        .args(["pages", "--mode", "dw", "--secs", "0.2", "--json", "-"])
-        .args(SMALL)
-        .arg("--wal-dir")
-        .arg(wal.path())
-        .arg("--dw-dir")
-        .arg(dw.path())
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let out = dw_with_dirs(dir.path(), wal.path(), dw.path(), "0.2").args(["--json", "-"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     for d in [&dir, &wal, &dw] {
         assert!(leftovers(d.path()).is_empty(), "{:?}", leftovers(d.path()));
@@ -205,14 +203,7 @@ fn recover_with_a_missing_wal_dir_is_a_usage_error() {
 #[test]
 fn settings_record_wal_and_dw_dirs() {
     let (dir, wal, dw) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
-        .args(["pages", "--mode", "dw", "--secs", "60"])
-        .args(SMALL)
-        .arg("--wal-dir")
-        .arg(wal.path())
-        .arg("--dw-dir")
-        .arg(dw.path())
-        .arg(dir.path())
+    let mut child = dw_with_dirs(dir.path(), wal.path(), dw.path(), "60")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
