@@ -188,6 +188,20 @@ pub fn dur(ns: f64) -> String {
     if ns >= 1e6 { format!("{:.2} ms", ns / 1e6) } else { format!("{:.0} µs", ns / 1e3) }
 }
 
+/// The chosen method against every other scored one, one sentence each, and, when the default was kept
+/// although another measured faster, why (the margin). Each sentence starts with a space.
+pub fn compare_with_rest(chosen: &Rate, scored: &[Rate], default: &str, margin: f64) -> String {
+    let mut text = String::new();
+    for other in scored.iter().filter(|r| r.method != chosen.method) {
+        text.push_str(&format!(" {}.", compare(chosen, other)));
+    }
+    if chosen.method == default && scored.iter().any(|r| r.method != default && r.ops_per_s > chosen.ops_per_s) {
+        let pct = margin * 100.0;
+        text.push_str(&format!(" The faster alternative is within {pct:.0}% or the noise, so the default stays."));
+    }
+    text
+}
+
 /// "a is 12% faster than b" / "within 3% of b".
 pub fn compare(a: &Rate, b: &Rate) -> String {
     let pct = (a.ops_per_s / b.ops_per_s - 1.0) * 100.0;

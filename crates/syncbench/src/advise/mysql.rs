@@ -2,7 +2,7 @@
 //! innodb_doublewrite) and MariaDB ≥ 11 (innodb_log_file_buffering / _write_through,
 //! innodb_data_file_buffering / _write_through).
 
-use super::facts::{Facts, Rate, compare, dur, per_s};
+use super::facts::{Facts, Rate, compare, compare_with_rest, dur, per_s};
 use super::{DatabaseAdvice, Setting, Version};
 
 const MARGIN: f64 = 0.05;
@@ -179,14 +179,7 @@ fn mariadb_log_file(f: &Facts<'_>, caveats: &mut Vec<String>) -> Vec<Setting> {
         chosen.method,
         per_s(chosen.ops_per_s)
     );
-    for other in rates.iter().filter(|r| r.method != chosen.method) {
-        reason.push(' ');
-        reason.push_str(&compare(&chosen, other));
-        reason.push('.');
-    }
-    if chosen.method == default && rates.iter().any(|r| r.method != default && r.ops_per_s > chosen.ops_per_s) {
-        reason.push_str(" The faster alternative is within 5% or the noise, so the default stays.");
-    }
+    reason.push_str(&compare_with_rest(&chosen, &rates, default, MARGIN));
     let excluded = combos.iter().any(|(_, _, m)| !offered(m) && f.wal_score(m).is_some());
     if excluded {
         reason.push_str(&format!(" The +direct cases are left out: {}.", f.no_direct_reason()));

@@ -1,6 +1,6 @@
 //! PostgreSQL: wal_sync_method, commit_delay, full_page_writes, wal_init_zero / wal_recycle.
 
-use super::facts::{BLOCK_8K, Facts, Rate, compare, dur};
+use super::facts::{BLOCK_8K, Facts, Rate, compare_with_rest, dur};
 use super::{DatabaseAdvice, Setting, Version};
 
 /// A method must beat the default (fdatasync) by this much, beyond noise, to be recommended instead.
@@ -51,15 +51,7 @@ fn wal_sync_method(f: &Facts<'_>, version: Version, caveats: &mut Vec<String>) -
          them (open_* buffered, as PostgreSQL {} opens WAL by default).",
         version
     );
-    for other in scored.iter().filter(|r| r.method != chosen.method) {
-        reason.push(' ');
-        reason.push_str(&compare(&chosen, other));
-        reason.push('.');
-    }
-    if chosen.method == "fdatasync" && scored.iter().any(|r| r.method != "fdatasync" && r.ops_per_s > chosen.ops_per_s)
-    {
-        reason.push_str(" The faster alternative is within 5% or the noise, so the default stays.");
-    }
+    reason.push_str(&compare_with_rest(&chosen, &scored, "fdatasync", MARGIN));
     if version.major < 16 {
         caveats.push(format!(
             "PostgreSQL {version} opens WAL with O_DIRECT for open_datasync/open_sync when wal_level=minimal and \
