@@ -10,6 +10,10 @@ cd "$(dirname "$0")/.."
 cargo build --release -q -p syncbench
 dir=${1:-/var/tmp}
 if [[ -n "${LOOP_FS:-}" ]]; then
+    case "$LOOP_FS" in
+        ext4 | xfs | btrfs) ;;
+        *) echo "LOOP_FS must be ext4, xfs or btrfs, not '$LOOP_FS'" >&2; exit 2 ;;
+    esac
     img=$(mktemp "$dir/.syncbench-commit-scaling-XXXXXX.img")
     mnt=$(mktemp -d /tmp/.syncbench-commit-scaling-mnt-XXXXXX)
     truncate -s 4G "$img"
@@ -20,7 +24,6 @@ if [[ -n "${LOOP_FS:-}" ]]; then
         ext4) mkfs.ext4 -q -F "$loop" ;;
         xfs) mkfs.xfs -q -f "$loop" ;;
         btrfs) mkfs.btrfs -q -f "$loop" ;;
-        *) echo "LOOP_FS must be ext4, xfs or btrfs, not '$LOOP_FS'" >&2; exit 2 ;;
     esac
     mount "$loop" "$mnt"
     echo "$LOOP_FS on $loop, backed by $img ($(findmnt -no FSTYPE --target "$dir") on $(findmnt -no SOURCE --target "$dir"))"
