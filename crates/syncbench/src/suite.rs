@@ -172,6 +172,19 @@ impl Case {
         }
     }
 
+    /// 16 KiB per commit in `writes` equal writes (section c).
+    pub fn split_16k(method: SyncMethod, writes: u32) -> Case {
+        let each = 16 * KIB / u64::from(writes);
+        let plural = if writes == 1 { "write" } else { "writes" };
+        Case {
+            section: Section::WriteSizes,
+            label: format!("{writes:>2} × {:>6} {} {plural}", format_size(each), method.name()),
+            write_size_bytes: each,
+            writes_per_commit: writes,
+            ..Case::one_write(method, each)
+        }
+    }
+
     /// Bytes one commit writes.
     pub fn bytes_per_commit(&self) -> u64 {
         self.write_size_bytes * u64::from(self.writes_per_commit)
@@ -230,16 +243,12 @@ fn section_cases(section: Section, size: u64, quick: bool) -> Vec<Case> {
     match section {
         Section::OneWrite => SyncMethod::ALL.into_iter().map(base).collect(),
         Section::TwoWrites => SyncMethod::ALL.into_iter().map(|m| Case { writes_per_commit: 2, ..base(m) }).collect(),
+        // The O_SYNC/O_DSYNC methods in every split, and one 16 KiB write with fdatasync and fsync as the
+        // reference: PostgreSQL writes a commit's contiguous WAL blocks in one call (advise scores it so).
         Section::WriteSizes => [OpenSync, OpenDatasync, OpenSyncDirect, OpenDatasyncDirect]
             .into_iter()
-            .flat_map(|m| {
-                [1u32, 2, 4, 8, 16].into_iter().map(move |n| {
-                    let each = 16 * KIB / u64::from(n);
-                    let plural = if n == 1 { "write" } else { "writes" };
-                    let label = format!("{n:>2} × {:>6} {} {plural}", format_size(each), m.name());
-                    Case { label, write_size_bytes: each, writes_per_commit: n, ..base(m) }
-                })
-            })
+            .flat_map(|m| [1u32, 2, 4, 8, 16].into_iter().map(move |n| Case::split_16k(m, n)))
+            .chain([Fdatasync, Fsync].map(|m| Case::split_16k(m, 1)))
             .collect(),
         Section::CloseThenSync => vec![
             Case { label: "write, fsync, close".into(), shape: Shape::WriteSyncClose, ..base(Fsync) },
@@ -308,7 +317,7 @@ mod tests {
         let cases = plan(&PlanOptions::default());
         assert_eq!(count(&cases, Section::OneWrite), 14);
         assert_eq!(count(&cases, Section::TwoWrites), 14);
-        assert_eq!(count(&cases, Section::WriteSizes), 20);
+        assert_eq!(count(&cases, Section::WriteSizes), 22);
         assert_eq!(count(&cases, Section::CloseThenSync), 2);
         assert_eq!(count(&cases, Section::NoSync), 2);
         assert_eq!(count(&cases, Section::SizeSweep), 36);

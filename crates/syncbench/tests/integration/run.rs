@@ -108,7 +108,7 @@ fn mock_timing_is_deterministic_and_touches_no_file() {
     };
     let first = run();
     assert_eq!(first, run());
-    assert_eq!(first.as_array().unwrap().len(), 14 + 20 + 6);
+    assert_eq!(first.as_array().unwrap().len(), 14 + 22 + 6);
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
 }
 
