@@ -89,6 +89,25 @@ impl<'a> Facts<'a> {
         Some(rate_of(method, &[one, two]))
     }
 
+    /// One write of `size` per commit into an overwritten file on one descriptor, from whichever section
+    /// measured it (`one_write` with `run --size`, `write_sizes`' single 16 KiB write, the size sweep).
+    pub fn single_write(&self, method: &str, size: u64) -> Option<&'a CaseResult> {
+        ["one_write", "write_sizes", "size_sweep"]
+            .iter()
+            .filter_map(|section| self.case(section, method, size, 1))
+            .find(|c| c.file_state == "overwrite")
+    }
+
+    /// PostgreSQL's WAL score: the geometric mean of one 8 KiB and one 16 KiB write per commit. XLogWrite
+    /// hands the kernel all contiguous dirty WAL blocks in one write (traced under pgbench: one write of
+    /// 15 KiB on average per sync, docs/benchmarks.md), so a commit spanning two blocks is one 16 KiB
+    /// write, not two 8 KiB ones. None when either case is missing.
+    pub fn contiguous_wal_score(&self, method: &str) -> Option<Rate> {
+        let one = self.single_write(method, BLOCK_8K)?;
+        let two_blocks = self.single_write(method, 2 * BLOCK_8K)?;
+        Some(rate_of(method, &[one, two_blocks]))
+    }
+
     /// The single-case score of a method in a section.
     pub fn single(&self, section: &str, method: &str, size: u64) -> Option<Rate> {
         Some(rate_of(method, &[self.case(section, method, size, 1)?]))
