@@ -4,13 +4,13 @@
 # per method (median of the rounds) and the rank of the method advise chose. advise measures DIR after the
 # pgbench rounds, in the same directory as the cluster, while the (idle) server is still running.
 #
-# usage: bench/advise_pgbench.sh DIR [SECONDS_PER_RUN] [ROUNDS]
+# usage: bench/advise_pgbench.sh DIR [SECONDS_PER_RUN] [ROUNDS]   (defaults 15 s, 5 rounds)
 # needs: root (runs PostgreSQL as the postgres user; installs Debian's postgresql package with apt-get when
 # it is missing) and a release build of syncbench (built when missing).
 set -euo pipefail
 dir=$(realpath "${1:?usage: $0 DIR [SECONDS] [ROUNDS]}")
 secs=${2:-15}
-rounds=${3:-3}
+rounds=${3:-5}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin="$repo/target/release/syncbench"
 [ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
@@ -72,14 +72,33 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 
-chosen=$("$bin" advise "$work" --for "postgres:$pgver" --json - 2>/dev/null \
-  | python3 -c 'import json,sys; d=json.load(sys.stdin); print([s["value"] for a in d["advice"] for s in a["settings"] if s["name"]=="wal_sync_method"][0])')
+"$bin" advise "$work" --for "postgres:$pgver" --json "$work/advice.json" >/dev/null
+setting() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print([s[sys.argv[2]] for a in d["advice"] for s in a["settings"] if s["name"]=="wal_sync_method"][0])' "$work/advice.json" "$1"; }
+chosen=$(setting value)
 
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo "PostgreSQL $pgver on $(findmnt -no FSTYPE -T "$dir") ($dir), pgbench -s 10, ${secs}s × $rounds rounds, median tps"
 echo "advise chose: $chosen"
+echo "advise's reason: $(setting reason)"
+# Per method: median tps and the range over rounds; the advised method against the best by the median, and
+# the per-round ratio advised/best-by-median (rounds are paired: every round runs every method), whose
+# spread shows how much of a difference is noise.
 for c in 1 8; do
-  echo "clients $c:"
-  for m in "${methods[@]}"; do echo "$(echo "${tps[$m,$c]}" | median) $m"; done | sort -gr | awk -v ch="$chosen" '
-    NR==1 {best=$1} {printf "  %-14s %9.1f tps  %5.1f%% of best%s\n", $2, $1, 100*$1/best, ($2==ch ? "   <- advised" : "")}'
-done
+  for m in "${methods[@]}"; do echo "$c $m ${tps[$m,$c]}"; done
+done | python3 -c '
+import statistics, sys
+chosen = sys.argv[1]
+rows = {}
+for line in sys.stdin:
+    c, m, *t = line.split()
+    rows.setdefault(c, {})[m] = [float(x) for x in t]
+for c, per in rows.items():
+    print(f"clients {c}:")
+    med = {m: statistics.median(t) for m, t in per.items()}
+    best = max(med, key=med.get)
+    for m in sorted(med, key=med.get, reverse=True):
+        mark = "   <- advised" if m == chosen else ""
+        print(f"  {m:<14} {med[m]:9.1f} tps  {100 * med[m] / med[best]:5.1f}% of best  (rounds {min(per[m]):.0f}-{max(per[m]):.0f}){mark}")
+    if chosen in per and chosen != best:
+        ratios = sorted(a / b for a, b in zip(per[chosen], per[best]))
+        print(f"  per round {chosen}/{best}: " + " ".join(f"{r:.3f}" for r in ratios) + f" (median {statistics.median(ratios):.3f})")
+' "$chosen"
