@@ -7,7 +7,7 @@ set -euo pipefail
 dir=$1; rounds=${ROUNDS:-6}; secs=${SECS:-5}; clients=${CLIENTS:-1}; methods=(${METHODS:-fdatasync open_datasync})
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "${pgbin:-/nonexistent}/initdb" ] || { echo "PostgreSQL not found under /usr/lib/postgresql: apt-get install postgresql" >&2; exit 2; }
-work=$dir/pgab; rm -rf $work; mkdir -p $work; chown postgres: $work
+work=$dir/.syncbench-pgab-$$; mkdir "$work"; chown postgres: "$work"
 as_pg() { runuser -u postgres -- "$@"; }
 cleanup() { as_pg $pgbin/pg_ctl -D $work/data -m immediate stop >/dev/null 2>&1 || true; rm -rf $work; }
 trap cleanup EXIT
