@@ -169,3 +169,34 @@ fn measures_a_directory_and_leaves_nothing_behind() {
     left.sort();
     assert_eq!(left, ["keep.txt"], "syncbench left files behind");
 }
+
+/// A run file from today's `run` has a single 16 KiB write for each of PostgreSQL's methods, so
+/// wal_sync_method is scored the way the server writes WAL, with no caveat about the basis.
+#[test]
+fn a_current_run_file_scores_postgres_on_its_multi_block_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.json");
+    let data = tempfile::tempdir().unwrap();
+    syncbench()
+        .args(["run", "--mock-timing", "7", "--quick", "--json"])
+        .arg(&run)
+        .arg(data.path())
+        .assert()
+        .success();
+    syncbench()
+        .args(["advise", "--for", "postgres:16", "--from"])
+        .arg(&run)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Scored by commits/s of one 8 KiB and one 16 KiB write per commit"))
+        .stdout(predicate::str::contains("no single 16 KiB write").not());
+    // The older basis, with its caveat, for a run file without those cases.
+    let old = saved_run(dir.path(), 3000.0);
+    syncbench()
+        .args(["advise", "--for", "postgres:16", "--from"])
+        .arg(&old)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("one and two 8 KiB writes per commit"))
+        .stdout(predicate::str::contains("no single 16 KiB write"));
+}
