@@ -177,12 +177,7 @@ fn a_current_run_file_scores_postgres_on_its_multi_block_write() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run.json");
     let data = tempfile::tempdir().unwrap();
-    syncbench()
-        .args(["run", "--mock-timing", "7", "--quick", "--json"])
-        .arg(&run)
-        .arg(data.path())
-        .assert()
-        .success();
+    syncbench().args(["run", "--mock-timing", "7", "--quick", "--json"]).arg(&run).arg(data.path()).assert().success();
     syncbench()
         .args(["advise", "--for", "postgres:16", "--from"])
         .arg(&run)
