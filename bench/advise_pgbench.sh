@@ -14,8 +14,7 @@ rounds=${3:-10}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin="$repo/target/release/syncbench"
 [ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
-# The newest installed server's bin directory, or nothing (no match must not end the script under pipefail).
-find_pgbin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true; }
+. "$repo/bench/pg_cluster.sh"
 pgbin=$(find_pgbin)
 if [ ! -x "${pgbin:-/nonexistent}/initdb" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing PostgreSQL from the distribution's packages (apt-get install postgresql)" >&2
@@ -32,28 +31,12 @@ pgver=$("$pgbin/postgres" --version | sed -E 's/.* ([0-9]+)(\.[0-9]+)?.*/\1/')
 work="$dir/.syncbench-pgval-$$"
 mkdir "$work"
 chown postgres: "$work"
-as_pg() { runuser -u postgres -- "$@"; }
 cleanup() {
-  as_pg "$pgbin/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true
+  pg_cluster_stop
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
-
-as_pg "$pgbin/initdb" -D "$work/data" -A trust >/dev/null
-cat >>"$work/data/postgresql.conf" <<CONF
-listen_addresses = ''
-unix_socket_directories = '$work'
-port = 5439
-fsync = on
-synchronous_commit = on
-full_page_writes = on
-shared_buffers = 256MB
-max_wal_size = 4GB
-checkpoint_timeout = 30min
-CONF
-as_pg "$pgbin/pg_ctl" -D "$work/data" -l "$work/log" -w start >/dev/null
-psql_() { as_pg "$pgbin/psql" -h "$work" -p 5439 -d postgres -qtAX -c "$1"; }
-as_pg "$pgbin/pgbench" -h "$work" -p 5439 -i -s 10 -q postgres >/dev/null 2>&1
+pg_cluster_start "$work" 5439
 
 methods=(fdatasync fsync open_datasync open_sync)
 declare -A tps
@@ -61,11 +44,9 @@ for round in $(seq 1 "$rounds"); do
   # Rotate the order every round so no method always runs first (alternating, as the issue asks).
   order=("${methods[@]:$(( (round - 1) % 4 ))}" "${methods[@]:0:$(( (round - 1) % 4 ))}")
   for m in "${order[@]}"; do
-    psql_ "ALTER SYSTEM SET wal_sync_method = '$m'" && psql_ "SELECT pg_reload_conf()" >/dev/null
-    psql_ "CHECKPOINT"
+    pg_use_method "$m"
     for c in 1 8; do
-      t=$(as_pg "$pgbin/pgbench" -h "$work" -p 5439 -n -c "$c" -j "$c" -T "$secs" postgres 2>/dev/null \
-          | sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -1)
+      t=$(pgbench_ -c "$c" -j "$c" -T "$secs" | sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -1)
       tps[$m,$c]="${tps[$m,$c]:-} $t"
       echo "round $round method $m clients $c tps $t" >&2
     done
