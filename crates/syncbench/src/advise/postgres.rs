@@ -82,15 +82,12 @@ const CONTIGUOUS_WRITES: &str = "one 8 KiB and one 16 KiB write per commit";
 const SEPARATE_WRITES: &str = "one and two 8 KiB writes per commit";
 
 /// Every candidate on the same basis: one 8 KiB and one 16 KiB write when the run has both for every
-/// method measured, else (older or partial runs) one and two separate 8 KiB writes.
+/// method it measured with 8 KiB writes, else (older or partial runs) one and two separate 8 KiB writes.
 fn postgres_scores(f: &Facts<'_>, names: &[&str]) -> (Vec<Rate>, &'static str) {
     let separate: Vec<Rate> = names.iter().filter_map(|m| f.wal_score(m)).collect();
     let contiguous: Vec<Rate> = names.iter().filter_map(|m| f.contiguous_wal_score(m)).collect();
-    if !contiguous.is_empty() && contiguous.len() == separate.len() {
-        (contiguous, CONTIGUOUS_WRITES)
-    } else {
-        (separate, SEPARATE_WRITES)
-    }
+    let covers_all = separate.iter().all(|s| contiguous.iter().any(|c| c.method == s.method));
+    if !contiguous.is_empty() && covers_all { (contiguous, CONTIGUOUS_WRITES) } else { (separate, SEPARATE_WRITES) }
 }
 
 fn commit_delay(f: &Facts<'_>, chosen: &Rate) -> Option<Setting> {

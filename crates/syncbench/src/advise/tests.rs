@@ -320,6 +320,11 @@ fn postgres_without_16k_cases_scores_separate_writes_and_says_so() {
     // On two separate 8 KiB writes open_datasync pays two round trips and fdatasync wins.
     assert_eq!(setting(&advice, "postgres", "wal_sync_method"), "fdatasync");
     assert!(advice[0].caveats.iter().any(|c| c.contains("no single 16 KiB write")), "{:?}", advice[0].caveats);
+    // One method without its 16 KiB case puts every method back on the separate-writes basis.
+    let mut f = fixtures().remove(0);
+    f.results.retain(|c| !(c.section == "write_sizes" && c.method == "fsync"));
+    let advice = run_fixture(&f, &[Target { database: Database::Postgres, version: Version::new(17, 0) }]);
+    assert!(advice[0].caveats.iter().any(|c| c.contains("no single 16 KiB write")), "{:?}", advice[0].caveats);
 }
 
 #[test]
