@@ -8,7 +8,8 @@
 # needs: root (runs PostgreSQL as the postgres user; installs Debian's postgresql package with apt-get when
 # it is missing) and a release build of syncbench (built when missing).
 set -euo pipefail
-dir=$(realpath "${1:?usage: $0 DIR [SECONDS] [ROUNDS]}")
+[ -d "${1:-}" ] || { echo "usage: $0 DIR [SECONDS] [ROUNDS] (DIR: an existing directory on the file system to test)" >&2; exit 2; }
+dir=$(realpath "$1")
 secs=${2:-15}
 rounds=${3:-10}
 repo=$(cd "$(dirname "$0")/.." && pwd)

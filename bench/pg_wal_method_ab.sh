@@ -5,6 +5,7 @@
 # clients, tps.
 # usage: ROUNDS=6 SECS=5 CLIENTS="1 8" bash bench/pg_wal_method_ab.sh DIR
 set -euo pipefail
+[ -d "${1:-}" ] || { echo "usage: [ROUNDS=6] [SECS=5] [CLIENTS=\"1 8\"] [METHODS=...] $0 DIR (an existing directory)" >&2; exit 2; }
 dir=$1; rounds=${ROUNDS:-6}; secs=${SECS:-5}; clients=${CLIENTS:-1}; methods=(${METHODS:-fdatasync open_datasync})
 . "$(dirname "$0")/pg_cluster.sh"
 pgbin=$(find_pgbin)

@@ -103,8 +103,9 @@ fn disturbed_measurement(verdicts: &[Verdict]) -> String {
 type Measured = (crate::probe::Environment, Vec<Verdict>, Vec<CaseResult>, String, String);
 
 /// Measure the cases the rules read: one and two 8 KiB writes per commit for every method a database can
-/// be configured to use, one 16 KiB write for PostgreSQL's methods, a 4 KiB fdatasync (SQLite's WAL frame), overwrite vs append (RocksDB's recycling,
-/// PostgreSQL's zero-filled segments), and etcd's 2300-byte appends with a longer budget for a steady p99.
+/// be configured to use, one 16 KiB write for PostgreSQL's methods, a 4 KiB fdatasync (SQLite's WAL
+/// frame), overwrite vs append (RocksDB's recycling, PostgreSQL's zero-filled segments), and etcd's
+/// 2300-byte appends with a longer budget for a steady p99.
 fn measure(args: &Args, targets: &[Target]) -> anyhow::Result<Measured> {
     let dir = crate::cmd::run::check_dir(&args.dir, true)?;
     let environment = crate::probe::collect(&dir);
