@@ -10,8 +10,13 @@ const SOURCE: &str = include_str!("trace_data/durability_calls.c");
 
 /// Compile the test program into `dir`; `None` (test skipped) when gcc is missing or fails.
 fn compile(dir: &Path, name: &str, extra: &[&str]) -> Option<PathBuf> {
-    let src = dir.join("durability_calls.c");
-    std::fs::write(&src, SOURCE).unwrap();
+    compile_source(dir, name, SOURCE, extra)
+}
+
+/// Compile `source` into `dir/name`; `None` (test skipped) when gcc is missing or fails.
+fn compile_source(dir: &Path, name: &str, source: &str, extra: &[&str]) -> Option<PathBuf> {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
     let exe = dir.join(name);
     let out =
         std::process::Command::new("gcc").args(["-O1", "-pthread", "-o"]).arg(&exe).arg(&src).args(extra).output();
@@ -390,14 +395,7 @@ int main(void) {
 }
 "#;
     let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("uring.c");
-    std::fs::write(&src, URING).unwrap();
-    let exe = tmp.path().join("uring");
-    match std::process::Command::new("gcc").arg("-o").arg(&exe).arg(&src).output() {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => return skip(format_args!("gcc failed: {}", String::from_utf8_lossy(&o.stderr))),
-        Err(e) => return skip(format_args!("gcc is not available (Debian package gcc): {e}")),
-    }
+    let Some(exe) = compile_source(tmp.path(), "uring", URING, &[]) else { return };
     if !can_trace() {
         return;
     }
