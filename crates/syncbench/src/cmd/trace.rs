@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long, value_name = "RUN.json")]
     pub baseline: Option<PathBuf>,
     /// Attaching to a running process is not supported: exits 2 saying why and what to do instead.
-    #[arg(long, value_name = "PID", allow_hyphen_values = true)]
+    #[arg(long, value_name = "PID", allow_hyphen_values = true, num_args = 0..=1, default_missing_value = "")]
     pub pid: Option<String>,
     /// The command to trace, with its arguments (put it after `--`).
     #[arg(

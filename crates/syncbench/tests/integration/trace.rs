@@ -307,7 +307,7 @@ fn interrupt_passes_sigint_on_and_still_prints_the_report() {
 
 #[test]
 fn pid_is_refused_in_one_line_with_the_reason_and_exit_2() {
-    for args in [&["trace", "--pid", "1", "--", "true"][..], &["trace", "--pid", "1"]] {
+    for args in [&["trace", "--pid", "1", "--", "true"][..], &["trace", "--pid", "1"], &["trace", "--pid"]] {
         let out = Command::cargo_bin("syncbench").unwrap().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
