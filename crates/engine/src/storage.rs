@@ -57,6 +57,28 @@ pub trait StorageFile: Send + Sync {
     }
 }
 
+/// Create `dir` and any missing parents, fsyncing the parent of each directory created so its name
+/// survives a power cut (a create is durable only after its directory is synced).
+pub fn create_dir_durably<S: Storage + ?Sized>(storage: &S, dir: &Path) -> io::Result<()> {
+    let mut missing = Vec::new();
+    for level in dir.ancestors() {
+        // The root (no parent) always exists, whether or not a storage backend tracks it.
+        if level.as_os_str().is_empty() || level.parent().is_none() || storage.exists(level)? {
+            break;
+        }
+        missing.push(level);
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    storage.create_dir_all(dir)?;
+    for level in missing.iter().rev() {
+        let parent = level.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        storage.sync_dir(parent)?;
+    }
+    Ok(())
+}
+
 /// A directory tree of files.
 pub trait Storage: Send + Sync {
     /// The open-file type.

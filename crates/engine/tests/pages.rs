@@ -281,7 +281,8 @@ impl Storage for DirSyncs {
 #[test]
 fn every_directory_the_store_creates_is_followed_by_a_parent_fsync() {
     let root = tempfile::tempdir().unwrap();
-    let (store, wal, dw) = (root.path().join("store"), root.path().join("logs/wal"), root.path().join("dw"));
+    // Each directory under a parent of its own, so one parent's fsync cannot stand in for another's.
+    let (store, wal, dw) = (root.path().join("store"), root.path().join("logs/wal"), root.path().join("area/dw"));
     let mut config = small_config(Mode::Dw);
     config.wal_dir = Some(wal.clone());
     config.dw_dir = Some(dw.clone());
@@ -289,7 +290,7 @@ fn every_directory_the_store_creates_is_followed_by_a_parent_fsync() {
     let bank = Bank::create(storage.clone(), &store, config, bank_size()).unwrap();
     bank.close().unwrap();
     let synced = storage.0.lock().unwrap().clone();
-    for created in [&store, &root.path().join("logs"), &wal, &dw] {
+    for created in [&store, &root.path().join("logs"), &wal, &root.path().join("area"), &dw] {
         let parent = created.parent().unwrap().to_path_buf();
         assert!(
             synced.contains(&parent),
@@ -300,11 +301,27 @@ fn every_directory_the_store_creates_is_followed_by_a_parent_fsync() {
     }
 }
 
-/// In dw mode with a full pool the flusher starts double-writing once one batch of pages is dirty, even
-/// while clean frames are above the low-water mark; a pool with empty frames stays lazy (writing ahead
-/// there only rewrites hot pages), and other modes keep the low-water rule only.
+/// The log makes the directories it creates durable by itself, not only when the page store made them.
 #[test]
-fn dw_flusher_starts_once_a_full_pool_has_a_dirty_batch() {
+fn the_log_alone_fsyncs_the_parent_of_every_directory_it_creates() {
+    let root = tempfile::tempdir().unwrap();
+    let log_dir = root.path().join("a/b/log");
+    let storage = DirSyncs::default();
+    let config = syncbench_engine::wal::WalConfig::default();
+    let (wal, _) = syncbench_engine::wal::Wal::open(storage.clone(), &log_dir, config).unwrap();
+    drop(wal);
+    let synced = storage.0.lock().unwrap().clone();
+    for parent in [root.path().to_path_buf(), root.path().join("a"), root.path().join("a/b")] {
+        assert!(synced.contains(&parent), "{} never fsynced: {synced:?}", parent.display());
+    }
+}
+
+/// In dw mode with a full pool the flusher double-writes dirty pages just before the clock hand reaches
+/// them, even while clean frames are above the low-water mark, but never pages in use (the clock skips
+/// them, so writing them ahead would only rewrite hot pages); a pool with empty frames, or another mode,
+/// keeps the low-water rule only.
+#[test]
+fn dw_flusher_writes_ahead_only_what_the_clock_is_about_to_evict() {
     use syncbench_engine::pages::PageStore;
     const FRAMES: u32 = 64; // low water: max(64 / 4, 2 x 8) = 16 clean frames
     for (mode, pool_frames) in [(Mode::Dw, FRAMES), (Mode::Dw, 4 * FRAMES), (Mode::Fpw, FRAMES)] {
@@ -324,16 +341,30 @@ fn dw_flusher_starts_once_a_full_pool_has_a_dirty_batch() {
                 })
                 .unwrap();
         };
-        // Fill the pool with clean pages: touch every frame's worth of pages, then checkpoint.
+        // 72 pages on disk, the pool full of clean ones (the small pool holds 64 of them).
         dirty(0..FRAMES);
+        dirty(FRAMES..FRAMES + 8);
         store.checkpoint().unwrap();
-        dirty(0..7);
-        assert_eq!(store.flush_ahead().unwrap(), 0, "{mode:?}/{pool_frames}: less than a batch dirty");
-        dirty(7..8);
-        let written = store.flush_ahead().unwrap();
+        // A batch of pages in use: dirty and just referenced. The clock would skip them.
+        dirty(40..48);
+        assert_eq!(store.flush_ahead().unwrap(), 0, "{mode:?}/{pool_frames}: hot pages are not written ahead");
+        // Clients read the other 64 pages round and round: the hand sweeps, clears the reference bits and
+        // comes up to the (now cold) dirty pages.
+        let others: Vec<u32> = (0..40).chain(48..FRAMES + 8).collect();
+        let evictions_before = store.stats().eviction_writes;
+        let mut written = 0;
+        let mut buf = [0u8; 8];
+        for (reads, &n) in others.iter().cycle().take(4 * others.len()).enumerate() {
+            store.read(PageId { file: 0, page_no: n }, page::HEADER_BYTES, &mut buf).unwrap();
+            written = store.flush_ahead().unwrap();
+            if written > 0 {
+                assert!(reads >= FRAMES as usize / 2, "{reads} reads: written before the hand came near");
+                break;
+            }
+        }
         if mode == Mode::Dw && pool_frames == FRAMES {
-            assert_eq!(written, 8, "a full pool with one batch dirty: the flusher double-writes it");
-            assert_eq!(store.flush_ahead().unwrap(), 0, "nothing dirty is left");
+            assert_eq!(written, 8, "the cold dirty batch is double-written before a client must");
+            assert_eq!(store.stats().eviction_writes, evictions_before, "no client paid for a dirty victim");
         } else {
             assert_eq!(written, 0, "{mode:?}/{pool_frames}: empty frames or not dw: the low-water rule only");
         }

@@ -114,9 +114,21 @@ impl Pool {
         self.frames.iter().filter(|f| !f.dirty).count()
     }
 
-    /// Frames that hold no page yet.
-    pub fn empty_frames(&self) -> usize {
-        self.frames.iter().filter(|f| f.id.is_none()).count()
+    /// Every frame holds a page. Frames never become empty again, so from then on every new page
+    /// evicts one.
+    pub fn is_full(&self) -> bool {
+        self.map.len() == self.frames.len()
+    }
+
+    /// Dirty frames among the next `window` frames from the clock hand that the hand would take:
+    /// unreferenced (not used since it last passed), unpinned and idle. The clock only moves when
+    /// clients evict, so these are the writes the next evictions would make clients pay.
+    pub fn dirty_victims_ahead(&self, window: usize) -> usize {
+        let n = self.frames.len();
+        (0..window.min(n))
+            .map(|step| &self.frames[(self.hand + step) % n])
+            .filter(|f| f.dirty && !f.referenced && !f.pinned && !f.io_busy)
+            .count()
     }
 }
 
@@ -150,5 +162,34 @@ mod tests {
         assert_eq!(pool.victim(), None, "nothing evictable");
         assert_eq!(pool.lookup(id(10)), Some(0));
         assert_eq!(pool.lookup(id(0)), None);
+    }
+
+    #[test]
+    fn full_and_dirty_victims_ahead_of_the_hand() {
+        let mut pool = Pool::new(6, 4096);
+        for n in 0..5 {
+            let v = pool.victim().unwrap();
+            pool.install(v, id(n), false);
+            assert!(!pool.is_full());
+        }
+        let v = pool.victim().unwrap();
+        pool.install(v, id(5), false);
+        assert!(pool.is_full());
+        assert_eq!(pool.hand(), 0);
+        // Dirty but referenced (in use): the clock would pass them, so they are not victims.
+        pool.frames[1].dirty = true;
+        pool.frames[4].dirty = true;
+        assert_eq!(pool.dirty_victims_ahead(6), 0);
+        pool.frames[1].referenced = false;
+        pool.frames[4].referenced = false;
+        assert_eq!(pool.dirty_victims_ahead(2), 1, "only frame 1 is within two of the hand");
+        assert_eq!(pool.dirty_victims_ahead(6), 2);
+        assert_eq!(pool.dirty_victims_ahead(100), 2, "the window never wraps twice");
+        pool.frames[4].io_busy = true;
+        pool.frames[1].pinned = true;
+        assert_eq!(pool.dirty_victims_ahead(6), 0, "pages being written or changed are not victims");
+        // Replacing a page keeps the pool full.
+        pool.install(3, id(9), false);
+        assert!(pool.is_full());
     }
 }

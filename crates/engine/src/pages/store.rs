@@ -197,7 +197,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let (wal_dir, dw_dir) = Self::paths(dir, &config);
         for d in [dir, &wal_dir, &dw_dir] {
-            Self::create_dir_durably(&storage, d)?;
+            crate::storage::create_dir_durably(&storage, d)?;
         }
         let opts = Self::file_options(&config);
         let files = (0..config.data_files)
@@ -219,27 +219,6 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         // The control file is written last by `finish_load`; until then a crash leaves no valid store.
         let control = ControlFile::create(&storage, &dir.join(format!("{CONTROL_FILE_NAME}.loading")), first)?;
         Ok(Self::assemble(storage, dir, config, files, Box::new(log), dw, control))
-    }
-
-    /// Create `dir` and any missing parents, fsyncing the parent of each directory created so its name
-    /// survives a power cut (a create is durable only after its directory is synced).
-    fn create_dir_durably(storage: &S, dir: &Path) -> io::Result<()> {
-        let mut missing = Vec::new();
-        for level in dir.ancestors() {
-            if level.as_os_str().is_empty() || storage.exists(level)? {
-                break;
-            }
-            missing.push(level);
-        }
-        if missing.is_empty() {
-            return Ok(());
-        }
-        storage.create_dir_all(dir)?;
-        for level in missing.iter().rev() {
-            let parent = level.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            storage.sync_dir(parent)?;
-        }
-        Ok(())
     }
 
     fn open_dw(storage: &S, dw_dir: &Path, config: &StoreConfig) -> io::Result<Option<DoubleWrite<S::File>>> {
@@ -643,23 +622,26 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// Background flusher step: keep clean frames ahead of the clock hand so client evictions rarely
-    /// have to write. Writes one batch when clean (or empty) frames are below max(frames / 4, 2 × batch)
-    /// or, in `dw` mode with a full pool, when at least one batch of frames is dirty: there every dirty
-    /// page must be written before its frame can be reused, and a client that finds none clean pays two
-    /// syncs under the pool lock. A pool with empty frames stays lazy, since writing pages ahead there
-    /// only writes hot pages again and again (measured: docs/pages.md). Returns pages written.
+    /// have to write. Writes one batch when clean frames are below max(frames / 4, 2 × batch), or, in
+    /// `dw` mode with a full pool, when a dirty frame the clock would take is within one batch of the
+    /// hand: a client that finds no clean victim pays two syncs under the pool lock, so those pages are
+    /// double-written first (only unreferenced ones: pages in use are skipped by the clock and would
+    /// only be written again and again — measured: docs/pages.md). Returns pages written.
     pub fn flush_ahead(&self) -> io::Result<usize> {
-        let (clean, empty, frames) = {
+        let batch = self.config.dw_batch_pages;
+        let (clean, frames, victims_ahead) = {
             let inner = lock(&self.inner);
-            (inner.pool.clean_frames(), inner.pool.empty_frames(), inner.pool.frames.len())
+            let pool = &inner.pool;
+            let dw_full = self.config.mode == Mode::Dw && pool.is_full();
+            (pool.clean_frames(), pool.frames.len(), if dw_full { pool.dirty_victims_ahead(batch) } else { 0 })
         };
-        let low_water = (frames / 4).max(2 * self.config.dw_batch_pages);
-        let full_with_a_dirty_batch =
-            self.config.mode == Mode::Dw && empty == 0 && frames - clean >= self.config.dw_batch_pages;
-        if clean >= low_water && !full_with_a_dirty_batch {
-            return Ok(0);
+        if clean < (frames / 4).max(2 * batch) {
+            return self.flush_batch(|_| true);
         }
-        self.flush_batch(|_| true)
+        if victims_ahead > 0 {
+            return self.flush_batch(|frame| !frame.referenced);
+        }
+        Ok(0)
     }
 
     /// A checkpoint, in the order of docs/format-pages.md: note the redo LSN, flush every page dirtied at

@@ -219,7 +219,8 @@ impl<S: Storage> Wal<S> {
     /// An existing log keeps its segment size; `config.segment_bytes` applies to new logs.
     pub fn open(storage: S, dir: &Path, config: WalConfig) -> WalResult<(Wal<S>, Vec<Record>)> {
         validate(&config)?;
-        storage.create_dir_all(dir).map_err(|e| WalError::io(format!("cannot create {}", dir.display()), e))?;
+        crate::storage::create_dir_durably(&storage, dir)
+            .map_err(|e| WalError::io(format!("cannot create {}", dir.display()), e))?;
         let mut scan = recovery::scan(&storage, dir)?;
         let segment_bytes = scan.segment_bytes.unwrap_or(config.segment_bytes);
         for leftover in &scan.leftovers {
