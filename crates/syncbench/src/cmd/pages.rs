@@ -619,8 +619,7 @@ fn to_table(t: &PagesTable) -> String {
 
 /// Recover a store a killed run left behind; check the invariant and every acknowledged id.
 fn recover_and_check(store_dir: &Path, ack_log: Option<&Path>) -> Outcome {
-    let name = store_dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if !name.starts_with(".syncbench-pages-") || !store_dir.is_dir() {
+    if !is_ours(store_dir, "pages") || !store_dir.is_dir() {
         return Err(usage(format!(
             "--recover {} is not a .syncbench-pages-* directory left by syncbench pages",
             store_dir.display()
@@ -665,11 +664,16 @@ fn recover_and_check(store_dir: &Path, ack_log: Option<&Path>) -> Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Whether `path` is named like a directory syncbench made for `what` (`.syncbench-<what>-*`).
+fn is_ours(path: &Path, what: &str) -> bool {
+    let prefix = format!("{}{what}-", crate::cleanup::PREFIX);
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix))
+}
+
 /// A directory the settings file says the run created under `flag`: it must still be there, absolute, and
 /// one of ours (`.syncbench-<what>-*`), or recovery would silently start an empty log or double-write area.
 fn recorded_dir(store_dir: &Path, flag: &str, what: &str, dir: &Path) -> anyhow::Result<PathBuf> {
-    let ours = dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&format!(".syncbench-{what}-")));
-    if !dir.is_absolute() || !ours {
+    if !dir.is_absolute() || !is_ours(dir, what) {
         return Err(usage(format!(
             "--recover {}: {SETTINGS_FILE} names {} as the {flag} directory, which is not an absolute \
              .syncbench-{what}-* path; the settings file is damaged",

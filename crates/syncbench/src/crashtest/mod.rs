@@ -158,7 +158,7 @@ pub fn dry_run<S: Scenario>(scenario: &S, variant: usize, profile: Profile) -> R
         ops: stats.ops,
         writebacks_before: before.writebacks,
         writebacks: stats.writebacks,
-        marks: fs.marks(),
+        marks: points::run_marks(fs.marks(), before.ops),
     };
     Ok((timeline, history.acked.len() as u64))
 }

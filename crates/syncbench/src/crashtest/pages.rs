@@ -46,7 +46,7 @@ pub struct PagesScenario {
 
 impl PagesScenario {
     /// TPC-B scale 1 (one branch) with `accounts_per_branch` accounts (the CLI's default is 2,000; TPC-B
-    /// proper has 100,000), 48 transfers from 4 clients; 96 with `dw`, whose log holds no page images, so
+    /// proper has 100,000), 48 transfers from 4 clients; 192 with `dw`, whose log holds no page images, so
     /// that it too fills a log segment and creates the next one (the directory operations under test).
     pub fn new(mode: Mode, seed: u64, accounts_per_branch: u32, faults: FaultSwitches) -> PagesScenario {
         PagesScenario {

@@ -17,7 +17,7 @@ pub struct Timeline {
     pub writebacks: u64,
     /// Storage operations of one recovery after the uninterrupted run.
     pub recovery_ops: u64,
-    /// Marks the workload made (`ack`, `checkpoint`, `dw_flush`, ...).
+    /// Marks the workload made during the run (`ack`, `checkpoint`, `dw_flush`, ...): see [`run_marks`].
     pub marks: Vec<Mark>,
 }
 
@@ -43,13 +43,17 @@ impl PointKind {
     }
 }
 
+/// The marks made from `ops_before` on: those left while the starting state was built (a fork copies
+/// them) are not part of the run and must not draw crash points.
+pub fn run_marks(marks: Vec<Mark>, ops_before: u64) -> Vec<Mark> {
+    marks.into_iter().filter(|m| m.op >= ops_before).collect()
+}
+
 /// Choose the operation number to crash at (`ops_before + 1 ..= ops + 1`; `ops + 1` means after the run
 /// finished).
 pub fn choose(timeline: &Timeline, rng: &mut SimRng) -> (u64, PointKind) {
-    // Marks left while the starting state was built (a fork copies them) are not part of the run.
-    let run_marks = || timeline.marks.iter().filter(|m| m.op >= timeline.ops_before);
-    let acks: Vec<&Mark> = run_marks().filter(|m| m.tag == "ack").collect();
-    let others: Vec<&Mark> = run_marks().filter(|m| m.tag != "ack").collect();
+    let acks: Vec<&Mark> = timeline.marks.iter().filter(|m| m.tag == "ack").collect();
+    let others: Vec<&Mark> = timeline.marks.iter().filter(|m| m.tag != "ack").collect();
     let roll = rng.below(4);
     if roll < 2 && !acks.is_empty() {
         let mark = acks[rng.below(acks.len() as u64) as usize];
@@ -101,8 +105,16 @@ mod tests {
 
     #[test]
     fn marks_left_by_the_setup_are_ignored() {
-        let marks = vec![Mark { op: 5, tag: "dw_flush" }, Mark { op: 8, tag: "ack" }];
-        let timeline = Timeline { ops_before: 50, ops: 60, marks, ..Timeline::default() };
+        let setup = vec![Mark { op: 5, tag: "dw_flush" }, Mark { op: 8, tag: "ack" }];
+        let run = Mark { op: 55, tag: "checkpoint" };
+        let all = setup.into_iter().chain([run.clone()]).collect();
+        assert_eq!(run_marks(all, 50), vec![run]);
+        let timeline = Timeline {
+            ops_before: 50,
+            ops: 60,
+            marks: run_marks(vec![Mark { op: 8, tag: "ack" }], 50),
+            ..Timeline::default()
+        };
         let mut rng = SimRng::new(2);
         for _ in 0..200 {
             let (op, kind) = choose(&timeline, &mut rng);
