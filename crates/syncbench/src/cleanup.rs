@@ -71,15 +71,25 @@ fn remove_once(path: &Path) -> std::io::Result<()> {
 /// Set once a SIGINT/SIGTERM is being handled: the handler thread owns the exit from then on.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Remove everything still registered (called by `main` at exit). If a signal is being handled, wait for
-/// the handler to exit the process instead: otherwise the main thread, seeing its files vanish under it,
-/// could finish first and exit with a misleading error instead of 130/143.
-pub fn remove_all() {
-    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+/// Whether a SIGINT/SIGTERM is being handled. Long measurements check it between steps.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// If a signal is being handled, wait here for the handler to exit the process: the main thread, seeing
+/// its files vanish under it, would otherwise finish first with a misleading error instead of 130/143.
+/// The one place any thread waits for the handler.
+pub fn stop_if_interrupted() {
+    if interrupted() {
         loop {
             std::thread::park();
         }
     }
+}
+
+/// Remove everything still registered (called by `main` at exit), unless a signal handler owns the exit.
+pub fn remove_all() {
+    stop_if_interrupted();
     remove_registered();
 }
 

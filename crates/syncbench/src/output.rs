@@ -27,3 +27,32 @@ pub fn use_color() -> bool {
     use std::io::IsTerminal;
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
+
+/// Map `step` over `items` in order, with a progress bar on stderr when it is a terminal (`label` names
+/// the item being worked on).
+pub fn with_progress<T, R>(items: &[T], label: impl Fn(&T) -> String, mut step: impl FnMut(&T) -> R) -> Vec<R> {
+    let bar = stderr_is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(items.len() as u64);
+        let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar
+    });
+    let results = items
+        .iter()
+        .map(|item| {
+            if let Some(bar) = &bar {
+                bar.set_message(label(item));
+            }
+            let result = step(item);
+            if let Some(bar) = &bar {
+                bar.inc(1);
+            }
+            result
+        })
+        .collect();
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    results
+}

@@ -3,10 +3,7 @@
 
 use crate::method::SyncMethod;
 
-/// Bytes in a KiB.
-pub const KIB: u64 = 1024;
-/// Bytes in a MiB.
-pub const MIB: u64 = 1024 * KIB;
+pub use crate::size::{KIB, MIB};
 
 /// A part of the suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -276,34 +273,7 @@ fn section_cases(section: Section, size: u64, quick: bool) -> Vec<Case> {
     }
 }
 
-/// `512 B`, `8 KiB`, `1 MiB`, `1.5 KiB`.
-pub fn format_size(bytes: u64) -> String {
-    let (value, unit) = if bytes >= MIB {
-        (bytes as f64 / MIB as f64, "MiB")
-    } else if bytes >= KIB {
-        (bytes as f64 / KIB as f64, "KiB")
-    } else {
-        return format!("{bytes} B");
-    };
-    if value.fract() == 0.0 { format!("{value:.0} {unit}") } else { format!("{value:.1} {unit}") }
-}
-
-/// Parse `8192`, `8k`, `8K`, `8KiB`, `16kb`, `1M`, `1MiB` into bytes.
-pub fn parse_size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let number: u64 = digits.parse().ok()?;
-    let multiplier = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => KIB,
-        "m" | "mb" | "mib" => MIB,
-        "g" | "gb" | "gib" => 1024 * MIB,
-        _ => return None,
-    };
-    number.checked_mul(multiplier)
-}
-
+pub use crate::size::{format_size, parse_size};
 #[cfg(test)]
 mod tests {
     use super::*;

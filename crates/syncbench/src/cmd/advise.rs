@@ -107,9 +107,10 @@ type Measured = (crate::probe::Environment, Vec<Verdict>, Vec<CaseResult>, Strin
 /// frame), overwrite vs append (RocksDB's recycling, PostgreSQL's zero-filled segments), and etcd's
 /// 2300-byte appends with a longer budget for a steady p99.
 fn measure(args: &Args, targets: &[Target]) -> anyhow::Result<Measured> {
-    let dir = crate::cmd::run::check_dir(&args.dir, true)?;
+    let need = (crate::workdir::RUN_FILES_BYTES, "syncbench advise", "its test files");
+    let dir = crate::workdir::check(&args.dir, Some(need))?;
     let environment = crate::probe::collect(&dir);
-    let prepared = crate::cmd::run::prepare(&dir, &environment.fs_type)?;
+    let prepared = crate::workdir::prepare_run_file(&dir, &environment.fs_type)?;
     let case_secs = if args.quick { RunBudget::QUICK_CASE_SECS } else { RunBudget::DEFAULT_CASE_SECS };
     let budget = RunBudget::per_case(case_secs / 2.0);
     let steal = crate::probe::steal::StealMeter::start();

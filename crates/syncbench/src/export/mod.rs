@@ -4,6 +4,7 @@
 mod csv;
 mod json;
 mod markdown;
+pub mod text;
 
 pub use self::csv::to_csv;
 pub use self::json::{read_run, to_json};
@@ -72,18 +73,46 @@ fn validate_target(flag: &str, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Write every requested export of a `run` document.
-pub fn write_all(doc: &Envelope<RunPayload>, targets: &ExportArgs) -> anyhow::Result<()> {
+/// What a command's payload gives the exporters: JSON comes from serde, CSV and Markdown from here.
+/// Every measuring command implements it once; [`write_all`] writes whatever the flags asked for.
+pub trait Exportable: serde::Serialize + Sized {
+    /// CSV: one row per measured point, flat columns, units at the end of the names.
+    fn csv(doc: &Envelope<Self>) -> anyhow::Result<String>;
+    /// Markdown tables.
+    fn markdown(doc: &Envelope<Self>) -> String;
+}
+
+impl Exportable for RunPayload {
+    fn csv(doc: &Envelope<Self>) -> anyhow::Result<String> {
+        to_csv(&doc.payload.results)
+    }
+    fn markdown(doc: &Envelope<Self>) -> String {
+        to_markdown(doc)
+    }
+}
+
+/// Write every requested export of a document.
+pub fn write_all<T: Exportable>(doc: &Envelope<T>, targets: &ExportArgs) -> anyhow::Result<()> {
     if let Some(p) = &targets.json {
         crate::output::write_to(p, &to_json(doc)?)?;
     }
     if let Some(p) = &targets.csv {
-        crate::output::write_to(p, &to_csv(&doc.payload.results)?)?;
+        crate::output::write_to(p, &T::csv(doc)?)?;
     }
     if let Some(p) = &targets.markdown {
-        crate::output::write_to(p, &to_markdown(doc))?;
+        crate::output::write_to(p, &T::markdown(doc))?;
     }
     Ok(())
+}
+
+/// The human-readable output: to stdout, or to stderr when an export took stdout.
+pub fn print_human(targets: &ExportArgs, text: &str) -> anyhow::Result<()> {
+    if targets.uses_stdout() {
+        eprint!("{text}");
+        Ok(())
+    } else {
+        crate::output::write_to(Path::new("-"), text)
+    }
 }
 
 #[cfg(test)]

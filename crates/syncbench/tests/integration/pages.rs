@@ -257,3 +257,30 @@ fn ctrl_c_removes_everything() {
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
 }
+
+#[test]
+fn too_small_a_file_system_is_refused_up_front_in_one_line() {
+    // 24 MiB holds the tables of scale 1 (about 10 MiB) but not the log's segments as well.
+    let mount = crate::run::mount_or_skip("a 24 MiB tmpfs", &["-t", "tmpfs", "-o", "size=24m", "tmpfs"]);
+    let Some(m) = mount else { return };
+    let out = Command::cargo_bin("syncbench").unwrap().args(["pages", "--quick"]).arg(&m.point).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("free but syncbench pages needs") && stderr.contains("--scale"), "{stderr}");
+    assert_eq!(stderr.matches("os error").count(), 0, "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(leftovers(&m.point).is_empty(), "{:?}", leftovers(&m.point));
+    // The same file system is enough for a small bank with the log elsewhere.
+    let wal = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--mode", "none", "--secs", "0.2"])
+        .args(SMALL)
+        .arg("--wal-dir")
+        .arg(wal.path())
+        .arg(&m.point)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

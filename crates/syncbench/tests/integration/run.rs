@@ -153,8 +153,8 @@ fn is_root() -> bool {
 }
 
 /// A mount made for one test, unmounted (and its loop device detached) on drop.
-struct Mount {
-    point: PathBuf,
+pub(crate) struct Mount {
+    pub(crate) point: PathBuf,
     _parent: tempfile::TempDir,
 }
 
@@ -177,7 +177,7 @@ impl Drop for Mount {
     }
 }
 
-fn mount_or_skip(what: &str, args: &[&str]) -> Option<Mount> {
+pub(crate) fn mount_or_skip(what: &str, args: &[&str]) -> Option<Mount> {
     if !is_root() {
         crate::skip(format!("mounting {what} needs root"));
         return None;

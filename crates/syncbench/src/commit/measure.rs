@@ -1,0 +1,206 @@
+//! One point: a fresh log, client threads committing in a loop, a timed window in the middle.
+
+use super::{CommitPoint, Plan, PointSpec, SEGMENT_BYTES};
+use crate::exit::usage;
+use crate::probe::steal::StealMeter;
+use crate::schema::LatencyNs;
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use syncbench_engine::RealStorage;
+use syncbench_engine::wal::{Wal, WalConfig, WalError};
+
+const RECORD_KIND: u8 = 1;
+
+fn wal_config(plan: &Plan, spec: &PointSpec) -> WalConfig {
+    WalConfig {
+        sync_method: plan.method,
+        segment_bytes: SEGMENT_BYTES,
+        preallocate_segments: 2,
+        max_spare_segments: 4,
+        group_commit: spec.group_commit,
+        commit_delay: Duration::from_micros(spec.commit_delay_us),
+        commit_siblings: plan.commit_siblings,
+        commit_delay_count: spec.commit_delay_count,
+        leader_extra_batches: plan.leader_extra_batches,
+        ..WalConfig::default()
+    }
+}
+
+/// What each client thread brings back.
+struct ClientTally {
+    latency: Histogram<u64>,
+}
+
+/// Run one point on a fresh log in `dir` (removed afterwards).
+pub(super) fn point(plan: &Plan, spec: &PointSpec, dir: &Path) -> anyhow::Result<CommitPoint> {
+    let (wal, _) = Wal::open(RealStorage, dir, wal_config(plan, spec)).map_err(|e| {
+        usage(format!(
+            "--method {} does not work in {}: {e}; pick another method",
+            plan.method.name(),
+            plan.dir.display()
+        ))
+    })?;
+    let wal = Arc::new(wal);
+    let warmup = Duration::from_secs_f64((plan.secs * 0.2).clamp(0.05, 1.0));
+    let start_at = Instant::now() + warmup;
+    let end_at = start_at + Duration::from_secs_f64(plan.secs);
+    let stop = AtomicBool::new(false);
+    let (tallies, window) = std::thread::scope(|scope| {
+        let checkpointer = scope.spawn(|| recycle_segments(&wal, &stop));
+        let clients: Vec<_> = (0..spec.clients)
+            .map(|c| {
+                let wal = &wal;
+                scope.spawn(move || run_client(wal, c, plan.record_size, start_at, end_at))
+            })
+            .collect();
+        let window = time_window(&wal, start_at, end_at);
+        let tallies: Vec<Result<ClientTally, WalError>> =
+            clients.into_iter().map(|h| h.join().expect("client thread panicked")).collect();
+        stop.store(true, Ordering::Relaxed);
+        let recycled = checkpointer.join().expect("checkpointer thread panicked");
+        (tallies.into_iter().collect::<Result<Vec<_>, _>>().and_then(|t| recycled.map(|()| t)), window)
+    });
+    let tallies = tallies.context("the log failed during the measurement")?;
+    drop(wal);
+    std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+    Ok(summarize(spec, &tallies, &window))
+}
+
+/// Counters at the start and end of the timed window.
+struct Window {
+    duration_s: f64,
+    steal_pct: Option<f64>,
+    flushes: u64,
+    commits: u64,
+    flush_ns: u64,
+}
+
+fn time_window<S: syncbench_engine::Storage>(wal: &Wal<S>, start_at: Instant, end_at: Instant) -> Window {
+    std::thread::sleep(start_at.saturating_duration_since(Instant::now()));
+    let (t0, s0, steal) = (Instant::now(), wal.stats(), StealMeter::start());
+    std::thread::sleep(end_at.saturating_duration_since(Instant::now()));
+    let (t1, s1) = (Instant::now(), wal.stats());
+    Window {
+        duration_s: (t1 - t0).as_secs_f64(),
+        steal_pct: steal.pct(),
+        flushes: s1.flushes - s0.flushes,
+        commits: s1.commits - s0.commits,
+        flush_ns: s1.flush_ns_total - s0.flush_ns_total,
+    }
+}
+
+/// A database recycles log segments behind its checkpoints; so does the benchmark, so the disk use stays
+/// bounded and new segments come from renamed spares rather than fresh zero-filled files.
+fn recycle_segments<S: syncbench_engine::Storage>(wal: &Wal<S>, stop: &AtomicBool) -> Result<(), WalError> {
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+        match wal.truncate_before(wal.flushed_lsn()) {
+            Ok(_) => {}
+            Err(e) if e.is_poisoned() => return Ok(()), // the clients report the failure
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// One client: append a record, wait until durable, repeat until `end_at`. Commits that start inside
+/// the window are timed.
+fn run_client<S: syncbench_engine::Storage>(
+    wal: &Wal<S>,
+    client: u32,
+    record_size: usize,
+    start_at: Instant,
+    end_at: Instant,
+) -> Result<ClientTally, WalError> {
+    let mut latency = new_histogram();
+    let payload: Vec<u8> = (0..record_size).map(|i| (i as u32 ^ client) as u8).collect();
+    loop {
+        let began = Instant::now();
+        if began >= end_at {
+            return Ok(ClientTally { latency });
+        }
+        let lsn = wal.append(RECORD_KIND, &payload)?;
+        wal.commit(lsn)?;
+        if began >= start_at {
+            let ns = began.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+            latency.saturating_record(ns.max(1));
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> CommitPoint {
+    let mut all = new_histogram();
+    for t in tallies {
+        all.add(&t.latency).expect("same histogram bounds");
+    }
+    let commits = all.len();
+    let duration_s = window.duration_s.max(f64::MIN_POSITIVE);
+    CommitPoint {
+        clients: spec.clients,
+        commit_delay_us: spec.commit_delay_us,
+        commit_delay_count: spec.commit_delay_count,
+        group_commit: spec.group_commit,
+        commits,
+        commits_per_s: commits as f64 / duration_s,
+        syncs_per_s: window.flushes as f64 / duration_s,
+        commits_per_sync: per_flush(window.commits, window.flushes),
+        sync_latency_ns_mean: per_flush(window.flush_ns, window.flushes),
+        latency_ns: latency_summary(&all),
+        duration_s: window.duration_s,
+        cpu_steal_pct: window.steal_pct,
+    }
+}
+
+fn per_flush(total: u64, flushes: u64) -> f64 {
+    if flushes == 0 { 0.0 } else { total as f64 / flushes as f64 }
+}
+
+fn latency_summary(h: &Histogram<u64>) -> LatencyNs {
+    if h.is_empty() {
+        return LatencyNs::default();
+    }
+    LatencyNs {
+        min: h.min(),
+        mean: h.mean(),
+        p50: h.value_at_quantile(0.5),
+        p90: h.value_at_quantile(0.9),
+        p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
+        max: h.max(),
+        stddev: h.stdev(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_a_window() {
+        let mut h = new_histogram();
+        for ns in [1000u64, 2000, 3000, 4000] {
+            h.record(ns).unwrap();
+        }
+        let spec = PointSpec { clients: 2, commit_delay_us: 0, group_commit: true, commit_delay_count: 0 };
+        let p = summarize(
+            &spec,
+            &[ClientTally { latency: h }],
+            &Window { duration_s: 2.0, steal_pct: Some(12.5), flushes: 2, commits: 4, flush_ns: 300 },
+        );
+        assert_eq!(p.commits, 4);
+        assert_eq!(p.commits_per_s, 2.0);
+        assert_eq!(p.syncs_per_s, 1.0);
+        assert_eq!(p.commits_per_sync, 2.0);
+        assert_eq!(p.sync_latency_ns_mean, 150.0);
+        assert_eq!(p.cpu_steal_pct, Some(12.5));
+        assert!((3996..=4004).contains(&p.latency_ns.max), "hdr precision is 3 digits");
+    }
+}

@@ -1,0 +1,215 @@
+//! `syncbench commit`'s measurement: N client threads each append a record to the reference write-ahead
+//! log and wait until it is durable, in a loop; one point per client count (and commit delay). With group
+//! commit off every commit syncs its own write instead: the naive log.
+//!
+//! `cmd/commit.rs` turns flags into a [`Plan`]; [`measure_all`] runs it; [`render`] draws the results.
+
+mod measure;
+pub mod render;
+
+use crate::probe;
+use crate::schema::LatencyNs;
+use crate::verdict::{Severity, Verdict};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use syncbench_engine::wal::SyncMethod;
+
+/// `commit`'s JSON payload (inside the `syncbench/v1` envelope).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CommitPayload {
+    /// The directory measured.
+    pub dir: String,
+    /// The measurement.
+    pub commit: CommitResults,
+}
+
+/// Every point of one `syncbench commit` run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CommitResults {
+    /// Sync method of the log.
+    pub method: String,
+    /// Whether an acknowledged commit is durable with this method.
+    pub durable: bool,
+    /// Payload bytes per record.
+    pub record_size_bytes: u64,
+    /// Batches a leader may flush beyond its own (`--leader-extra-batches`).
+    pub leader_extra_batches: u32,
+    /// Bytes per record in the log (header and padding included).
+    pub record_log_bytes: u64,
+    /// One entry per (commit delay, client count, group commit on/off).
+    pub points: Vec<CommitPoint>,
+}
+
+/// One measured point.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommitPoint {
+    /// Client threads.
+    pub clients: u32,
+    /// Leader delay in microseconds.
+    pub commit_delay_us: u64,
+    /// The delay ended early once this many commits waited (0: never early).
+    #[serde(default)]
+    pub commit_delay_count: u32,
+    /// Group commit (true) or the naive log (false).
+    pub group_commit: bool,
+    /// Commits started and finished inside the timed window.
+    pub commits: u64,
+    /// Commits per second.
+    pub commits_per_s: f64,
+    /// Durable flushes per second (a leader's write + sync; one O_DSYNC write for write-through methods).
+    pub syncs_per_s: f64,
+    /// Mean commits per flush (mean group size).
+    pub commits_per_sync: f64,
+    /// Mean time of one flush (the leader's write + sync), in nanoseconds.
+    pub sync_latency_ns_mean: f64,
+    /// Commit latency (append + wait until durable).
+    pub latency_ns: LatencyNs,
+    /// Seconds timed.
+    pub duration_s: f64,
+    /// Share of the CPU time the hypervisor took from this machine during the timed window (steal time
+    /// in /proc/stat), in percent; absent where the kernel does not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_steal_pct: Option<f64>,
+}
+
+/// When a delaying leader stops waiting early (`--commit-delay-count`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DelayCount {
+    /// Once this many commits wait (0: never early).
+    Fixed(u32),
+    /// Once as many commits wait as the point has clients.
+    Clients,
+}
+
+/// Parse `--commit-delay-count`: a number, or `clients`.
+pub fn parse_delay_count(text: &str) -> Result<DelayCount, String> {
+    match text {
+        "clients" => Ok(DelayCount::Clients),
+        n => n.parse().map(DelayCount::Fixed).map_err(|_| format!("'{text}' is not a number or `clients`")),
+    }
+}
+
+impl DelayCount {
+    /// A point's `commit_delay_count` (0 when there is no delay to end early).
+    pub fn of_point(self, clients: u32, commit_delay_us: u64, group_commit: bool) -> u32 {
+        match self {
+            _ if commit_delay_us == 0 || !group_commit => 0,
+            DelayCount::Fixed(n) => n,
+            DelayCount::Clients => clients,
+        }
+    }
+}
+
+/// What to measure, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// Directory to measure in.
+    pub dir: PathBuf,
+    /// How the log syncs.
+    pub method: SyncMethod,
+    /// Payload bytes per record.
+    pub record_size: usize,
+    /// `commit_siblings` of every point.
+    pub commit_siblings: u32,
+    /// `--leader-extra-batches`.
+    pub leader_extra_batches: u32,
+    /// Seconds timed per point.
+    pub secs: f64,
+    /// The points, in the order measured.
+    pub points: Vec<PointSpec>,
+}
+
+/// One point to measure.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PointSpec {
+    /// Client threads.
+    pub clients: u32,
+    /// Leader delay in microseconds.
+    pub commit_delay_us: u64,
+    /// Group commit (true) or the naive log (false).
+    pub group_commit: bool,
+    /// End the delay once this many commits wait (0: never early).
+    pub commit_delay_count: u32,
+}
+
+impl PointSpec {
+    /// `4 clients, group commit, commit_delay 0 µs`, for progress lines.
+    pub fn describe(&self) -> String {
+        let mode = if self.group_commit { "group commit" } else { "naive" };
+        format!("{} clients, {mode}, commit_delay {} µs", self.clients, self.commit_delay_us)
+    }
+}
+
+/// Log segment size of the measured log.
+pub const SEGMENT_BYTES: u64 = 16 << 20;
+/// Segments the measurement may hold at once (current, preallocated, spares): checked against free space.
+pub const SEGMENTS_IN_USE: u64 = 8;
+
+/// Bytes of free space a measurement in `dir` needs.
+pub fn space_needed_bytes() -> u64 {
+    SEGMENTS_IN_USE * SEGMENT_BYTES
+}
+
+/// Measure every point of `plan` in a fresh directory under `root` (which the caller created and owns).
+/// `progress` is called before each point. Stops with an error at the first point that fails.
+pub fn measure_all(plan: &Plan, root: &Path, progress: impl Fn(usize, &PointSpec)) -> anyhow::Result<CommitResults> {
+    let mut points = Vec::with_capacity(plan.points.len());
+    for (i, spec) in plan.points.iter().enumerate() {
+        progress(i, spec);
+        let point = measure::point(plan, spec, &root.join(format!("point-{i}")));
+        // Ctrl-C: the signal thread is removing our files (which may have failed this point).
+        crate::cleanup::stop_if_interrupted();
+        points.push(point?);
+    }
+    Ok(CommitResults {
+        method: plan.method.name().to_string(),
+        durable: plan.method.durable(),
+        record_size_bytes: plan.record_size as u64,
+        leader_extra_batches: plan.leader_extra_batches,
+        record_log_bytes: syncbench_engine::wal::record::encoded_len(plan.record_size) as u64,
+        points,
+    })
+}
+
+/// A `cpu_steal` warning for the point that lost the most CPU time to the hypervisor, if it lost enough.
+pub fn steal_verdict(points: &[CommitPoint]) -> Option<Verdict> {
+    let (pct, worst) = points.iter().filter_map(|p| Some((p.cpu_steal_pct?, p))).max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let which = if points.len() > 1 { ", the worst of this run" } else { "" };
+    probe::steal::verdict(pct, &format!("the {}-client point{which}", worst.clients))
+}
+
+/// The probe's verdicts about DIR, plus one if the method itself is not durable and one if the hypervisor
+/// took CPU time from the measurement (for the worst point).
+pub fn verdicts(plan: &Plan, environment: &probe::Environment, points: &[CommitPoint]) -> Vec<Verdict> {
+    let mut verdicts = probe::verdicts(environment, &[]);
+    verdicts.extend(steal_verdict(points));
+    if !plan.method.durable() {
+        verdicts.push(Verdict {
+            severity: Severity::Critical,
+            code: "commit_not_durable".to_string(),
+            message: "--method none never syncs: these commits would be lost on a power failure.".to_string(),
+            advice: "Use it only as the upper bound; measure a durable method (e.g. fdatasync) for real numbers."
+                .to_string(),
+        });
+    }
+    verdicts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steal_is_reported_for_the_worst_point_only_past_the_threshold() {
+        let point = |clients, steal| CommitPoint { clients, cpu_steal_pct: steal, ..CommitPoint::default() };
+        assert!(steal_verdict(&[point(1, Some(1.0)), point(16, Some(4.0))]).is_none());
+        assert!(steal_verdict(&[point(1, None)]).is_none());
+        let v = steal_verdict(&[point(1, Some(6.0)), point(16, Some(21.0)), point(64, None)]).unwrap();
+        assert_eq!(v.code, "cpu_steal");
+        assert!(
+            v.message.contains("21%") && v.message.contains("the 16-client point, the worst of this run (steal"),
+            "{}",
+            v.message
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! `commit`'s table, CSV and Markdown.
+
+use super::{CommitPayload, CommitPoint, CommitResults};
+use crate::export::Exportable;
+use crate::schema::Envelope;
+
+impl Exportable for CommitPayload {
+    fn csv(doc: &Envelope<Self>) -> anyhow::Result<String> {
+        to_csv(&doc.payload.commit)
+    }
+    fn markdown(doc: &Envelope<Self>) -> String {
+        to_markdown(&doc.payload.commit)
+    }
+}
+
+pub fn to_markdown(results: &CommitResults) -> String {
+    let durability = if results.durable { "" } else { " (NOT durable: no sync at all)" };
+    let mut md = format!(
+        "## syncbench commit: {}, {}-byte records{durability}\n\n\
+         | clients | commit_delay µs | log | commits/s | syncs/s | commits/sync | sync µs | p50 µs | p99 µs | p99.9 µs | max µs | steal % |\n\
+         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        results.method, results.record_size_bytes
+    );
+    for p in &results.points {
+        let l = &p.latency_ns;
+        md += &format!(
+            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {} | {} | {} | {} | {} |\n",
+            p.clients,
+            delay_cell(p),
+            if p.group_commit { "group" } else { "naive" },
+            p.commits_per_s,
+            p.syncs_per_s,
+            p.commits_per_sync,
+            p.sync_latency_ns_mean / 1000.0,
+            micros(l.p50),
+            micros(l.p99),
+            micros(l.p999),
+            micros(l.max),
+            steal_cell(p),
+        );
+    }
+    md
+}
+
+/// The steal column: the share of CPU time the hypervisor took during the point, `-` where unknown.
+fn steal_cell(p: &CommitPoint) -> String {
+    p.cpu_steal_pct.map_or_else(|| "-".to_string(), |s| format!("{s:.1}"))
+}
+
+/// The delay column: microseconds, and the count that ends it early when there is one.
+fn delay_cell(p: &CommitPoint) -> String {
+    match p.commit_delay_count {
+        0 => p.commit_delay_us.to_string(),
+        n => format!("{} until {n}", p.commit_delay_us),
+    }
+}
+
+const CSV_HEADER: [&str; 19] = [
+    "method",
+    "record_size_bytes",
+    "clients",
+    "commit_delay_us",
+    "commit_delay_count",
+    "group_commit",
+    "commits",
+    "commits_per_s",
+    "syncs_per_s",
+    "commits_per_sync",
+    "sync_latency_ns_mean",
+    "latency_ns_p50",
+    "latency_ns_p90",
+    "latency_ns_p99",
+    "latency_ns_p999",
+    "latency_ns_max",
+    "latency_ns_mean",
+    "duration_s",
+    "cpu_steal_pct",
+];
+
+pub fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(CSV_HEADER)?;
+    for p in &results.points {
+        let l = &p.latency_ns;
+        w.write_record([
+            results.method.clone(),
+            results.record_size_bytes.to_string(),
+            p.clients.to_string(),
+            p.commit_delay_us.to_string(),
+            p.commit_delay_count.to_string(),
+            p.group_commit.to_string(),
+            p.commits.to_string(),
+            format!("{:.1}", p.commits_per_s),
+            format!("{:.1}", p.syncs_per_s),
+            format!("{:.2}", p.commits_per_sync),
+            format!("{:.0}", p.sync_latency_ns_mean),
+            l.p50.to_string(),
+            l.p90.to_string(),
+            l.p99.to_string(),
+            l.p999.to_string(),
+            l.max.to_string(),
+            format!("{:.0}", l.mean),
+            format!("{:.3}", p.duration_s),
+            p.cpu_steal_pct.map(|s| format!("{s:.1}")).unwrap_or_default(),
+        ])?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+fn micros(ns: u64) -> String {
+    format!("{:.0}", ns as f64 / 1000.0)
+}
+
+pub fn to_table(results: &CommitResults) -> String {
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    table.set_header([
+        "clients",
+        "delay µs",
+        "log",
+        "commits/s",
+        "syncs/s",
+        "commits/sync",
+        "sync µs",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "steal %",
+    ]);
+    for p in &results.points {
+        let l = &p.latency_ns;
+        table.add_row([
+            p.clients.to_string(),
+            delay_cell(p),
+            if p.group_commit { "group" } else { "naive" }.to_string(),
+            format!("{:.0}", p.commits_per_s),
+            format!("{:.0}", p.syncs_per_s),
+            format!("{:.2}", p.commits_per_sync),
+            format!("{:.0}", p.sync_latency_ns_mean / 1000.0),
+            micros(l.p50),
+            micros(l.p99),
+            micros(l.p999),
+            micros(l.max),
+            steal_cell(p),
+        ]);
+    }
+    let durability = if results.durable { "" } else { "  (NOT durable: no sync at all)" };
+    format!(
+        "syncbench commit: method {}, {}-byte records ({} bytes in the log){durability}\n{table}\n",
+        results.method, results.record_size_bytes, results.record_log_bytes
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_has_one_row_per_point_with_units_in_the_header() {
+        let p = CommitPoint { clients: 2, duration_s: 2.0, cpu_steal_pct: Some(12.5), ..CommitPoint::default() };
+        let csv = to_csv(&CommitResults {
+            method: "fdatasync".into(),
+            durable: true,
+            record_size_bytes: 256,
+            leader_extra_batches: 0,
+            record_log_bytes: 296,
+            points: vec![p],
+        })
+        .unwrap();
+        assert_eq!(csv.lines().count(), 2);
+        assert!(csv.starts_with("method,record_size_bytes,clients"));
+        assert!(csv.lines().next().unwrap().ends_with(",duration_s,cpu_steal_pct"));
+        assert!(csv.lines().nth(1).unwrap().ends_with(",2.000,12.5"), "{csv}");
+    }
+}

@@ -1,0 +1,331 @@
+//! `syncbench pages`'s measurement: a TPC-B-like workload on the reference page store, once per torn-page
+//! protection mode (and buffer-pool size), reporting throughput, commit latency and what each mode writes.
+//!
+//! Everything lives in a `.syncbench-pages-*` directory in the plan's directory (and in
+//! `.syncbench-pages-wal-*` / `.syncbench-pages-dw-*` directories under `--wal-dir` / `--dw-dir`), removed on
+//! success, error and Ctrl-C. [`recover`] holds the other half of the kill -9 test.
+
+pub mod recover;
+pub mod render;
+
+use crate::cleanup::{Created, unique_name};
+use crate::exit::CheckFailed;
+use crate::verdict::{Severity, Verdict};
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+use syncbench_engine::RealStorage;
+use syncbench_engine::pages::{Mode, StoreConfig, StoreStats, atomic};
+use syncbench_engine::storage::Storage;
+use syncbench_engine::workload::{Bank, BankConfig, RunReport, RunSpec};
+
+/// Latency percentiles of one row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowLatencyNs {
+    /// Median commit latency.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+}
+
+/// One mode at one buffer-pool size.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PagesRow {
+    /// `none`, `fpw`, `dw` or `atomic`.
+    pub mode: String,
+    /// Whether this mode could run here (atomic needs device support).
+    pub supported: bool,
+    /// Why not, when unsupported or failed.
+    pub error: Option<String>,
+    /// Buffer-pool size.
+    pub buffer_pool_bytes: u64,
+    /// Acknowledged transactions per second.
+    pub tps: f64,
+    /// Commit latency (submit to durable).
+    pub latency_ns: RowLatencyNs,
+    /// Log bytes per transaction (headers included).
+    pub wal_bytes_per_txn: f64,
+    /// Share of log bytes that are full-page images.
+    pub fpi_share: f64,
+    /// Page bytes written per transaction: home writes plus double-write copies.
+    pub data_bytes_per_txn: f64,
+    /// Of which double-write copies.
+    pub dw_bytes_per_txn: f64,
+    /// fsync/fdatasync calls per transaction: log, data files and double-write area.
+    pub fsyncs_per_txn: f64,
+    /// Mean checkpoint duration (0 when none completed).
+    pub checkpoint_duration_s_mean: f64,
+    /// Checkpoints completed during the run.
+    pub checkpoints: u64,
+    /// Pages written synchronously by clients to make room (the evictions that wait).
+    pub eviction_writes: u64,
+    /// Acknowledged transactions.
+    pub txns: u64,
+    /// Seconds timed.
+    pub duration_s: f64,
+}
+
+/// The command's JSON payload.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PagesPayload {
+    /// The table.
+    pub pages: PagesTable,
+}
+
+/// Rows of the table.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PagesTable {
+    /// Settings shared by every row.
+    pub scale: u32,
+    /// Clients.
+    pub clients: usize,
+    /// Page size.
+    pub page_size_bytes: usize,
+    /// Checkpoint interval.
+    pub checkpoint_secs: f64,
+    /// Double-write batch.
+    pub dw_batch_pages: usize,
+    /// One row per buffer-pool size and mode.
+    pub rows: Vec<PagesRow>,
+}
+
+/// What to run, validated.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Where the store directories go.
+    pub dir: PathBuf,
+    /// Where the log's directory goes, when not in the store's.
+    pub wal_dir: Option<PathBuf>,
+    /// Where the double-write area's directory goes, when not in the store's.
+    pub dw_dir: Option<PathBuf>,
+    /// Append each acknowledged transaction id here (kill -9 tests).
+    pub ack_log: Option<PathBuf>,
+    /// Modes, in the order run.
+    pub modes: Vec<Mode>,
+    /// Buffer-pool sizes, one row per size and mode.
+    pub pools_bytes: Vec<usize>,
+    /// Seconds per row.
+    pub secs: f64,
+    /// Seconds between checkpoints.
+    pub checkpoint_secs: f64,
+    /// Branches.
+    pub scale: u32,
+    /// Accounts per branch.
+    pub accounts_per_branch: u32,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Page size in bytes.
+    pub page_size: usize,
+    /// Pages per double-write batch.
+    pub dw_batch: usize,
+}
+
+impl Plan {
+    /// The store configuration of one row.
+    pub fn store_config(&self, mode: Mode, pool_bytes: usize) -> StoreConfig {
+        let mut config = Bank::<RealStorage>::store_config(mode);
+        config.page_size = self.page_size;
+        config.buffer_pool_bytes = pool_bytes;
+        config.dw_batch_pages = self.dw_batch;
+        config
+    }
+
+    fn bank_config(&self) -> BankConfig {
+        BankConfig { scale: self.scale, accounts_per_branch: self.accounts_per_branch }
+    }
+
+    /// Bytes the tables take on disk once loaded: every branch, teller and account row in pages.
+    pub fn data_bytes(&self) -> u64 {
+        let rows = u64::from(self.scale) * (1 + 10 + u64::from(self.accounts_per_branch));
+        let body = syncbench_engine::pages::page::body_range(self.page_size).len() as u64;
+        rows.div_ceil(body / ROW_BYTES) * self.page_size as u64
+    }
+
+    /// Free space each directory needs before the first row starts: the tables where the store goes, the
+    /// log's segments (current, preallocated and spares) and a double-write batch where those go. A row's
+    /// store is removed before the next one starts, so one row's worth is what must fit.
+    pub fn space_needed(&self) -> Vec<(&Path, u64)> {
+        let wal = self.store_config(Mode::Fpw, 0).wal;
+        let wal_bytes =
+            (1 + u64::from(wal.preallocate_segments) + u64::from(wal.max_spare_segments)) * wal.segment_bytes;
+        let dw_bytes = if self.modes.contains(&Mode::Dw) { (self.dw_batch * self.page_size) as u64 * 2 } else { 0 };
+        let mut need: Vec<(&Path, u64)> = vec![(&self.dir, self.data_bytes())];
+        for (extra, bytes) in [(&self.wal_dir, wal_bytes), (&self.dw_dir, dw_bytes)] {
+            match extra {
+                Some(d) => need.push((d, bytes)),
+                None => need[0].1 += bytes,
+            }
+        }
+        need
+    }
+}
+
+/// Bytes of one account, teller or branch row (the engine's `ROW_BYTES`).
+const ROW_BYTES: u64 = 100;
+
+/// Run every (buffer pool, mode) row of `plan`. `progress` is called before each row.
+pub fn run_all(plan: &Plan, progress: impl Fn(Mode, usize)) -> anyhow::Result<PagesTable> {
+    let mut rows = Vec::new();
+    for &pool in &plan.pools_bytes {
+        for &mode in &plan.modes {
+            progress(mode, pool);
+            rows.push(run_one(plan, mode, pool)?);
+        }
+    }
+    Ok(PagesTable {
+        scale: plan.scale,
+        clients: plan.clients,
+        page_size_bytes: plan.page_size,
+        checkpoint_secs: plan.checkpoint_secs,
+        dw_batch_pages: plan.dw_batch,
+        rows,
+    })
+}
+
+/// A `.syncbench-<what>-*` directory inside `parent`, registered for removal. The parent is fsynced so
+/// the new directory's name is durable (the store inside it must survive a power cut to be recovered).
+fn own_dir(parent: &Path, what: &str) -> anyhow::Result<Created> {
+    let path = parent.join(unique_name(what));
+    let guard = Created::register(path.clone());
+    std::fs::create_dir(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    RealStorage
+        .sync_dir(parent)
+        .with_context(|| format!("cannot fsync {} after creating {}", parent.display(), path.display()))?;
+    Ok(guard)
+}
+
+fn run_one(plan: &Plan, mode: Mode, pool_bytes: usize) -> anyhow::Result<PagesRow> {
+    let store_dir = own_dir(&plan.dir, "pages")?;
+    let wal_dir = plan.wal_dir.as_deref().map(|d| own_dir(d, "pages-wal")).transpose()?;
+    let dw_dir = plan.dw_dir.as_deref().map(|d| own_dir(d, "pages-dw")).transpose()?;
+    let mut config = plan.store_config(mode, pool_bytes);
+    config.wal_dir = wal_dir.as_ref().map(|g| g.path().to_path_buf());
+    config.dw_dir = dw_dir.as_ref().filter(|_| mode == Mode::Dw).map(|g| g.path().to_path_buf());
+    let unsupported = |why: String| PagesRow {
+        mode: mode.name().to_string(),
+        buffer_pool_bytes: pool_bytes as u64,
+        error: Some(why),
+        ..PagesRow::default()
+    };
+    if mode == Mode::Atomic
+        && let Err(why) = atomic_support(store_dir.path(), plan.page_size)
+    {
+        return Ok(unsupported(why));
+    }
+    let created = CreatedDirs { wal: wal_dir.as_ref().map(Created::path), dw: dw_dir.as_ref().map(Created::path) };
+    recover::write_settings(store_dir.path(), plan, mode, pool_bytes, created)?;
+    let bank = Bank::create(RealStorage, store_dir.path(), config, plan.bank_config())
+        .with_context(|| format!("creating the {} store in {}", mode.name(), store_dir.path().display()))?;
+    let before = bank.store().stats();
+    let report = run_workload(plan, &bank)?;
+    let after = bank.store().stats();
+    if let Some(err) = &report.error {
+        return Err(anyhow::anyhow!("the {} run failed: {err}", mode.name()));
+    }
+    bank.check_invariants().map_err(|e| CheckFailed(format!("{} run: {e}", mode.name())))?;
+    bank.close().with_context(|| format!("closing the {} store", mode.name()))?;
+    Ok(row(mode, pool_bytes, &report, before, after))
+}
+
+fn atomic_support(store_dir: &Path, page_size: usize) -> Result<(), String> {
+    let probe = store_dir.join("atomic-probe");
+    std::fs::write(&probe, vec![0u8; page_size]).map_err(|e| format!("cannot create a probe file: {e}"))?;
+    let result = atomic::support(&probe, page_size);
+    let _ = std::fs::remove_file(&probe);
+    result
+}
+
+/// The directories a run created under `--wal-dir` and `--dw-dir`.
+#[derive(Clone, Copy)]
+pub(crate) struct CreatedDirs<'a> {
+    pub(crate) wal: Option<&'a Path>,
+    pub(crate) dw: Option<&'a Path>,
+}
+
+fn run_workload(plan: &Plan, bank: &Bank<RealStorage>) -> anyhow::Result<RunReport> {
+    let spec = RunSpec {
+        clients: plan.clients,
+        duration: Some(Duration::from_secs_f64(plan.secs)),
+        max_txns: None,
+        checkpoint_every: Duration::from_secs_f64(plan.checkpoint_secs),
+        seed: 0x5EED,
+    };
+    let Some(path) = &plan.ack_log else {
+        return Ok(bank.run(spec, &|_| {}));
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open --ack-log {}", path.display()))?;
+    let file = Mutex::new(file);
+    // One write per acknowledgement, so a kill -9 loses at most the line being written.
+    Ok(bank.run(spec, &|id| {
+        let _ = writeln!(file.lock().unwrap_or_else(|p| p.into_inner()), "{id}");
+    }))
+}
+
+fn per_txn(value: u64, txns: u64) -> f64 {
+    if txns == 0 { 0.0 } else { value as f64 / txns as f64 }
+}
+
+fn row(mode: Mode, pool_bytes: usize, report: &RunReport, before: StoreStats, after: StoreStats) -> PagesRow {
+    let txns = report.acknowledged;
+    let wal = after.wal_bytes - before.wal_bytes;
+    let fpi = after.fpi_bytes - before.fpi_bytes;
+    let dw = after.dw_bytes - before.dw_bytes;
+    let home = after.home_bytes - before.home_bytes;
+    let syncs = (after.wal_syncs - before.wal_syncs) + (after.data_syncs - before.data_syncs);
+    let checkpoints = after.checkpoints - before.checkpoints;
+    let checkpoint_secs = after.checkpoint_secs_total - before.checkpoint_secs_total;
+    let duration_s = report.elapsed.as_secs_f64();
+    PagesRow {
+        mode: mode.name().to_string(),
+        supported: true,
+        error: None,
+        buffer_pool_bytes: pool_bytes as u64,
+        tps: if duration_s > 0.0 { txns as f64 / duration_s } else { 0.0 },
+        latency_ns: RowLatencyNs { p50: report.latency_ns_quantile(0.50), p99: report.latency_ns_quantile(0.99) },
+        wal_bytes_per_txn: per_txn(wal, txns),
+        fpi_share: if wal == 0 { 0.0 } else { fpi as f64 / wal as f64 },
+        data_bytes_per_txn: per_txn(home + dw, txns),
+        dw_bytes_per_txn: per_txn(dw, txns),
+        fsyncs_per_txn: per_txn(syncs, txns),
+        checkpoint_duration_s_mean: if checkpoints == 0 { 0.0 } else { checkpoint_secs / checkpoints as f64 },
+        checkpoints,
+        eviction_writes: after.eviction_writes - before.eviction_writes,
+        txns,
+        duration_s,
+    }
+}
+
+pub fn verdicts(rows: &[PagesRow]) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    if rows.iter().any(|r| r.mode == "none") {
+        out.push(Verdict {
+            severity: Severity::Info,
+            code: "pages_none_unsafe".to_string(),
+            message: "Mode none has no torn-page protection: a power cut during a page write can leave a page \
+                      that recovery cannot repair."
+                .to_string(),
+            advice: "Use it only as the baseline the other modes are compared with.".to_string(),
+        });
+    }
+    if let Some(r) = rows.iter().find(|r| r.mode == "atomic" && !r.supported) {
+        out.push(Verdict {
+            severity: Severity::Info,
+            code: "pages_atomic_unsupported".to_string(),
+            message: format!(
+                "Atomic (untorn) page writes are not available here: {}.",
+                r.error.as_deref().unwrap_or("")
+            ),
+            advice: "They need Linux ≥ 6.11, O_DIRECT, and a device and file system that report \
+                     STATX_WRITE_ATOMIC units covering the page size; use fpw or dw otherwise."
+                .to_string(),
+        });
+    }
+    out
+}

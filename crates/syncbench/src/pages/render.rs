@@ -1,0 +1,134 @@
+//! `pages`'s table, CSV and Markdown.
+
+use super::{PagesPayload, PagesRow, PagesTable};
+use crate::export::Exportable;
+use crate::schema::Envelope;
+use crate::size::format_size;
+
+impl Exportable for PagesPayload {
+    fn csv(doc: &Envelope<Self>) -> anyhow::Result<String> {
+        to_csv(&doc.payload.pages.rows)
+    }
+    fn markdown(doc: &Envelope<Self>) -> String {
+        to_markdown(&doc.payload.pages)
+    }
+}
+
+fn versus_none(t: &PagesTable, r: &PagesRow) -> String {
+    let baseline = t.rows.iter().find(|b| b.mode == "none" && b.buffer_pool_bytes == r.buffer_pool_bytes);
+    match baseline {
+        Some(b) if b.tps > 0.0 && b.supported => format!("{:+.0}%", (r.tps / b.tps - 1.0) * 100.0),
+        _ => "-".to_string(),
+    }
+}
+
+pub fn to_markdown(t: &PagesTable) -> String {
+    let mut out = format!(
+        "TPC-B-like, scale {}, {} clients, {}-byte pages, checkpoint every {} s, dw batch {} pages\n\n",
+        t.scale, t.clients, t.page_size_bytes, t.checkpoint_secs, t.dw_batch_pages
+    );
+    out += "| mode | buffer pool | tps | vs none | p50 ms | p99 ms | WAL B/txn | FPI share | data B/txn | fsyncs/txn | checkpoint s |\n";
+    out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+    for r in &t.rows {
+        let pool = format_size(r.buffer_pool_bytes);
+        if !r.supported {
+            out += &format!("| {} | {pool} | unsupported: {} |||||||||\n", r.mode, r.error.as_deref().unwrap_or(""));
+            continue;
+        }
+        out += &format!(
+            "| {} | {pool} | {:.0} | {} | {:.2} | {:.2} | {:.0} | {:.0}% | {:.0} | {:.2} | {:.3} |\n",
+            r.mode,
+            r.tps,
+            versus_none(t, r),
+            r.latency_ns.p50 as f64 / 1e6,
+            r.latency_ns.p99 as f64 / 1e6,
+            r.wal_bytes_per_txn,
+            r.fpi_share * 100.0,
+            r.data_bytes_per_txn,
+            r.fsyncs_per_txn,
+            r.checkpoint_duration_s_mean,
+        );
+    }
+    out
+}
+
+pub fn to_csv(rows: &[PagesRow]) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "mode",
+        "supported",
+        "error",
+        "buffer_pool_bytes",
+        "tps",
+        "latency_ns_p50",
+        "latency_ns_p99",
+        "wal_bytes_per_txn",
+        "fpi_share",
+        "data_bytes_per_txn",
+        "dw_bytes_per_txn",
+        "fsyncs_per_txn",
+        "checkpoint_duration_s_mean",
+        "checkpoints",
+        "eviction_writes",
+        "txns",
+        "duration_s",
+    ])?;
+    for r in rows {
+        w.write_record([
+            r.mode.clone(),
+            r.supported.to_string(),
+            r.error.clone().unwrap_or_default(),
+            r.buffer_pool_bytes.to_string(),
+            format!("{:.1}", r.tps),
+            r.latency_ns.p50.to_string(),
+            r.latency_ns.p99.to_string(),
+            format!("{:.1}", r.wal_bytes_per_txn),
+            format!("{:.4}", r.fpi_share),
+            format!("{:.1}", r.data_bytes_per_txn),
+            format!("{:.1}", r.dw_bytes_per_txn),
+            format!("{:.3}", r.fsyncs_per_txn),
+            format!("{:.4}", r.checkpoint_duration_s_mean),
+            r.checkpoints.to_string(),
+            r.eviction_writes.to_string(),
+            r.txns.to_string(),
+            format!("{:.3}", r.duration_s),
+        ])?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+pub fn to_table(t: &PagesTable) -> String {
+    let mut out = format!(
+        "TPC-B-like, scale {}, {} clients, {}-byte pages, checkpoint every {} s, dw batch {} pages\n\n",
+        t.scale, t.clients, t.page_size_bytes, t.checkpoint_secs, t.dw_batch_pages
+    );
+    out += &format!(
+        "{:<7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>8} {:>8}\n",
+        "mode", "pool", "tps", "vs none", "p50 ms", "p99 ms", "fpi%", "WAL B/txn", "data KiB", "fsyncs", "ckpt s"
+    );
+    for r in &t.rows {
+        let pool = format_size(r.buffer_pool_bytes);
+        if !r.supported {
+            out += &format!("{:<7} {:>8} unsupported: {}\n", r.mode, pool, r.error.as_deref().unwrap_or(""));
+            continue;
+        }
+        let versus = versus_none(t, r);
+        out += &format!(
+            "{:<7} {:>8} {:>9.0} {:>9} {:>9.2} {:>9.2} {:>5.0} {:>10.0} {:>7.1} {:>8.2} {:>8.3}\n",
+            r.mode,
+            pool,
+            r.tps,
+            versus,
+            r.latency_ns.p50 as f64 / 1e6,
+            r.latency_ns.p99 as f64 / 1e6,
+            r.fpi_share * 100.0,
+            r.wal_bytes_per_txn,
+            r.data_bytes_per_txn / 1024.0,
+            r.fsyncs_per_txn,
+            r.checkpoint_duration_s_mean,
+        );
+    }
+    out += "\nnone is unsafe (no torn-page protection); data KiB = page bytes written per transaction \
+            (home + double-write); fsyncs per transaction include the log.\n";
+    out
+}
