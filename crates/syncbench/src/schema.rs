@@ -1,6 +1,8 @@
 //! The JSON schema `syncbench/v1`: the envelope every command writes, and `run`'s results.
 //!
-//! Fields are added, never renamed, within v1. Units go at the end of names.
+//! Fields are added, never renamed, within v1. Units go at the end of names. Every payload type is
+//! defined once, next to the code that measures it, and read back with the same type
+//! ([`crate::export::read_any`]): a field an older file lacks takes its default (`#[serde(default)]`).
 
 use crate::probe::Environment;
 use crate::verdict::Verdict;
@@ -15,14 +17,19 @@ pub struct Envelope<T> {
     /// Always `syncbench/v1`.
     pub schema: String,
     /// syncbench's version.
+    #[serde(default)]
     pub version: String,
     /// When the command started (RFC 3339, UTC).
+    #[serde(default)]
     pub started_at: String,
     /// The command line as typed (argv joined).
+    #[serde(default)]
     pub command: String,
     /// What the target is: file system, mount, device chain, caches, virtualization.
+    #[serde(default)]
     pub environment: Environment,
     /// Conclusions about durability and plausibility.
+    #[serde(default)]
     pub verdicts: Vec<Verdict>,
     /// The command's own payload, flattened into the document.
     #[serde(flatten)]
@@ -47,6 +54,7 @@ impl<T> Envelope<T> {
 
 /// `run`'s payload.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunPayload {
     /// The directory measured.
     pub dir: String,
@@ -58,6 +66,7 @@ pub struct RunPayload {
 
 /// Latency percentiles of one case, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LatencyNs {
     /// Fastest commit.
     pub min: u64,
@@ -88,6 +97,7 @@ pub struct Log2Bucket {
 
 /// One measured case: a method, a write pattern and a file state.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CaseResult {
     /// Which part of the suite (`one_write`, `two_writes`, `write_sizes`, `close_then_sync`, `no_sync`,
     /// `size_sweep`, `file_state`).
@@ -131,6 +141,28 @@ pub struct CaseResult {
     /// Commits run before timing started (not counted in `ops`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub warmup_ops: u64,
+}
+
+/// Any syncbench document as `report` and `compare` read it: `run`'s cases, and `commit`'s and `pages`'s
+/// payloads when present (every part may be absent: a `probe` file has none of them).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct AnyPayload {
+    /// `run`'s directory.
+    pub dir: String,
+    /// `run`'s access pattern.
+    pub pattern: String,
+    /// `run`'s cases.
+    pub results: Vec<CaseResult>,
+    /// `commit`'s points.
+    pub commit: Option<crate::commit::CommitResults>,
+    /// `pages`'s rows.
+    pub pages: Option<crate::pages::PagesTable>,
+}
+
+/// For `#[serde(default = "yes")]`: a flag an older file did not write that was true when it was written.
+pub fn yes() -> bool {
+    true
 }
 
 fn is_zero(n: &u64) -> bool {

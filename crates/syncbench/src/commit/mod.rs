@@ -24,11 +24,13 @@ pub struct CommitPayload {
 }
 
 /// Every point of one `syncbench commit` run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CommitResults {
     /// Sync method of the log.
     pub method: String,
-    /// Whether an acknowledged commit is durable with this method.
+    /// Whether an acknowledged commit is durable with this method (files that do not say were).
+    #[serde(default = "crate::schema::yes")]
     pub durable: bool,
     /// Payload bytes per record.
     pub record_size_bytes: u64,
@@ -42,13 +44,13 @@ pub struct CommitResults {
 
 /// One measured point.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CommitPoint {
     /// Client threads.
     pub clients: u32,
     /// Leader delay in microseconds.
     pub commit_delay_us: u64,
     /// The delay ended early once this many commits waited (0: never early).
-    #[serde(default)]
     pub commit_delay_count: u32,
     /// Group commit (true) or the naive log (false).
     pub group_commit: bool,

@@ -7,7 +7,7 @@ mod markdown;
 pub mod text;
 
 pub use self::csv::to_csv;
-pub use self::json::{read_run, to_json};
+pub use self::json::{parse_any, read_any, read_run, to_json};
 pub use self::markdown::to_markdown;
 
 use crate::exit::usage;

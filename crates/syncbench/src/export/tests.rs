@@ -121,7 +121,7 @@ fn read_run_round_trips_and_rejects_bad_files() {
     let cases = [
         ("missing.json", None, "cannot read"),
         ("garbage.json", Some("not json"), "is not JSON"),
-        ("other.json", Some(r#"{"schema":"other/v9","results":[]}"#), "expected \"syncbench/v1\""),
+        ("other.json", Some(r#"{"schema":"other/v9","results":[]}"#), "reads \"syncbench/v1\""),
         ("probe.json", Some(r#"{"schema":"syncbench/v1"}"#), "has no run results"),
     ];
     for (name, contents, want) in cases {
@@ -178,14 +178,6 @@ fn arb_case() -> impl Strategy<Value = CaseResult> {
 }
 
 proptest! {
-    #[test]
-    fn json_round_trips(cases in proptest::collection::vec(arb_case(), 0..6)) {
-        let mut doc = fixture();
-        doc.payload.results = cases;
-        let back: Envelope<RunPayload> = serde_json::from_str(&to_json(&doc).unwrap()).unwrap();
-        prop_assert_eq!(back.payload.results, doc.payload.results);
-    }
-
     #[test]
     fn csv_has_one_parseable_row_per_case(cases in proptest::collection::vec(arb_case(), 0..6)) {
         let text = to_csv(&cases).unwrap();

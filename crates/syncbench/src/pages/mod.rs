@@ -24,6 +24,7 @@ use syncbench_engine::workload::{Bank, BankConfig, RunReport, RunSpec};
 
 /// Latency percentiles of one row.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RowLatencyNs {
     /// Median commit latency.
     pub p50: u64,
@@ -33,10 +34,12 @@ pub struct RowLatencyNs {
 
 /// One mode at one buffer-pool size.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PagesRow {
     /// `none`, `fpw`, `dw` or `atomic`.
     pub mode: String,
-    /// Whether this mode could run here (atomic needs device support).
+    /// Whether this mode could run here (atomic needs device support; files that do not say ran it).
+    #[serde(default = "crate::schema::yes")]
     pub supported: bool,
     /// Why not, when unsupported or failed.
     pub error: Option<String>,
@@ -76,7 +79,8 @@ pub struct PagesPayload {
 }
 
 /// Rows of the table.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PagesTable {
     /// Settings shared by every row.
     pub scale: u32,

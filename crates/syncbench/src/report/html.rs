@@ -4,7 +4,8 @@ use super::RunFigures;
 use super::chart::scale::{format_bytes, format_count, format_ns, trim_number};
 use super::chart::svg::esc;
 use super::figures::Figure;
-use super::input::{PagesPayload, RunFile};
+use super::input::RunFile;
+use crate::pages::PagesTable;
 use crate::probe::Environment;
 use crate::verdict::{Severity, Verdict};
 use std::fmt::Write;
@@ -210,34 +211,33 @@ fn results_table(out: &mut String, run: &RunFile) {
     out.push_str("</table>\n");
 }
 
-fn pages_table(out: &mut String, pages: &PagesPayload) {
+fn pages_table(out: &mut String, pages: &PagesTable) {
     out.push_str(
         "<h3>Torn-page protection (pages)</h3>\n<table class=\"pages\">\n<tr><th>mode</th><th>buffer pool</th><th>tps</th><th>p50</th><th>p99</th><th>WAL bytes/txn</th><th>full-page share</th><th>data bytes/txn</th><th>syncs/txn</th><th>checkpoint</th></tr>\n",
     );
-    let opt = |v: Option<f64>, f: fn(f64) -> String| v.map(f).unwrap_or_else(|| "–".into());
     for row in &pages.rows {
         let pool = if row.buffer_pool_bytes > 0 { format_bytes(row.buffer_pool_bytes as f64) } else { "–".into() };
         let _ = write!(out, "<tr><td>{}</td><td class=\"num\">{pool}</td>", esc(&row.mode));
-        match (&row.error, row.supported, row.tps) {
-            (Some(error), _, _) => {
+        match (&row.error, row.supported) {
+            (Some(error), _) => {
                 let _ = writeln!(out, "<td colspan=\"8\">not measured: {}</td></tr>", esc(error));
             }
-            (None, Some(false), _) => {
+            (None, false) => {
                 let _ = writeln!(out, "<td colspan=\"8\">not supported here</td></tr>");
             }
-            (None, _, tps) => {
+            (None, true) => {
                 let ns = |v: f64| if v > 0.0 { format_ns(v) } else { "–".into() };
                 let _ = writeln!(
                     out,
-                    "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-                    opt(tps, format_count),
-                    ns(row.latency_ns.p50),
-                    ns(row.latency_ns.p99),
-                    opt(row.wal_bytes_per_txn, format_bytes),
-                    opt(row.fpi_share, |s| format!("{}%", trim_number(s * 100.0))),
-                    opt(row.data_bytes_per_txn, format_bytes),
-                    opt(row.fsyncs_per_txn, trim_number),
-                    opt(row.checkpoint_duration_s_mean, |s| format!("{} s", trim_number(s))),
+                    "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}%</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{} s</td></tr>",
+                    format_count(row.tps),
+                    ns(row.latency_ns.p50 as f64),
+                    ns(row.latency_ns.p99 as f64),
+                    format_bytes(row.wal_bytes_per_txn),
+                    trim_number(row.fpi_share * 100.0),
+                    format_bytes(row.data_bytes_per_txn),
+                    trim_number(row.fsyncs_per_txn),
+                    trim_number(row.checkpoint_duration_s_mean),
                 );
             }
         }
@@ -248,22 +248,24 @@ fn pages_table(out: &mut String, pages: &PagesPayload) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::input::PagesRow;
+    use crate::pages::PagesRow;
 
     #[test]
     fn pages_rows_show_values_or_why_they_are_missing() {
-        let pages = PagesPayload {
+        let pages = PagesTable {
             rows: vec![
                 PagesRow {
                     mode: "fpw".into(),
                     buffer_pool_bytes: 64 << 20,
-                    tps: Some(2600.0),
-                    fpi_share: Some(0.93),
+                    supported: true,
+                    tps: 2600.0,
+                    fpi_share: 0.93,
                     ..PagesRow::default()
                 },
-                PagesRow { mode: "atomic".into(), supported: Some(false), ..PagesRow::default() },
+                PagesRow { mode: "atomic".into(), supported: false, ..PagesRow::default() },
                 PagesRow { mode: "dw".into(), error: Some("EIO: <disk>".into()), ..PagesRow::default() },
             ],
+            ..PagesTable::default()
         };
         let mut out = String::new();
         pages_table(&mut out, &pages);

@@ -13,13 +13,9 @@ pub fn pick_case(results: &[CaseResult]) -> Option<&CaseResult> {
     candidates.min_by_key(|c| c.write_size_bytes.abs_diff(8192))
 }
 
-/// Load the run's JSON; a missing or malformed file, or one without the case, is a usage error.
+/// Load the run's JSON (read as every syncbench file is); a file without the case is a usage error.
 pub fn load(path: &Path) -> anyhow::Result<CaseResult> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        usage(format!("cannot read --baseline {}: {e}; give a JSON file from `syncbench run --json`", path.display()))
-    })?;
-    let run: Envelope<RunPayload> = serde_json::from_str(&text)
-        .map_err(|e| usage(format!("--baseline {} is not a `syncbench run --json` file: {e}", path.display())))?;
+    let run: Envelope<RunPayload> = crate::export::read_any(path).map_err(|e| usage(format!("--baseline: {e}")))?;
     pick_case(&run.payload.results).cloned().ok_or_else(|| {
         usage(format!(
             "--baseline {} has no measured `one_write` fdatasync case; run `syncbench run` with it included",

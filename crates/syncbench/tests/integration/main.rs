@@ -5,6 +5,7 @@
 mod advise;
 mod commit;
 mod crashtest;
+mod fixtures_v1;
 mod fsync_errors;
 mod pages;
 mod probe;

@@ -1,19 +1,19 @@
 //! Group commit: commits/s, mean group size and p99 latency as clients grow (from `syncbench commit`).
 
 use super::Figure;
+use crate::commit::{CommitPoint, CommitResults};
 use crate::report::chart::line_chart::{Axis, LineChart, LineSeries};
 use crate::report::chart::scale::{Scale, format_count, format_ns, trim_number};
 use crate::report::chart::svg::color;
-use crate::report::input::{CommitPayload, CommitPoint};
 
 /// Three line charts over clients, one series per (group commit, commit delay) setting.
-pub fn figures(stem: &str, context: &str, commit: &CommitPayload) -> Vec<Figure> {
+pub fn figures(stem: &str, context: &str, commit: &CommitResults) -> Vec<Figure> {
     let points: Vec<&CommitPoint> = commit.points.iter().filter(|p| p.clients > 0).collect();
     if points.is_empty() {
         return Vec::new();
     }
     let settings = settings(&points);
-    let not_durable = commit.durable == Some(false);
+    let not_durable = !commit.durable;
     let series_of = |value: fn(&CommitPoint) -> f64| -> Vec<LineSeries> {
         settings
             .iter()
@@ -70,7 +70,7 @@ pub fn figures(stem: &str, context: &str, commit: &CommitPayload) -> Vec<Figure>
             kind: "latency-p99",
             what: "p99 commit latency",
             y_label: "p99 commit latency (log scale, lower is better)",
-            value: |p| p.latency_ns.p99,
+            value: |p| p.latency_ns.p99 as f64,
             format: format_ns,
             log: true,
         },
@@ -130,11 +130,11 @@ mod tests {
 
     #[test]
     fn one_line_per_setting_sorted_by_clients() {
-        let commit = CommitPayload {
+        let commit = CommitResults {
             method: "fdatasync".into(),
-            durable: Some(true),
+            durable: true,
             points: vec![point(4, true, 900.0), point(1, true, 300.0), point(1, false, 290.0)],
-            ..CommitPayload::default()
+            ..CommitResults::default()
         };
         let figures = figures("c", "", &commit);
         assert_eq!(figures.len(), 2, "no p99 chart without latencies");
@@ -148,11 +148,11 @@ mod tests {
 
     #[test]
     fn a_log_that_is_not_durable_says_so_and_is_dashed() {
-        let commit = CommitPayload {
+        let commit = CommitResults {
             method: "none".into(),
-            durable: Some(false),
+            durable: false,
             points: vec![point(1, true, 300_000.0)],
-            ..CommitPayload::default()
+            ..CommitResults::default()
         };
         let figures = figures("c", "", &commit);
         assert!(figures[0].title.contains("with none (not durable)"), "{}", figures[0].title);
