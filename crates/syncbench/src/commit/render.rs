@@ -2,6 +2,7 @@
 
 use super::{CommitPayload, CommitPoint, CommitResults};
 use crate::export::Exportable;
+use crate::export::openmetrics::{Family, push_quantiles};
 use crate::schema::Envelope;
 
 impl Exportable for CommitPayload {
@@ -11,6 +12,30 @@ impl Exportable for CommitPayload {
     fn markdown(doc: &Envelope<Self>) -> String {
         to_markdown(&doc.payload.commit)
     }
+    fn metrics(doc: &Envelope<Self>) -> Vec<Family> {
+        metrics(&doc.payload.commit)
+    }
+}
+
+/// Commits and syncs per second and the commit latency quantiles of every point.
+fn metrics(results: &CommitResults) -> Vec<Family> {
+    let mut commits = Family::new("syncbench_commit_commits_per_second", "", "Commits per second at one point.");
+    let mut syncs = Family::new("syncbench_commit_syncs_per_second", "", "Log flushes per second at one point.");
+    let mut latency = Family::new("syncbench_commit_latency_seconds", "seconds", "Commit latency quantile.");
+    for p in results.points.iter().filter(|p| p.commits > 0) {
+        let labels = vec![
+            ("method", results.method.clone()),
+            ("durable", results.durable.to_string()),
+            ("clients", p.clients.to_string()),
+            ("group_commit", p.group_commit.to_string()),
+            ("commit_delay_us", p.commit_delay_us.to_string()),
+            ("commit_delay_count", p.commit_delay_count.to_string()),
+        ];
+        commits.push(labels.clone(), p.commits_per_s);
+        syncs.push(labels.clone(), p.syncs_per_s);
+        push_quantiles(&mut latency, &labels, &[("0.5", p.latency_ns.p50), ("0.99", p.latency_ns.p99)]);
+    }
+    vec![commits, syncs, latency]
 }
 
 pub fn to_markdown(results: &CommitResults) -> String {

@@ -4,6 +4,7 @@
 mod csv;
 mod json;
 mod markdown;
+pub mod openmetrics;
 pub mod text;
 
 pub use self::csv::to_csv;
@@ -26,6 +27,10 @@ pub struct ExportArgs {
     /// Write the results as Markdown tables to FILE, or `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Write the headline numbers as OpenMetrics gauges with labels to FILE (e.g. the node_exporter
+    /// textfile collector's directory/syncbench.prom), or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub openmetrics: Option<PathBuf>,
 }
 
 impl ExportArgs {
@@ -35,7 +40,9 @@ impl ExportArgs {
         let targets = self.targets();
         let to_stdout = targets.iter().filter(|(_, p)| *p == Path::new("-")).count();
         if to_stdout > 1 {
-            return Err(usage("only one of --json, --csv, --markdown can write to stdout (-); give the others a file"));
+            return Err(usage(
+                "only one of --json, --csv, --markdown, --openmetrics can write to stdout (-); give the others a file",
+            ));
         }
         for (flag, path) in targets {
             validate_target(flag, path)?;
@@ -50,7 +57,13 @@ impl ExportArgs {
 
     fn targets(&self) -> Vec<(&'static str, &Path)> {
         let mut out = Vec::new();
-        for (flag, path) in [("--json", &self.json), ("--csv", &self.csv), ("--markdown", &self.markdown)] {
+        let all = [
+            ("--json", &self.json),
+            ("--csv", &self.csv),
+            ("--markdown", &self.markdown),
+            ("--openmetrics", &self.openmetrics),
+        ];
+        for (flag, path) in all {
             if let Some(p) = path {
                 out.push((flag, p.as_path()));
             }
@@ -73,13 +86,15 @@ fn validate_target(flag: &str, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What a command's payload gives the exporters: JSON comes from serde, CSV and Markdown from here.
-/// Every measuring command implements it once; [`write_all`] writes whatever the flags asked for.
+/// What a command's payload gives the exporters: JSON comes from serde, CSV, Markdown and OpenMetrics
+/// from here. Every measuring command implements it once; [`write_all`] writes whatever the flags asked for.
 pub trait Exportable: serde::Serialize + Sized {
     /// CSV: one row per measured point, flat columns, units at the end of the names.
     fn csv(doc: &Envelope<Self>) -> anyhow::Result<String>;
     /// Markdown tables.
     fn markdown(doc: &Envelope<Self>) -> String;
+    /// The headline numbers as metric families (labels say which case, point or row).
+    fn metrics(doc: &Envelope<Self>) -> Vec<openmetrics::Family>;
 }
 
 impl Exportable for RunPayload {
@@ -88,6 +103,9 @@ impl Exportable for RunPayload {
     }
     fn markdown(doc: &Envelope<Self>) -> String {
         to_markdown(doc)
+    }
+    fn metrics(doc: &Envelope<Self>) -> Vec<openmetrics::Family> {
+        openmetrics::run_families(&doc.payload.results)
     }
 }
 
@@ -101,6 +119,9 @@ pub fn write_all<T: Exportable>(doc: &Envelope<T>, targets: &ExportArgs) -> anyh
     }
     if let Some(p) = &targets.markdown {
         crate::output::write_to(p, &T::markdown(doc))?;
+    }
+    if let Some(p) = &targets.openmetrics {
+        crate::output::write_to(p, &openmetrics::render(doc, &T::metrics(doc)))?;
     }
     Ok(())
 }

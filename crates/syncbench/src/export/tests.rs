@@ -138,13 +138,13 @@ fn read_run_round_trips_and_rejects_bad_files() {
 #[test]
 fn export_targets_are_validated() {
     let dir = tempfile::tempdir().unwrap();
-    let two_stdout = ExportArgs { json: Some("-".into()), csv: Some("-".into()), markdown: None };
+    let two_stdout = ExportArgs { json: Some("-".into()), csv: Some("-".into()), ..ExportArgs::default() };
     assert!(two_stdout.validate().is_err());
     let into_dir = ExportArgs { json: Some(dir.path().to_path_buf()), ..ExportArgs::default() };
     assert!(into_dir.validate().unwrap_err().to_string().contains("is a directory"));
     let no_parent = ExportArgs { csv: Some(dir.path().join("nope/out.csv")), ..ExportArgs::default() };
     assert!(no_parent.validate().unwrap_err().to_string().contains("does not exist"));
-    let ok = ExportArgs { json: Some(dir.path().join("a.json")), csv: Some("-".into()), markdown: None };
+    let ok = ExportArgs { json: Some(dir.path().join("a.json")), csv: Some("-".into()), ..ExportArgs::default() };
     ok.validate().unwrap();
     assert!(ok.uses_stdout());
 }
@@ -156,12 +156,15 @@ fn write_all_writes_every_requested_file() {
         json: Some(dir.path().join("r.json")),
         csv: Some(dir.path().join("r.csv")),
         markdown: Some(dir.path().join("r.md")),
+        openmetrics: Some(dir.path().join("r.prom")),
     };
     write_all(&fixture(), &t).unwrap();
     assert!(read_run(&dir.path().join("r.json")).is_ok());
     let csv = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + fixture().payload.results.len());
     assert!(std::fs::read_to_string(dir.path().join("r.md")).unwrap().contains("## one_write"));
+    let prom = std::fs::read_to_string(dir.path().join("r.prom")).unwrap();
+    assert!(prom.contains("# TYPE syncbench_run_commits_per_second gauge") && prom.ends_with("# EOF\n"), "{prom}");
 }
 
 fn arb_case() -> impl Strategy<Value = CaseResult> {

@@ -2,6 +2,7 @@
 
 use super::{PagesPayload, PagesRow, PagesTable};
 use crate::export::Exportable;
+use crate::export::openmetrics::{Family, push_quantiles};
 use crate::schema::Envelope;
 use crate::size::format_size;
 
@@ -12,6 +13,25 @@ impl Exportable for PagesPayload {
     fn markdown(doc: &Envelope<Self>) -> String {
         to_markdown(&doc.payload.pages)
     }
+    fn metrics(doc: &Envelope<Self>) -> Vec<Family> {
+        metrics(&doc.payload.pages.rows)
+    }
+}
+
+/// Transactions per second, commit latency quantiles and syncs per transaction of every row that ran.
+fn metrics(rows: &[PagesRow]) -> Vec<Family> {
+    let mut tps = Family::new("syncbench_pages_transactions_per_second", "", "Acknowledged transactions per second.");
+    let mut latency = Family::new("syncbench_pages_commit_latency_seconds", "seconds", "Commit latency quantile.");
+    let mut syncs = Family::new("syncbench_pages_syncs_per_transaction", "", "fsync/fdatasync calls per transaction.");
+    let mut data = Family::new("syncbench_pages_data_written_per_transaction_bytes", "bytes", "Page bytes written.");
+    for r in rows.iter().filter(|r| r.supported && r.error.is_none() && r.txns > 0) {
+        let labels = vec![("mode", r.mode.clone()), ("buffer_pool_bytes", r.buffer_pool_bytes.to_string())];
+        tps.push(labels.clone(), r.tps);
+        push_quantiles(&mut latency, &labels, &[("0.5", r.latency_ns.p50), ("0.99", r.latency_ns.p99)]);
+        syncs.push(labels.clone(), r.fsyncs_per_txn);
+        data.push(labels, r.data_bytes_per_txn);
+    }
+    vec![tps, latency, syncs, data]
 }
 
 fn versus_none(t: &PagesTable, r: &PagesRow) -> String {

@@ -86,3 +86,86 @@ fn report_and_compare_take_every_v1_file() {
     assert!(compare.status.success(), "{}", String::from_utf8_lossy(&compare.stderr));
     assert!(String::from_utf8_lossy(&compare.stdout).contains("fdatasync"));
 }
+
+/// Parse an OpenMetrics file with the Prometheus project's Python client (Debian's
+/// python3-prometheus-client): the OpenMetrics parser, and the Prometheus text parser the node_exporter
+/// textfile collector's format follows. Prints `family sample-count` lines.
+fn parse_openmetrics(path: &Path) -> Option<String> {
+    let script = r#"
+import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as om
+from prometheus_client.parser import text_string_to_metric_families as prom
+text = open(sys.argv[1]).read()
+families = list(om(text))
+assert len(list(prom(text))) == len(families)
+for f in families:
+    keys = [tuple(sorted(s.labels.items())) for s in f.samples]
+    assert len(keys) == len(set(keys)), f"duplicate label set in {f.name}"
+    print(f.name, f.type, len(f.samples))
+"#;
+    let out = std::process::Command::new("/usr/bin/python3").args(["-c", script]).arg(path).output().ok()?;
+    if String::from_utf8_lossy(&out.stderr).contains("No module named 'prometheus_client'") {
+        return None;
+    }
+    assert!(out.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn openmetrics_exports_parse_with_the_prometheus_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("run.prom");
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["run", "--mock-timing", "7", "--quick", "--openmetrics"])
+        .arg(&prom)
+        .arg(&work)
+        .assert()
+        .success();
+    let Some(families) = parse_openmetrics(&prom) else {
+        return crate::skip("python3-prometheus-client is not installed (.ci/deps/report.txt)");
+    };
+    assert!(families.contains("syncbench_run_commits_per_second gauge"), "{families}");
+    assert!(families.contains("syncbench_run_commit_latency_seconds gauge"), "{families}");
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(text.contains("method=\"open_datasync+direct\"") && text.contains("quantile=\"0.99\""), "{text}");
+
+    let commit = dir.path().join("commit.prom");
+    Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["commit", "--clients", "1,2", "--secs", "0.1", "--with-baseline", "--openmetrics"])
+        .arg(&commit)
+        .arg(&work)
+        .assert()
+        .success();
+    let families = parse_openmetrics(&commit).unwrap();
+    assert!(families.contains("syncbench_commit_commits_per_second gauge 4"), "{families}");
+
+    let pages = dir.path().join("pages.prom");
+    Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--mode", "none,dw", "--secs", "0.2", "--accounts-per-branch", "2000", "--openmetrics"])
+        .arg(&pages)
+        .arg(&work)
+        .assert()
+        .success();
+    let families = parse_openmetrics(&pages).unwrap();
+    assert!(families.contains("syncbench_pages_transactions_per_second gauge 2"), "{families}");
+    assert!(families.contains("syncbench_pages_commit_latency_seconds gauge 4"), "{families}");
+}
+
+#[test]
+fn a_broken_openmetrics_file_is_refused_by_the_parser_used_above() {
+    // The check above would pass anything if the parser accepted anything.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.prom");
+    std::fs::write(&bad, "# TYPE a gauge\na{x=\"1} 2\n# EOF\n").unwrap();
+    let script = "import sys\nfrom prometheus_client.openmetrics.parser import text_string_to_metric_families as om\nlist(om(open(sys.argv[1]).read()))";
+    let out = std::process::Command::new("/usr/bin/python3").args(["-c", script]).arg(&bad).output().unwrap();
+    if String::from_utf8_lossy(&out.stderr).contains("No module named 'prometheus_client'") {
+        return crate::skip("python3-prometheus-client is not installed (.ci/deps/report.txt)");
+    }
+    assert!(!out.status.success());
+}
