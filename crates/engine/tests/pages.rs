@@ -2,11 +2,13 @@
 //! recovery in every mode, torn pages repaired by full-page images and by the double-write area, and
 //! recovery stopping when a torn page cannot be repaired.
 
+mod wal_common;
+
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 use syncbench_engine::RealStorage;
-use syncbench_engine::pages::{Mode, PageId, StoreConfig, dw, page};
+use syncbench_engine::pages::{Mode, PageError, PageId, StoreConfig, dw, page};
 use syncbench_engine::storage::{FileOptions, Storage, StorageFile, WriteSync};
 use syncbench_engine::workload::{Bank, BankConfig, RunSpec, Transfer};
 
@@ -157,7 +159,7 @@ fn none_stops_on_a_torn_page() {
     let config = large_pool(Mode::None);
     let (dir, _) = touched_and_torn(Mode::None, &config);
     let err = Bank::open(RealStorage, dir.path(), config, bank_size()).err().expect("recovery must stop");
-    assert!(err.to_string().contains("recovery stopped"), "{err}");
+    assert!(matches!(&err, PageError::Corruption(why) if why.contains("recovery stopped")), "{err}");
 }
 
 #[test]
@@ -181,7 +183,7 @@ fn dw_stops_when_home_and_copy_are_both_bad() {
         f.write_at(&[0x5A; 64], (slot * PAGE + PAGE - 100) as u64, WriteSync::None).unwrap();
     }
     let err = Bank::open(RealStorage, dir.path(), config, bank_size()).err().expect("must stop");
-    assert!(err.to_string().contains("double-write area has no valid copy"), "{err}");
+    assert!(matches!(&err, PageError::Corruption(why) if why.contains("double-write area has no valid copy")), "{err}");
 }
 
 #[test]
@@ -231,7 +233,7 @@ fn reopening_with_other_settings_is_refused() {
     bank.close().unwrap();
     drop(bank);
     let err = Bank::open(RealStorage, dir.path(), small_config(Mode::Dw), bank_size()).err().unwrap();
-    assert!(err.to_string().contains("same settings"), "{err}");
+    assert!(matches!(&err, PageError::Invalid(why) if why.contains("same settings")), "{err}");
 }
 
 #[test]
@@ -242,7 +244,7 @@ fn fpw_without_images_cannot_repair_the_torn_page() {
     config.faults.fpw_skip_image = true;
     let (dir, _) = touched_and_torn(Mode::Fpw, &config);
     let err = Bank::open(RealStorage, dir.path(), config, bank_size()).err().expect("recovery must stop");
-    assert!(err.to_string().contains("no full-page image"), "{err}");
+    assert!(matches!(&err, PageError::Corruption(why) if why.contains("no full-page image")), "{err}");
 }
 
 /// Real storage that records which directories were fsynced.
@@ -369,4 +371,47 @@ fn dw_flusher_writes_ahead_only_what_the_clock_is_about_to_evict() {
             assert_eq!(written, 0, "{mode:?}/{pool_frames}: empty frames or not dw: the low-water rule only");
         }
     }
+}
+
+#[test]
+fn a_failed_log_sync_poisons_the_store_and_says_so_in_the_type() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let storage = wal_common::FaultyStorage::default();
+    let bank = Bank::create(storage.clone(), dir.path(), small_config(Mode::Fpw), bank_size()).unwrap();
+    let (_, lsn) = bank.submit(Transfer { aid: 0, tid: 0, bid: 0, delta: 1 }).unwrap();
+    bank.commit(lsn).unwrap();
+    storage.faults.fail_syncs.store(true, Ordering::SeqCst);
+    let (_, lsn) = bank.submit(Transfer { aid: 1, tid: 1, bid: 0, delta: 1 }).unwrap();
+    let err = bank.commit(lsn).unwrap_err();
+    assert!(matches!(&err, PageError::Wal(wal) if wal.is_poisoned()), "the log's own error, typed: {err}");
+    assert!(err.is_poisoned());
+    storage.faults.fail_syncs.store(false, Ordering::SeqCst);
+    let later = bank.submit(Transfer { aid: 2, tid: 2, bid: 0, delta: 1 }).unwrap_err();
+    assert!(matches!(later, PageError::Poisoned { .. }), "the store stays stopped: {later}");
+    assert!(later.is_poisoned());
+    assert!(bank.store().checkpoint().unwrap_err().is_poisoned(), "no checkpoint after a failed sync");
+}
+
+#[test]
+fn a_pool_with_every_frame_pinned_is_exhausted_not_an_io_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = small_config(Mode::None);
+    config.buffer_pool_bytes = 32 * PAGE; // the smallest pool: 2 × dw batch + 16
+    let bank = Bank::create(RealStorage, dir.path(), config, bank_size()).unwrap();
+    // One transaction that writes more pages than the pool has frames.
+    let err = bank
+        .store()
+        .update(0, |tx| {
+            for page_no in 0..48 {
+                let id = PageId { file: ACCOUNTS_FILE, page_no };
+                let mut byte = [0u8; 1];
+                tx.read(id, page::HEADER_BYTES, &mut byte)?;
+                tx.write(id, page::HEADER_BYTES, &byte)?; // a written page stays pinned until commit
+            }
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(matches!(err, PageError::PoolExhausted), "{err}");
+    assert!(!err.is_poisoned(), "a full pool is the caller's problem, not an unknown outcome");
 }

@@ -4,9 +4,9 @@
 //! LSNs are whatever the log says, as long as they increase with every record: the page store stamps a
 //! page with the LSN `append` returned and treats a record as durable once `flushed_lsn` reaches it.
 
+use super::error::{PageError, PageResult};
 use super::page::Lsn;
 use crate::storage::Storage;
-use std::io;
 use std::path::Path;
 
 /// One recovered log record.
@@ -32,43 +32,39 @@ pub struct LogStats {
 /// A write-ahead log as the page store uses it.
 pub trait PageLog: Send + Sync {
     /// Append a record to the in-memory tail; durable only after `flush_to` covers its LSN.
-    fn append(&self, kind: u8, payload: &[u8]) -> io::Result<Lsn>;
+    fn append(&self, kind: u8, payload: &[u8]) -> PageResult<Lsn>;
     /// A transaction's commit: return once `lsn` is durable (group commit).
-    fn commit(&self, lsn: Lsn) -> io::Result<()> {
+    fn commit(&self, lsn: Lsn) -> PageResult<()> {
         self.flush_to(lsn)
     }
     /// Return once every record up to `lsn` is durable (the write-ahead rule before a page write).
-    fn flush_to(&self, lsn: Lsn) -> io::Result<()>;
+    fn flush_to(&self, lsn: Lsn) -> PageResult<()>;
     /// Highest LSN known durable.
     fn flushed_lsn(&self) -> Lsn;
     /// Highest LSN appended (0 when none).
     fn last_lsn(&self) -> Lsn;
     /// Records at or below `lsn` are no longer needed by recovery (a log may recycle their space).
-    fn truncate_before(&self, lsn: Lsn) -> io::Result<()>;
+    fn truncate_before(&self, lsn: Lsn) -> PageResult<()>;
     /// Counters.
     fn stats(&self) -> LogStats;
     /// Bytes a record with this payload takes in the log, header included.
     fn record_bytes(&self, payload_len: usize) -> u64;
 }
 
-fn wal_error(e: crate::wal::WalError) -> io::Error {
-    io::Error::other(e)
-}
-
 /// The reference WAL. Its LSNs are byte positions and `append` returns a record's END, so a page stamped
 /// with it is covered exactly when `flushed_lsn` reaches it; recovered records are handed to the page
 /// store by their end LSN.
 impl<S: Storage> PageLog for crate::wal::Wal<S> {
-    fn append(&self, kind: u8, payload: &[u8]) -> io::Result<Lsn> {
-        crate::wal::Wal::append(self, kind, payload).map_err(wal_error)
+    fn append(&self, kind: u8, payload: &[u8]) -> PageResult<Lsn> {
+        crate::wal::Wal::append(self, kind, payload).map_err(PageError::Wal)
     }
 
-    fn commit(&self, lsn: Lsn) -> io::Result<()> {
-        crate::wal::Wal::commit(self, lsn).map_err(wal_error)
+    fn commit(&self, lsn: Lsn) -> PageResult<()> {
+        crate::wal::Wal::commit(self, lsn).map_err(PageError::Wal)
     }
 
-    fn flush_to(&self, lsn: Lsn) -> io::Result<()> {
-        crate::wal::Wal::flush_to(self, lsn).map_err(wal_error)
+    fn flush_to(&self, lsn: Lsn) -> PageResult<()> {
+        crate::wal::Wal::flush_to(self, lsn).map_err(PageError::Wal)
     }
 
     fn flushed_lsn(&self) -> Lsn {
@@ -79,8 +75,8 @@ impl<S: Storage> PageLog for crate::wal::Wal<S> {
         self.appended_lsn()
     }
 
-    fn truncate_before(&self, lsn: Lsn) -> io::Result<()> {
-        crate::wal::Wal::truncate_before(self, lsn).map(|_retired| ()).map_err(wal_error)
+    fn truncate_before(&self, lsn: Lsn) -> PageResult<()> {
+        crate::wal::Wal::truncate_before(self, lsn).map(|_retired| ()).map_err(PageError::Wal)
     }
 
     fn stats(&self) -> LogStats {
@@ -98,8 +94,8 @@ pub fn open_wal<S: Storage>(
     storage: S,
     dir: &Path,
     config: crate::wal::WalConfig,
-) -> io::Result<(crate::wal::Wal<S>, Vec<LogRecord>)> {
-    let (wal, records) = crate::wal::Wal::open(storage, dir, config).map_err(wal_error)?;
+) -> PageResult<(crate::wal::Wal<S>, Vec<LogRecord>)> {
+    let (wal, records) = crate::wal::Wal::open(storage, dir, config).map_err(PageError::Wal)?;
     let records = records.into_iter().map(|r| LogRecord { lsn: r.end_lsn, kind: r.kind, payload: r.payload }).collect();
     Ok((wal, records))
 }

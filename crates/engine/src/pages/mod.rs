@@ -7,12 +7,14 @@
 pub mod atomic;
 pub mod control;
 pub mod dw;
+mod error;
 pub mod log;
 pub mod page;
 pub mod pool;
 mod record;
 mod store;
 
+pub use error::{PageError, PageResult};
 pub use log::{LogRecord, LogStats, PageLog};
 pub use page::{Lsn, PageId};
 pub use store::{Background, DW_FLUSH_MARK, PageStore, StoreStats, Tx, data_file_path};

@@ -8,6 +8,7 @@
 
 use super::control::{ControlFile, ControlRecord};
 use super::dw::{self, DoubleWrite, Region};
+use super::error::{PageError, PageResult};
 use super::log::{PageLog, open_wal};
 use super::page::{self, Lsn, PageCheck, PageId};
 use super::pool::Pool;
@@ -15,7 +16,6 @@ use super::record::{self, Edit};
 use super::{Mode, StoreConfig};
 use crate::storage::{FileOptions, Storage, StorageFile, WriteSync};
 use std::collections::BTreeSet;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -109,8 +109,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn invalid(msg: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, msg)
+fn corruption(msg: String) -> PageError {
+    PageError::Corruption(msg)
 }
 
 /// A transaction's view of the pages: reads and writes go to the buffer pool under the store lock.
@@ -124,7 +124,7 @@ pub struct Tx<'a, S: Storage> {
 impl<S: Storage + Clone + 'static> Tx<'_, S> {
     /// Copy `out.len()` bytes at `offset` of `page` (its latest version, including this transaction's
     /// writes).
-    pub fn read(&mut self, page: PageId, offset: usize, out: &mut [u8]) -> io::Result<()> {
+    pub fn read(&mut self, page: PageId, offset: usize, out: &mut [u8]) -> PageResult<()> {
         let idx = self.store.fetch(self.inner, page, false)?;
         out.copy_from_slice(&self.inner.pool.frames[idx].data.as_slice()[offset..offset + out.len()]);
         Ok(())
@@ -132,7 +132,7 @@ impl<S: Storage + Clone + 'static> Tx<'_, S> {
 
     /// Change `bytes.len()` bytes at `offset` of `page`. In `fpw` mode the first change after the
     /// checkpoint's redo LSN logs the page's full image first.
-    pub fn write(&mut self, page: PageId, offset: usize, bytes: &[u8]) -> io::Result<()> {
+    pub fn write(&mut self, page: PageId, offset: usize, bytes: &[u8]) -> PageResult<()> {
         let body = page::body_range(self.store.config.page_size);
         assert!(offset >= body.start && offset + bytes.len() <= body.end, "write outside the page body");
         let idx = self.store.fetch(self.inner, page, false)?;
@@ -159,7 +159,7 @@ impl<S: Storage + Clone + 'static> Tx<'_, S> {
     }
 
     /// Log the edits as one record, stamp the pages with its LSN, unpin them.
-    fn finish(self, tag: u64) -> io::Result<Lsn> {
+    fn finish(self, tag: u64) -> PageResult<Lsn> {
         if self.edits.is_empty() {
             return Ok(self.store.log.last_lsn());
         }
@@ -193,8 +193,8 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
 
     /// Create an empty store in `dir` (created if missing). Load pages with [`PageStore::load_page`], then
     /// call [`PageStore::finish_load`] before using it.
-    pub fn create(storage: S, dir: &Path, config: StoreConfig) -> io::Result<Self> {
-        config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    pub fn create(storage: S, dir: &Path, config: StoreConfig) -> PageResult<Self> {
+        config.validate().map_err(PageError::Invalid)?;
         let (wal_dir, dw_dir) = Self::paths(dir, &config);
         for d in [dir, &wal_dir, &dw_dir] {
             crate::storage::create_dir_durably(&storage, d)?;
@@ -202,10 +202,10 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let opts = Self::file_options(&config);
         let files = (0..config.data_files)
             .map(|n| storage.create_new(&Self::data_path(dir, n), opts))
-            .collect::<io::Result<Vec<_>>>()?;
+            .collect::<std::io::Result<Vec<_>>>()?;
         let (log, old) = open_wal(storage.clone(), &wal_dir, config.wal.clone())?;
         if !old.is_empty() {
-            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "the log directory already holds a log"));
+            return Err(PageError::Invalid("the log directory already holds a log".into()));
         }
         let dw = Self::open_dw(&storage, &dw_dir, &config)?;
         let first = ControlRecord {
@@ -221,7 +221,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(Self::assemble(storage, dir, config, files, Box::new(log), dw, control))
     }
 
-    fn open_dw(storage: &S, dw_dir: &Path, config: &StoreConfig) -> io::Result<Option<DoubleWrite<S::File>>> {
+    fn open_dw(storage: &S, dw_dir: &Path, config: &StoreConfig) -> PageResult<Option<DoubleWrite<S::File>>> {
         if config.mode != Mode::Dw {
             return Ok(None);
         }
@@ -258,7 +258,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// Bulk-load one page during creation (written straight home with LSN 0; not logged).
-    pub fn load_page(&self, id: PageId, body: impl FnOnce(&mut [u8])) -> io::Result<()> {
+    pub fn load_page(&self, id: PageId, body: impl FnOnce(&mut [u8])) -> PageResult<()> {
         let mut buf = AlignedBuf::new(self.config.page_size, self.config.page_size);
         page::format(buf.as_mut_slice(), id);
         body(buf.as_mut_slice());
@@ -267,37 +267,34 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// Make the loaded pages durable and publish the control file (rename + directory fsync).
-    pub fn finish_load(&self) -> io::Result<()> {
+    pub fn finish_load(&self) -> PageResult<()> {
         for f in &self.files {
             f.sync_all()?;
         }
         let loading = self.dir.join(format!("{CONTROL_FILE_NAME}.loading"));
         self.storage.rename(&loading, &self.dir.join(CONTROL_FILE_NAME))?;
-        self.storage.sync_dir(&self.dir)
+        Ok(self.storage.sync_dir(&self.dir)?)
     }
 
     /// Open an existing store and recover it: double-write restore, redo of the log after the last
     /// checkpoint, an end-of-recovery checkpoint, and a checksum scan of every page. Any page that is
     /// torn and cannot be repaired stops recovery with an error.
-    pub fn open(storage: S, dir: &Path, config: StoreConfig) -> io::Result<Self> {
-        config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    pub fn open(storage: S, dir: &Path, config: StoreConfig) -> PageResult<Self> {
+        config.validate().map_err(PageError::Invalid)?;
         let (wal_dir, dw_dir) = Self::paths(dir, &config);
         let control = ControlFile::open(&storage, &dir.join(CONTROL_FILE_NAME))?;
         let on_disk = control.current();
         if on_disk.page_size as usize != config.page_size || Mode::from_code(on_disk.mode) != Some(config.mode) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "store was created with {}-byte pages and mode {:?}; open it with the same settings",
-                    on_disk.page_size,
-                    Mode::from_code(on_disk.mode).map(Mode::name)
-                ),
-            ));
+            return Err(PageError::Invalid(format!(
+                "store was created with {}-byte pages and mode {:?}; open it with the same settings",
+                on_disk.page_size,
+                Mode::from_code(on_disk.mode).map(Mode::name)
+            )));
         }
         let opts = Self::file_options(&config);
         let files = (0..config.data_files)
             .map(|n| storage.open(&Self::data_path(dir, n), opts))
-            .collect::<io::Result<Vec<_>>>()?;
+            .collect::<std::io::Result<Vec<_>>>()?;
         // Trust nothing still in a page cache from before the crash until it is synced (PostgreSQL's
         // SyncDataDirectory): an error here means the state is unknown, so stop.
         for f in &files {
@@ -313,7 +310,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(store)
     }
 
-    fn read_home(&self, id: PageId, buf: &mut [u8]) -> io::Result<bool> {
+    fn read_home(&self, id: PageId, buf: &mut [u8]) -> PageResult<bool> {
         let file = &self.files[id.file as usize];
         let offset = id.page_no as u64 * self.config.page_size as u64;
         if offset + self.config.page_size as u64 > file.len()? {
@@ -324,20 +321,20 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(true)
     }
 
-    fn write_home(&self, id: PageId, bytes: &[u8], sync: WriteSync) -> io::Result<()> {
+    fn write_home(&self, id: PageId, bytes: &[u8], sync: WriteSync) -> PageResult<()> {
         let offset = id.page_no as u64 * self.config.page_size as u64;
         self.files[id.file as usize].write_at(bytes, offset, sync)?;
         add(&self.counters.home_bytes, bytes.len() as u64);
         Ok(())
     }
 
-    fn sync_data_file(&self, file: u32) -> io::Result<()> {
+    fn sync_data_file(&self, file: u32) -> PageResult<()> {
         self.files[file as usize].sync_all()?;
         add(&self.counters.data_syncs, 1);
         Ok(())
     }
 
-    fn restore_from_dw(&self) -> io::Result<()> {
+    fn restore_from_dw(&self) -> PageResult<()> {
         let Some(dw) = &self.dw else { return Ok(()) };
         let mut touched = BTreeSet::new();
         let mut home = AlignedBuf::new(self.config.page_size, self.config.page_size);
@@ -360,7 +357,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(())
     }
 
-    fn redo(&self, records: &[super::LogRecord]) -> io::Result<()> {
+    fn redo(&self, records: &[super::LogRecord]) -> PageResult<()> {
         let mut guard = lock(&self.inner);
         let inner = &mut *guard;
         let redo_lsn = inner.redo_lsn;
@@ -383,7 +380,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(())
     }
 
-    fn redo_edits(&self, inner: &mut Inner, lsn: Lsn, edits: &[Edit]) -> io::Result<()> {
+    fn redo_edits(&self, inner: &mut Inner, lsn: Lsn, edits: &[Edit]) -> PageResult<()> {
         let pages: BTreeSet<PageId> = edits.iter().map(|e| e.page).collect();
         for id in pages {
             let idx = self.fetch(inner, id, true)?;
@@ -404,20 +401,20 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(())
     }
 
-    fn unrepairable(&self, id: PageId) -> io::Error {
+    fn unrepairable(&self, id: PageId) -> PageError {
         let why = match self.config.mode {
             Mode::None => "mode none has no torn-page protection",
             Mode::Fpw => "no full-page image of it was logged after the checkpoint",
             Mode::Dw => "the double-write area has no valid copy of it",
             Mode::Atomic => "atomic writes should have prevented this: the device tore a write",
         };
-        invalid(format!(
+        corruption(format!(
             "recovery stopped: page {} of data-{} fails its checksum and cannot be repaired ({why})",
             id.page_no, id.file
         ))
     }
 
-    fn verify_all_pages(&self) -> io::Result<()> {
+    fn verify_all_pages(&self) -> PageResult<()> {
         let mut buf = AlignedBuf::new(self.config.page_size, self.config.page_size);
         for (n, file) in self.files.iter().enumerate() {
             let pages = file.len()? / self.config.page_size as u64;
@@ -432,14 +429,14 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(())
     }
 
-    fn check_poison(&self) -> io::Result<()> {
+    fn check_poison(&self) -> PageResult<()> {
         match &*lock(&self.poisoned) {
-            Some(why) => Err(io::Error::other(format!("page store stopped after an earlier failure: {why}"))),
+            Some(why) => Err(PageError::Poisoned { cause: why.clone() }),
             None => Ok(()),
         }
     }
 
-    fn poison<T>(&self, result: io::Result<T>) -> io::Result<T> {
+    fn poison<T>(&self, result: PageResult<T>) -> PageResult<T> {
         if let Err(e) = &result {
             lock(&self.poisoned).get_or_insert_with(|| e.to_string());
         }
@@ -448,16 +445,14 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
 
     /// The frame holding `id`, reading it (and evicting a victim) if needed. During recovery a page that
     /// fails its checksum is kept and flagged torn; otherwise it is an error.
-    fn fetch(&self, inner: &mut Inner, id: PageId, recovering: bool) -> io::Result<usize> {
+    fn fetch(&self, inner: &mut Inner, id: PageId, recovering: bool) -> PageResult<usize> {
         if id.file as usize >= self.files.len() {
-            return Err(invalid(format!("page id names data file {} which does not exist", id.file)));
+            return Err(corruption(format!("page id names data file {} which does not exist", id.file)));
         }
         if let Some(idx) = inner.pool.lookup(id) {
             return Ok(idx);
         }
-        let idx = inner.pool.victim().ok_or_else(|| {
-            io::Error::other("buffer pool exhausted: every frame is pinned or being written; use a larger pool")
-        })?;
+        let idx = inner.pool.victim().ok_or(PageError::PoolExhausted)?;
         if inner.pool.frames[idx].dirty {
             self.evict(inner, idx)?;
         }
@@ -471,7 +466,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             }
             PageCheck::Bad if recovering => true,
             PageCheck::Bad => {
-                return Err(invalid(format!(
+                return Err(corruption(format!(
                     "page {} of data-{} failed its checksum on read; the store is corrupt",
                     id.page_no, id.file
                 )));
@@ -482,7 +477,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// The write-ahead rule: the log is durable up to the page's LSN before the page is written.
-    fn write_ahead(&self, lsn: Lsn) -> io::Result<()> {
+    fn write_ahead(&self, lsn: Lsn) -> PageResult<()> {
         if !self.config.faults.wal_rule_skip_flush {
             self.log.flush_to(lsn)?;
         }
@@ -503,7 +498,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// A client needs frame `idx`: write its dirty page now, through the single-page path.
-    fn evict(&self, inner: &mut Inner, idx: usize) -> io::Result<()> {
+    fn evict(&self, inner: &mut Inner, idx: usize) -> PageResult<()> {
         let frame = &inner.pool.frames[idx];
         let id = frame.id.expect("a dirty frame holds a page");
         assert!(!frame.torn, "a torn frame is never dirty");
@@ -516,7 +511,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(())
     }
 
-    fn write_one(&self, id: PageId, lsn: Lsn, data: &[u8]) -> io::Result<()> {
+    fn write_one(&self, id: PageId, lsn: Lsn, data: &[u8]) -> PageResult<()> {
         self.write_ahead(lsn)?;
         let copy = self.sealed_copy(id, data);
         match self.config.mode {
@@ -536,7 +531,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// Write a batch of page copies through the mode's protection path, sorted by file and offset.
-    fn write_batch(&self, copies: &mut [PageCopy]) -> io::Result<()> {
+    fn write_batch(&self, copies: &mut [PageCopy]) -> PageResult<()> {
         copies.sort_by_key(|c| c.id);
         let max_lsn = copies.iter().map(|c| c.lsn).max().unwrap_or(0);
         self.write_ahead(max_lsn)?;
@@ -570,7 +565,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
 
     /// Flush up to one batch of dirty pages chosen by `pick` (called on each idle dirty frame, in
     /// clock order from the hand). Returns how many were written.
-    fn flush_batch(&self, pick: impl Fn(&super::pool::Frame) -> bool) -> io::Result<usize> {
+    fn flush_batch(&self, pick: impl Fn(&super::pool::Frame) -> bool) -> PageResult<usize> {
         self.check_poison()?;
         let _io = lock(&self.batch_io);
         let mut copies = {
@@ -627,7 +622,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     /// hand: a client that finds no clean victim pays two syncs under the pool lock, so those pages are
     /// double-written first (only unreferenced ones: pages in use are skipped by the clock and would
     /// only be written again and again — measured: docs/pages.md). Returns pages written.
-    pub fn flush_ahead(&self) -> io::Result<usize> {
+    pub fn flush_ahead(&self) -> PageResult<usize> {
         let batch = self.config.dw_batch_pages;
         let (clean, frames, victims_ahead) = {
             let inner = lock(&self.inner);
@@ -647,7 +642,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     /// A checkpoint, in the order of docs/format-pages.md: note the redo LSN, flush every page dirtied at
     /// or before it through the protection path, fsync the data files, log and flush the checkpoint
     /// record, update the control file, then let the log drop what is below the redo LSN.
-    pub fn checkpoint(&self) -> io::Result<()> {
+    pub fn checkpoint(&self) -> PageResult<()> {
         self.check_poison()?;
         let _one_at_a_time = lock(&self.checkpoint_lock);
         let started = Instant::now();
@@ -675,7 +670,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(())
     }
 
-    fn record_checkpoint(&self, redo_lsn: Lsn) -> io::Result<()> {
+    fn record_checkpoint(&self, redo_lsn: Lsn) -> PageResult<()> {
         let payload = record::encode_checkpoint(redo_lsn);
         let checkpoint_lsn = self.log.append(record::KIND_CHECKPOINT, &payload)?;
         add(&self.counters.wal_bytes, self.log.record_bytes(payload.len()));
@@ -689,7 +684,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
 
     /// Run `body` as one transaction: its page writes are applied and logged as one record (all or
     /// nothing after a crash). Returns the record's LSN; the change is durable after [`Self::commit`].
-    pub fn update<T>(&self, tag: u64, body: impl FnOnce(&mut Tx<'_, S>) -> io::Result<T>) -> io::Result<(T, Lsn)> {
+    pub fn update<T>(&self, tag: u64, body: impl FnOnce(&mut Tx<'_, S>) -> PageResult<T>) -> PageResult<(T, Lsn)> {
         self.check_poison()?;
         let mut guard = lock(&self.inner);
         let mut tx = Tx { store: self, inner: &mut guard, edits: Vec::new(), pinned: Vec::new() };
@@ -699,13 +694,13 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// Wait until the record at `lsn` is durable (group commit).
-    pub fn commit(&self, lsn: Lsn) -> io::Result<()> {
+    pub fn commit(&self, lsn: Lsn) -> PageResult<()> {
         let flushed = self.log.commit(lsn);
         self.poison(flushed)
     }
 
     /// Read bytes of a page (through the buffer pool).
-    pub fn read(&self, page: PageId, offset: usize, out: &mut [u8]) -> io::Result<()> {
+    pub fn read(&self, page: PageId, offset: usize, out: &mut [u8]) -> PageResult<()> {
         self.check_poison()?;
         let mut inner = lock(&self.inner);
         let idx = self.fetch(&mut inner, page, false)?;
@@ -714,7 +709,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// Pages currently in data file `file` on disk or in the pool.
-    pub fn page_count(&self, file: u32) -> io::Result<u32> {
+    pub fn page_count(&self, file: u32) -> PageResult<u32> {
         let on_disk = (self.files[file as usize].len()? / self.config.page_size as u64) as u32;
         let inner = lock(&self.inner);
         let in_pool = inner.pool.frames.iter().filter_map(|f| f.id).filter(|id| id.file == file);
@@ -722,11 +717,11 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     /// Clean shutdown: a final checkpoint, recorded as clean.
-    pub fn close(&self) -> io::Result<()> {
+    pub fn close(&self) -> PageResult<()> {
         self.checkpoint()?;
         let mut control = lock(&self.control);
         let next = ControlRecord { clean_shutdown: true, ..control.current() };
-        control.update(next)
+        Ok(control.update(next)?)
     }
 
     /// The configuration.

@@ -18,14 +18,15 @@ pub enum WalError {
         /// The first error, as text (errors are reported to every waiter).
         cause: String,
     },
-    /// An I/O error outside the commit path (open, recovery reads, segment management).
-    #[error("{what}: {source}")]
+    /// An I/O error outside the commit path (open, recovery reads, segment management). The OS error is
+    /// part of the message and deliberately not also a `source`: a report that prints the chain would
+    /// say it twice.
+    #[error("{what}: {error}")]
     Io {
         /// What the log was doing.
         what: String,
         /// The OS error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// Recovery found a damaged record followed by records written by a later flush: bytes that had
     /// been made durable were lost or changed. The log refuses to open rather than drop them.
@@ -47,7 +48,7 @@ pub enum WalError {
 
 impl WalError {
     pub(crate) fn io(what: impl Into<String>, source: io::Error) -> WalError {
-        WalError::Io { what: what.into(), source }
+        WalError::Io { what: what.into(), error: source }
     }
 
     /// Whether this error means "outcome unknown" (the log is poisoned).
@@ -58,3 +59,26 @@ impl WalError {
 
 /// Result of a log operation.
 pub type WalResult<T> = Result<T, WalError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_io_error_is_said_once_when_the_chain_is_printed() {
+        let e = WalError::io("cannot create log segment", io::Error::from_raw_os_error(28));
+        let chain = anyhow_like_chain(&e);
+        assert_eq!(chain.matches("os error 28").count(), 1, "{chain}");
+    }
+
+    /// What `{:#}` of an error report prints: every error of the source chain, joined by ": ".
+    fn anyhow_like_chain(e: &dyn std::error::Error) -> String {
+        let mut parts = vec![e.to_string()];
+        let mut next = e.source();
+        while let Some(cause) = next {
+            parts.push(cause.to_string());
+            next = cause.source();
+        }
+        parts.join(": ")
+    }
+}

@@ -3,7 +3,6 @@
 
 use super::Bank;
 use crate::storage::Storage;
-use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -110,7 +109,7 @@ impl<S: Storage + Clone + 'static> Bank<S> {
         }
     }
 
-    fn one_transfer(&self, rng: &mut u64) -> io::Result<u64> {
+    fn one_transfer(&self, rng: &mut u64) -> crate::pages::PageResult<u64> {
         let transfer = self.pick(|| splitmix(rng));
         let (txn_id, lsn) = self.submit(transfer)?;
         self.commit(lsn)?;

@@ -11,9 +11,9 @@ mod driver;
 
 pub use driver::{RunReport, RunSpec};
 
-use crate::pages::{PageId, PageStore, StoreConfig, page};
+use crate::pages::{PageError, PageId, PageResult, PageStore, StoreConfig, page};
 use crate::storage::Storage;
-use std::io;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -104,9 +104,9 @@ impl<S: Storage + Clone + 'static> Bank<S> {
     }
 
     /// Create and load a new bank in `dir` (all balances 0).
-    pub fn create(storage: S, dir: &Path, store_config: StoreConfig, config: BankConfig) -> io::Result<Bank<S>> {
+    pub fn create(storage: S, dir: &Path, store_config: StoreConfig, config: BankConfig) -> PageResult<Bank<S>> {
         if config.scale == 0 || config.accounts_per_branch == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "scale and accounts per branch must be ≥ 1"));
+            return Err(PageError::Invalid("scale and accounts per branch must be ≥ 1".into()));
         }
         let bank = Bank::new(PageStore::create(storage, dir, store_config)?, config);
         for table in [BRANCHES, TELLERS, ACCOUNTS] {
@@ -128,7 +128,7 @@ impl<S: Storage + Clone + 'static> Bank<S> {
 
     /// Open (and recover) an existing bank. The history is scanned to find where it ends and the next
     /// transaction id.
-    pub fn open(storage: S, dir: &Path, store_config: StoreConfig, config: BankConfig) -> io::Result<Bank<S>> {
+    pub fn open(storage: S, dir: &Path, store_config: StoreConfig, config: BankConfig) -> PageResult<Bank<S>> {
         let bank = Bank::new(PageStore::open(storage, dir, store_config)?, config);
         let ids = bank.history_txn_ids()?;
         bank.history_next.store(ids.len() as u64, Ordering::Relaxed);
@@ -167,7 +167,7 @@ impl<S: Storage + Clone + 'static> Bank<S> {
 
     /// Apply a transfer and log it; returns its transaction id and LSN. Not durable until
     /// [`Bank::commit`].
-    pub fn submit(&self, t: Transfer) -> io::Result<(u64, crate::pages::Lsn)> {
+    pub fn submit(&self, t: Transfer) -> PageResult<(u64, crate::pages::Lsn)> {
         self.store.update(0, |tx| {
             for (table, index) in [(ACCOUNTS, t.aid as u64), (TELLERS, t.tid as u64), (BRANCHES, t.bid as u64)] {
                 let at = self.row(table, index);
@@ -191,24 +191,24 @@ impl<S: Storage + Clone + 'static> Bank<S> {
     }
 
     /// Wait until the transaction at `lsn` is durable.
-    pub fn commit(&self, lsn: crate::pages::Lsn) -> io::Result<()> {
+    pub fn commit(&self, lsn: crate::pages::Lsn) -> PageResult<()> {
         self.store.commit(lsn)
     }
 
-    fn read_i64(&self, at: RowAt, field: usize) -> io::Result<i64> {
+    fn read_i64(&self, at: RowAt, field: usize) -> PageResult<i64> {
         let mut buf = [0u8; 8];
         self.store.read(at.page, at.offset + field, &mut buf)?;
         Ok(i64::from_le_bytes(buf))
     }
 
-    fn table_sum(&self, table: u32) -> io::Result<i64> {
+    fn table_sum(&self, table: u32) -> PageResult<i64> {
         (0..row_count(table, self.config))
             .try_fold(0i64, |sum, i| Ok(sum.wrapping_add(self.read_i64(self.row(table, i), BALANCE_AT)?)))
     }
 
     /// Transaction ids in the history, in row order (rows fill from the start; the first empty row ends
     /// the history).
-    pub fn history_txn_ids(&self) -> io::Result<Vec<u64>> {
+    pub fn history_txn_ids(&self) -> PageResult<Vec<u64>> {
         let pages = self.store.page_count(HISTORY)? as u64;
         let mut ids = Vec::new();
         for index in 0..pages * self.history_rows_per_page as u64 {
@@ -220,14 +220,14 @@ impl<S: Storage + Clone + 'static> Bank<S> {
         Ok(ids)
     }
 
-    fn history_delta_sum(&self) -> io::Result<i64> {
+    fn history_delta_sum(&self) -> PageResult<i64> {
         let n = self.history_txn_ids()?.len() as u64;
         (0..n).try_fold(0i64, |sum, i| Ok(sum.wrapping_add(self.read_i64(self.row(HISTORY, i), 24)?)))
     }
 
     /// The invariant: the four sums are equal and no transaction id appears twice.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let err = |e: io::Error| format!("reading the bank failed: {e}");
+        let err = |e: PageError| format!("reading the bank failed: {e}");
         let accounts = self.table_sum(ACCOUNTS).map_err(err)?;
         let tellers = self.table_sum(TELLERS).map_err(err)?;
         let branches = self.table_sum(BRANCHES).map_err(err)?;
@@ -247,7 +247,7 @@ impl<S: Storage + Clone + 'static> Bank<S> {
     }
 
     /// Clean shutdown.
-    pub fn close(&self) -> io::Result<()> {
+    pub fn close(&self) -> PageResult<()> {
         self.store.close()
     }
 }
