@@ -394,10 +394,21 @@ mod tests {
     }
 
     #[test]
-    fn dsync_is_not_sync() {
-        // The trap this crate exists to avoid: O_SYNC contains the O_DSYNC bit, not the other way round.
-        assert_ne!(libc::O_DSYNC, libc::O_SYNC);
-        assert_eq!(libc::O_SYNC & libc::O_DSYNC, libc::O_DSYNC);
+    fn per_write_flags_keep_dsync_and_sync_apart_and_the_kernel_takes_them() {
+        // The trap this crate exists to avoid, for pwritev2: RWF_DSYNC must not become RWF_SYNC (or 0).
+        // (open(2)'s flags are checked against what the kernel records above.)
+        let (dsync, sync) = (libc::RWF_DSYNC as u32, libc::RWF_SYNC as u32);
+        assert_eq!(RwFlag::Dsync.bits() & (dsync | sync), dsync);
+        assert_eq!(RwFlag::Sync.bits() & sync, sync);
+        assert_eq!(RwFlag::AtomicDsync.bits(), RwFlag::Atomic.bits() | RwFlag::Dsync.bits());
+        let dir = tempfile::tempdir().unwrap();
+        let fd = create_new(&dir.path().join("w"), OpenFlags::BUFFERED).unwrap();
+        for (i, flag) in [RwFlag::Dsync, RwFlag::Sync].into_iter().enumerate() {
+            pwritev2_all(&fd, b"durable", i as u64 * 8, flag).unwrap();
+        }
+        let mut back = [0u8; 15];
+        pread_exact(&fd, &mut back, 0).unwrap();
+        assert_eq!(&back, b"durable\0durable");
     }
 
     #[test]

@@ -28,23 +28,13 @@ pub struct RunReport {
     pub acknowledged: u64,
     /// Highest transaction id handed out (acknowledged or not).
     pub max_submitted_txn_id: u64,
-    /// Commit latencies (submit + durable), nanoseconds, sorted.
+    /// Commit latencies (submit + durable), nanoseconds, sorted: raw, so the caller summarises them with
+    /// the same summary as every other measurement (syncbench's `stats::Samples`).
     pub latencies_ns: Vec<u64>,
     /// Wall time of the run.
     pub elapsed: Duration,
     /// The first error a client hit (the store is then poisoned and the run stops).
     pub error: Option<String>,
-}
-
-impl RunReport {
-    /// The `q` quantile of commit latency (0 when nothing committed).
-    pub fn latency_ns_quantile(&self, q: f64) -> u64 {
-        if self.latencies_ns.is_empty() {
-            return 0;
-        }
-        let rank = ((self.latencies_ns.len() as f64 * q).ceil() as usize).clamp(1, self.latencies_ns.len());
-        self.latencies_ns[rank - 1]
-    }
 }
 
 /// splitmix64: a small deterministic generator, one per client.

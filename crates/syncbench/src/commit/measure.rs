@@ -3,9 +3,8 @@
 use super::{CommitPoint, Plan, PointSpec, SEGMENT_BYTES};
 use crate::exit::usage;
 use crate::probe::steal::StealMeter;
-use crate::schema::LatencyNs;
+use crate::stats::Samples;
 use anyhow::Context;
-use hdrhistogram::Histogram;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,7 +31,7 @@ fn wal_config(plan: &Plan, spec: &PointSpec) -> WalConfig {
 
 /// What each client thread brings back.
 struct ClientTally {
-    latency: Histogram<u64>,
+    latency: Samples,
 }
 
 /// Run one point on a fresh log in `dir` (removed afterwards).
@@ -116,7 +115,7 @@ fn run_client<S: syncbench_engine::Storage>(
     start_at: Instant,
     end_at: Instant,
 ) -> Result<ClientTally, WalError> {
-    let mut latency = new_histogram();
+    let mut latency = Samples::new();
     let payload: Vec<u8> = (0..record_size).map(|i| (i as u32 ^ client) as u8).collect();
     loop {
         let began = Instant::now();
@@ -127,21 +126,17 @@ fn run_client<S: syncbench_engine::Storage>(
         wal.commit(lsn)?;
         if began >= start_at {
             let ns = began.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-            latency.saturating_record(ns.max(1));
+            latency.record(ns);
         }
     }
 }
 
-fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
-}
-
 fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> CommitPoint {
-    let mut all = new_histogram();
+    let mut all = Samples::new();
     for t in tallies {
-        all.add(&t.latency).expect("same histogram bounds");
+        all.merge(&t.latency);
     }
-    let commits = all.len();
+    let commits = all.count();
     let duration_s = window.duration_s.max(f64::MIN_POSITIVE);
     CommitPoint {
         clients: spec.clients,
@@ -153,7 +148,7 @@ fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> Comm
         syncs_per_s: window.flushes as f64 / duration_s,
         commits_per_sync: per_flush(window.commits, window.flushes),
         sync_latency_ns_mean: per_flush(window.flush_ns, window.flushes),
-        latency_ns: latency_summary(&all),
+        latency_ns: all.latency(),
         duration_s: window.duration_s,
         cpu_steal_pct: window.steal_pct,
     }
@@ -163,32 +158,13 @@ fn per_flush(total: u64, flushes: u64) -> f64 {
     if flushes == 0 { 0.0 } else { total as f64 / flushes as f64 }
 }
 
-fn latency_summary(h: &Histogram<u64>) -> LatencyNs {
-    if h.is_empty() {
-        return LatencyNs::default();
-    }
-    LatencyNs {
-        min: h.min(),
-        mean: h.mean(),
-        p50: h.value_at_quantile(0.5),
-        p90: h.value_at_quantile(0.9),
-        p99: h.value_at_quantile(0.99),
-        p999: h.value_at_quantile(0.999),
-        max: h.max(),
-        stddev: h.stdev(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn summary_of_a_window() {
-        let mut h = new_histogram();
-        for ns in [1000u64, 2000, 3000, 4000] {
-            h.record(ns).unwrap();
-        }
+        let h = Samples::of(&[1000, 2000, 3000, 4000]);
         let spec = PointSpec { clients: 2, commit_delay_us: 0, group_commit: true, commit_delay_count: 0 };
         let p = summarize(
             &spec,
@@ -201,6 +177,6 @@ mod tests {
         assert_eq!(p.commits_per_sync, 2.0);
         assert_eq!(p.sync_latency_ns_mean, 150.0);
         assert_eq!(p.cpu_steal_pct, Some(12.5));
-        assert!((3996..=4004).contains(&p.latency_ns.max), "hdr precision is 3 digits");
+        assert_eq!((p.latency_ns.min, p.latency_ns.max, p.latency_ns.mean), (1000, 4000, 2500.0));
     }
 }

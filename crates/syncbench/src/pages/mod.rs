@@ -10,6 +10,8 @@ pub mod render;
 
 use crate::cleanup::{Created, unique_name};
 use crate::exit::CheckFailed;
+use crate::schema::LatencyNs;
+use crate::stats::Samples;
 use crate::verdict::{Severity, Verdict};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -21,16 +23,6 @@ use syncbench_engine::RealStorage;
 use syncbench_engine::pages::{Mode, StoreConfig, StoreStats, atomic};
 use syncbench_engine::storage::Storage;
 use syncbench_engine::workload::{Bank, BankConfig, RunReport, RunSpec};
-
-/// Latency percentiles of one row.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct RowLatencyNs {
-    /// Median commit latency.
-    pub p50: u64,
-    /// 99th percentile.
-    pub p99: u64,
-}
 
 /// One mode at one buffer-pool size.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -47,8 +39,9 @@ pub struct PagesRow {
     pub buffer_pool_bytes: u64,
     /// Acknowledged transactions per second.
     pub tps: f64,
-    /// Commit latency (submit to durable).
-    pub latency_ns: RowLatencyNs,
+    /// Commit latency (submit to durable). Files written before every payload shared one latency summary
+    /// hold p50 and p99 only; the other fields read as 0.
+    pub latency_ns: LatencyNs,
     /// Log bytes per transaction (headers included).
     pub wal_bytes_per_txn: f64,
     /// Share of log bytes that are full-page images.
@@ -292,7 +285,7 @@ fn row(mode: Mode, pool_bytes: usize, report: &RunReport, before: StoreStats, af
         error: None,
         buffer_pool_bytes: pool_bytes as u64,
         tps: if duration_s > 0.0 { txns as f64 / duration_s } else { 0.0 },
-        latency_ns: RowLatencyNs { p50: report.latency_ns_quantile(0.50), p99: report.latency_ns_quantile(0.99) },
+        latency_ns: Samples::of(&report.latencies_ns).latency(),
         wal_bytes_per_txn: per_txn(wal, txns),
         fpi_share: if wal == 0 { 0.0 } else { fpi as f64 / wal as f64 },
         data_bytes_per_txn: per_txn(home + dw, txns),
