@@ -105,8 +105,9 @@ pub fn registered() -> Vec<PathBuf> {
     lock().clone()
 }
 
-/// On SIGINT or SIGTERM: remove our files, then exit 130 or 143 like a shell would report.
-pub fn install_signal_handlers() {
+/// On SIGINT or SIGTERM: run the teardown hooks, remove our files, then hand `exit` the code a shell would
+/// report (130 or 143). The library never ends the process itself: `main` passes `std::process::exit`.
+pub fn install_signal_handlers(exit: fn(i32) -> !) {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
         eprintln!("syncbench: warning: could not install signal handlers; Ctrl-C may leave .syncbench-* files");
@@ -118,7 +119,7 @@ pub fn install_signal_handlers() {
             run_exit_hooks();
             remove_registered();
             eprintln!("syncbench: interrupted; removed temporary files");
-            std::process::exit(128 + sig);
+            exit(128 + sig);
         }
     });
 }

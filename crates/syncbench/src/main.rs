@@ -10,7 +10,7 @@ use syncbench::{cleanup, cmd, exit};
 
 fn main() -> ExitCode {
     syncbench_sys::ignore_sigpipe();
-    cleanup::install_signal_handlers();
+    cleanup::install_signal_handlers(|code| std::process::exit(code));
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => cmd::run::main(args),

@@ -63,7 +63,7 @@ fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
 /// Every case in order; on SIGINT/SIGTERM this never returns (the signal thread tears down and exits).
 #[cfg(feature = "fuse")]
 fn run_cases(fs_cases: &[FsCase], sync: SyncCall) -> Vec<crate::fsync_errors::results::FsResult> {
-    use crate::fsync_errors::{experiment, stack};
+    use crate::fsync_errors::experiment;
     let mut all = Vec::new();
     for &case in fs_cases {
         if crate::output::stderr_is_terminal() {
@@ -71,12 +71,8 @@ fn run_cases(fs_cases: &[FsCase], sync: SyncCall) -> Vec<crate::fsync_errors::re
         }
         all.push(experiment::run_case(case, sync));
     }
-    if stack::interrupted() {
-        // The signal thread exits with 128+signal once teardown is done; a partial table would mislead.
-        loop {
-            std::thread::park();
-        }
-    }
+    // On a signal the handler exits with 128+signal once teardown is done; a partial table would mislead.
+    crate::cleanup::stop_if_interrupted();
     all
 }
 

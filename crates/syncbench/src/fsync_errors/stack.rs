@@ -14,7 +14,6 @@ use crate::cleanup::{self, Created};
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -35,8 +34,6 @@ static ACTIVE: Mutex<Active> = Mutex::new(Active { fs_mount: None, loop_device: 
 
 /// Held while a case builds, runs and tears down its stack.
 static CASE_RUNNING: Mutex<()> = Mutex::new(());
-/// Set by the signal hook: no further case may start.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// How long the signal hook waits for the running case to finish on its own.
 const SIGNAL_WAIT: Duration = Duration::from_secs(15);
 
@@ -44,15 +41,10 @@ const SIGNAL_WAIT: Duration = Duration::from_secs(15);
 pub fn run_exclusive<T>(case: impl FnOnce() -> T) -> Option<T> {
     install_signal_hook();
     let _running = CASE_RUNNING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if INTERRUPTED.load(Ordering::SeqCst) {
+    if cleanup::interrupted() {
         return None;
     }
     Some(case())
-}
-
-/// Whether SIGINT/SIGTERM arrived: the signal thread then tears down, removes files and exits with 128+signal.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 fn active() -> std::sync::MutexGuard<'static, Active> {
@@ -188,7 +180,6 @@ fn install_signal_hook() {
 
 /// Let the running case finish and tear down, keep the next one from starting; force teardown if stuck.
 fn on_signal() {
-    INTERRUPTED.store(true, Ordering::SeqCst);
     let deadline = Instant::now() + SIGNAL_WAIT;
     loop {
         match CASE_RUNNING.try_lock() {
