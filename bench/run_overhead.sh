@@ -2,13 +2,16 @@
 # Overhead of syncbench's timing loop (issue #2 benchmark): syncbench's `write` case (one 8 KiB pwrite per
 # commit, sequential through a 16 MiB file) against bench/run_write_loop.c doing the same on tmpfs, run
 # alternately. Target: syncbench reaches >= 0.97 of the C loop's ops/s. Needs root (mounts a tmpfs) and cc.
-# Usage: bench/run_overhead.sh            env: ROUNDS (default 7), SECS per run (default 2)
+# Usage: bench/run_overhead.sh            env: ROUNDS (default 7), SECS per run (default 2), BIN (a built syncbench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${ROUNDS:-7}
 secs=${SECS:-2}
-cargo build --release -q -p syncbench
-bin=$PWD/target/release/syncbench
+# BIN=path measures that binary instead of building this checkout (to compare two builds, alternately).
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -q -p syncbench
+fi
+bin=${BIN:-$PWD/target/release/syncbench}
 work=$(mktemp -d)
 mnt=$work/mnt
 mkdir "$mnt"
