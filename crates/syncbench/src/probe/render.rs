@@ -45,13 +45,30 @@ fn fs_line(env: &Environment) -> String {
         }
         _ => line.push_str(" (mount unknown)"),
     }
-    if !env.mount_options.is_empty() {
-        let _ = write!(line, " [{}]", env.mount_options.join(","));
+    if let Some(options) = mount_options_text(env) {
+        let _ = write!(line, " [{options}]");
     }
     if let (Some(dir), fs) = (&env.overlay_upper_dir, &env.overlay_upper_fs_type) {
         let _ = write!(line, "\n   ├─ writes go to {dir} on {}", fs.as_deref().unwrap_or("unknown"));
     }
     line
+}
+
+/// The mount options, the per-mount ones (`ro` of a read-only bind mount) apart from the super-block's
+/// (the file system's own, which can say `rw` at the same time): `mount ro,relatime; super-block rw,discard`.
+/// Files written before the two were recorded apart have only the merged list, shown as it is.
+pub fn mount_options_text(env: &Environment) -> Option<String> {
+    if env.per_mount_options.is_empty() && env.super_options.is_empty() {
+        return (!env.mount_options.is_empty()).then(|| env.mount_options.join(","));
+    }
+    let mut parts = Vec::new();
+    if !env.per_mount_options.is_empty() {
+        parts.push(format!("mount {}", env.per_mount_options.join(",")));
+    }
+    if !env.super_options.is_empty() {
+        parts.push(format!("super-block {}", env.super_options.join(",")));
+    }
+    Some(parts.join("; "))
 }
 
 fn no_device_reason(env: &Environment) -> &'static str {

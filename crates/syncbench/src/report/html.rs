@@ -17,8 +17,11 @@ h3{font-size:16px;margin:24px 0 8px}
 .meta{color:#555;font-size:13px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0;background:#fff}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-th{background:#efefef}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th{background:#efefef;white-space:nowrap}
+th.section{background:#f6f6f4;text-align:left;font-weight:600}
+.environment td{overflow-wrap:anywhere}
+.glance{font-size:14px;margin:6px 0 4px}
 .verdict{border-left:5px solid #888;background:#fff;padding:6px 10px;margin:8px 0}
 .verdict.critical{border-color:#c0392b}.verdict.warning{border-color:#e69f00}.verdict.info{border-color:#0072b2}
 .verdict .advice{color:#444}
@@ -61,11 +64,9 @@ fn run_section(out: &mut String, run_figures: &RunFigures) {
         esc(or_unknown(&run.version)),
         esc(&run.command)
     );
-    environment(out, &run.environment);
-    verdicts(out, &run.verdicts);
-    if !run.results.is_empty() {
-        results_table(out, run);
-    }
+    // What a reader comes for first: the charts (and the small pages table); the verdicts are counted here
+    // and spelled out below, with the environment and the full results table.
+    at_a_glance(out, &run.verdicts);
     if !run_figures.figures.is_empty() {
         out.push_str("<h3>Charts</h3>\n");
     }
@@ -74,6 +75,11 @@ fn run_section(out: &mut String, run_figures: &RunFigures) {
     }
     if let Some(pages) = &run.pages {
         pages_table(out, pages);
+    }
+    verdicts(out, &run.verdicts);
+    environment(out, &run.environment);
+    if !run.results.is_empty() {
+        results_table(out, run);
     }
     out.push_str("</section>\n");
 }
@@ -109,7 +115,7 @@ fn environment(out: &mut String, env: &Environment) {
             .collect::<Vec<_>>()
             .join(" "),
     );
-    row("mount options", env.mount_options.join(","));
+    row("mount options", crate::probe::render::mount_options_text(env).unwrap_or_default());
     row("kernel", env.kernel.clone());
     for device in &env.devices {
         row(&format!("device {}", device.name), device_line(device));
@@ -161,6 +167,26 @@ pub fn virtualization_line(env: &Environment) -> String {
     if parts.is_empty() { "none detected".into() } else { parts.join(", ") }
 }
 
+/// One line above the charts: how many verdicts of each severity the file has, pointing below.
+fn at_a_glance(out: &mut String, verdicts: &[Verdict]) {
+    if verdicts.is_empty() {
+        return;
+    }
+    let count = |severity: Severity| verdicts.iter().filter(|v| v.severity == severity).count();
+    let parts: Vec<String> =
+        [(Severity::Critical, "critical"), (Severity::Warning, "warning"), (Severity::Info, "info")]
+            .into_iter()
+            .filter(|(s, _)| count(*s) > 0)
+            .map(|(s, name)| format!("{} {name}", count(s)))
+            .collect();
+    let _ = writeln!(
+        out,
+        "<p class=\"glance\">Verdicts: {} ({}) — spelled out below the charts.</p>",
+        parts.join(", "),
+        esc(&verdicts.iter().map(|v| v.code.as_str()).collect::<Vec<_>>().join(", "))
+    );
+}
+
 fn verdicts(out: &mut String, verdicts: &[Verdict]) {
     out.push_str("<h3>Verdicts</h3>\n");
     if verdicts.is_empty() {
@@ -183,14 +209,24 @@ fn verdicts(out: &mut String, verdicts: &[Verdict]) {
 }
 
 fn results_table(out: &mut String, run: &RunFile) {
+    // One heading row per section instead of a section column, so the numbers fit on one line each.
     out.push_str(
-        "<h3>Results</h3>\n<table class=\"results\">\n<tr><th>section</th><th>case</th><th>commits/s</th><th>±95%</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n",
+        "<h3>Results</h3>\n<table class=\"results\">\n<tr><th>case</th><th>commits/s</th><th>±95%</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n",
     );
+    let mut section: Option<&str> = None;
     for case in &run.results {
+        if section != Some(case.section.as_str()) {
+            section = Some(&case.section);
+            let _ = writeln!(
+                out,
+                "<tr><th class=\"section\" colspan=\"7\">{}</th></tr>",
+                esc(&super::figures::section_title(&case.section))
+            );
+        }
         let class = if case.durable { "" } else { " class=\"notdurable\"" };
-        let name = if case.label.is_empty() { case.method.clone() } else { case.label.clone() };
+        let name = if case.label.is_empty() { case.method.clone() } else { case.label.trim().to_string() };
         let durable = if case.durable { "" } else { " (not durable)" };
-        let _ = write!(out, "<tr{class}><td>{}</td><td>{}{durable}</td>", esc(&case.section), esc(&name));
+        let _ = write!(out, "<tr{class}><td>{}{durable}</td>", esc(&name));
         if super::figures::measured(case) {
             let l = &case.latency_ns;
             let _ = writeln!(
