@@ -1,5 +1,7 @@
-//! The terminal table: one block per section like pg_test_fsync's, the fastest durable method of each
-//! section marked, not-durable methods visibly marked, and optional log2 histograms like DTrace's quantize.
+//! The terminal table: one block per section like pg_test_fsync's, the fastest durable method marked where a
+//! section asks which method is fastest, (d)'s question answered in words, not-durable methods visibly
+//! marked, a note where pg_test_fsync's names mean something else, and optional log2 histograms like
+//! DTrace's quantize.
 
 use crate::schema::{CaseResult, Log2Bucket};
 use crate::suite::Section;
@@ -12,6 +14,16 @@ pub const TIE_MARK: &str = "(tie within 95% CI)";
 /// Marker of a case whose commits are not durable.
 pub const NOT_DURABLE_MARK: &str = "NOT DURABLE";
 
+/// Under the first table with a buffered `open_datasync`/`open_sync`: pg_test_fsync's cases of those names
+/// open with O_DIRECT, so its numbers compare with our `+direct` rows, not with these.
+pub const PG_TEST_FSYNC_NOTE: &str = "note: pg_test_fsync's open_datasync and open_sync use O_DIRECT; here they are buffered. \
+     Its open_datasync is open_datasync+direct here (its fdatasync and fsync are ours).";
+
+/// Label of (d)'s reference case: fsync on the descriptor that wrote.
+const SYNC_BEFORE_CLOSE: &str = "write, fsync, close";
+/// Label of (d)'s question case: fsync on a new descriptor after the writing one was closed.
+const SYNC_AFTER_CLOSE: &str = "write, close, fsync";
+
 /// Render every section present in `results`, in order. `size_bytes` is the write size in the headings.
 pub fn render(results: &[CaseResult], size_bytes: u64, histogram: bool) -> String {
     let mut out = String::new();
@@ -21,15 +33,29 @@ pub fn render(results: &[CaseResult], size_bytes: u64, histogram: bool) -> Strin
             sections.push(&r.section);
         }
     }
+    let mut pg_note_due = true;
     for name in sections {
         let cases: Vec<&CaseResult> = results.iter().filter(|r| r.section == name).collect();
         render_section(&mut out, name, &cases, size_bytes, histogram);
+        if pg_note_due && cases.iter().any(|c| matches!(c.method.as_str(), "open_datasync" | "open_sync")) {
+            let _ = writeln!(out, "  {}", wrap(PG_TEST_FSYNC_NOTE, 100, "        "));
+            pg_note_due = false;
+        }
     }
     out
 }
 
+/// Whether a section asks "which method makes this commit durable fastest?". Only (a) and (b) do: the others
+/// ask their own question (does splitting a write cost? is fsync after close honoured? how does cost grow
+/// with size? does the file's state matter?), and a "fastest" row in each of them read as seven different
+/// winners for one run.
+fn asks_for_fastest(section: Option<Section>) -> bool {
+    matches!(section, Some(Section::OneWrite | Section::TwoWrites))
+}
+
 fn render_section(out: &mut String, name: &str, cases: &[&CaseResult], size_bytes: u64, histogram: bool) {
-    let heading = match Section::parse(name) {
+    let section = Section::parse(name);
+    let heading = match section {
         Some(s) => format!("({}) {}", s.letter(), s.title(size_bytes)),
         None => name.to_string(),
     };
@@ -40,7 +66,7 @@ fn render_section(out: &mut String, name: &str, cases: &[&CaseResult], size_byte
         "  {:<width$} {:>12} {:>10} {:>10} {:>10} {:>10} {:>7}",
         "", "ops/s", "mean µs", "p50 µs", "p99 µs", "max µs", "±95%"
     );
-    let fastest = fastest_durable(cases);
+    let fastest = if asks_for_fastest(section) { fastest_durable(cases) } else { None };
     let tie = fastest.is_some_and(|i| is_tie(cases, i));
     for (i, c) in cases.iter().enumerate() {
         let mut line = case_line(c, width, fastest == Some(i));
@@ -52,6 +78,58 @@ fn render_section(out: &mut String, name: &str, cases: &[&CaseResult], size_byte
             out.push_str(&quantize(&c.histogram_log2));
         }
     }
+    if section == Some(Section::CloseThenSync) {
+        let _ = writeln!(out, "  → {}", wrap(&honoured_answer(cases), 100, "    "));
+    }
+}
+
+/// (d) answered in words. An honoured fsync must wait for the data the closed descriptor wrote to reach
+/// stable storage, which is most of a commit's time; one that skipped it would cost about a plain write —
+/// on any device that really flushes, many times less. So: the time of fsync-after-close relative to
+/// fsync-before-close, with its 95% interval (the two means' relative half-widths combined in quadrature,
+/// first order), is "yes" when the interval lies above one half, "no" when below.
+pub fn honoured_answer(cases: &[&CaseResult]) -> String {
+    let find = |label: &str| cases.iter().find(|c| c.label.trim() == label && measured(c));
+    let (Some(before), Some(after)) = (find(SYNC_BEFORE_CLOSE), find(SYNC_AFTER_CLOSE)) else {
+        return "cannot tell: both cases must be measured to compare them".to_string();
+    };
+    let ratio = after.latency_ns.mean / before.latency_ns.mean;
+    let rel = (before.ci95_rel.powi(2) + after.ci95_rel.powi(2)).sqrt();
+    let (low, high) = (ratio * (1.0 - rel).max(0.0), ratio * (1.0 + rel));
+    let interval = format!("{ratio:.2}× the time of fsync on the writing descriptor, 95% interval {low:.2}–{high:.2}×");
+    if low >= 0.5 {
+        format!("yes: fsync on a descriptor that did not write took {interval}: it waited for the flush too.")
+    } else if high < 0.5 {
+        format!(
+            "NO: fsync on a descriptor that did not write took only {interval}: too fast to have flushed what the \
+             closed descriptor wrote. Sync before closing on this file system."
+        )
+    } else {
+        format!("cannot tell from this run ({interval}): rerun with --sections d --secs 2.")
+    }
+}
+
+fn measured(c: &CaseResult) -> bool {
+    c.supported && c.error.is_none() && c.ops > 0 && c.latency_ns.mean > 0.0
+}
+
+/// `text` broken at spaces into lines of at most `width` characters, continuation lines after `indent`.
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line_len = 0;
+    for word in text.split(' ') {
+        if line_len > 0 && line_len + 1 + word.chars().count() > width {
+            out.push('\n');
+            out.push_str(indent);
+            line_len = indent.len();
+        } else if line_len > 0 {
+            out.push(' ');
+            line_len += 1;
+        }
+        out.push_str(word);
+        line_len += word.chars().count();
+    }
+    out
 }
 
 /// Index of the durable, measured case with the highest ops/s.
@@ -168,6 +246,72 @@ mod tests {
         let narrow = |label: &str, ops: f64| CaseResult { ci95_rel: 0.01, ..case(label, true, ops) };
         let text = render(&[narrow("fdatasync", 5000.0), narrow("fsync", 4500.0)], 8192, false);
         assert!(!text.contains(TIE_MARK), "{text}");
+    }
+
+    fn in_section(section: &str, label: &str, ops_per_s: f64) -> CaseResult {
+        CaseResult { section: section.into(), ..case(label, true, ops_per_s) }
+    }
+
+    #[test]
+    fn fastest_is_marked_only_where_the_section_asks_which_method_is_fastest() {
+        let results = vec![
+            in_section("one_write", "fdatasync", 5000.0),
+            in_section("one_write", "fsync", 100.0),
+            in_section("two_writes", "fdatasync", 3000.0),
+            in_section("two_writes", "fsync", 100.0),
+            in_section("write_sizes", "1 x 16 KiB open_sync", 4000.0),
+            in_section("write_sizes", "2 x 8 KiB open_sync", 100.0),
+            in_section("size_sweep", "4 KiB fdatasync", 4000.0),
+            in_section("file_state", "overwrite fsync", 4000.0),
+            in_section("file_state", "append fsync", 100.0),
+        ];
+        let text = render(&results, 8192, false);
+        assert_eq!(text.matches(FASTEST_MARK).count(), 2, "{text}");
+        let marked: Vec<&str> = text.lines().filter(|l| l.contains(FASTEST_MARK)).collect();
+        assert!(marked.iter().all(|l| l.trim_start().starts_with("fdatasync")), "{text}");
+    }
+
+    fn close_case(label: &str, mean_ns: f64, ci95_rel: f64) -> CaseResult {
+        CaseResult {
+            section: "close_then_sync".into(),
+            method: "fsync".into(),
+            latency_ns: crate::schema::LatencyNs { mean: mean_ns, ..Default::default() },
+            ci95_rel,
+            ..case(label, true, 1e9 / mean_ns)
+        }
+    }
+
+    #[test]
+    fn fsync_after_close_is_answered_yes_no_or_cannot_tell_with_its_interval() {
+        let answer = |after_ns: f64, rel: f64| {
+            let results = [close_case(SYNC_BEFORE_CLOSE, 500_000.0, rel), close_case(SYNC_AFTER_CLOSE, after_ns, rel)];
+            let text = render(&results, 8192, false);
+            assert!(!text.contains(FASTEST_MARK), "(d) has no winner: {text}");
+            let at = text.find('→').unwrap_or_else(|| panic!("{text}"));
+            text[at..].split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        let yes = answer(600_000.0, 0.1);
+        assert!(yes.contains("yes:") && yes.contains("1.20×") && yes.contains("95% interval 1.03–1.37×"), "{yes}");
+        let no = answer(10_000.0, 0.1);
+        assert!(no.contains("NO:") && no.contains("0.02×"), "{no}");
+        let unclear = answer(240_000.0, 0.3);
+        assert!(unclear.contains("cannot tell from this run"), "{unclear}");
+        let results = [close_case(SYNC_BEFORE_CLOSE, 500_000.0, 0.1)];
+        let refs: Vec<&CaseResult> = results.iter().collect();
+        assert!(honoured_answer(&refs).starts_with("cannot tell: both cases"));
+    }
+
+    #[test]
+    fn the_pg_test_fsync_note_follows_the_first_table_with_buffered_open_datasync_once() {
+        let open =
+            |section: &str| CaseResult { method: "open_datasync".into(), ..in_section(section, "open_datasync", 1.0) };
+        let text = render(&[in_section("no_sync", "write", 1.0), open("one_write"), open("two_writes")], 8192, false);
+        assert_eq!(text.matches("pg_test_fsync's open_datasync").count(), 1, "{text}");
+        let note = text.find("pg_test_fsync's").unwrap();
+        assert!(text.find("(a) ").unwrap() < note && note < text.find("(b) ").unwrap(), "{text}");
+        assert!(text.contains("open_datasync+direct here"), "{text}");
+        let without = render(&[in_section("one_write", "fdatasync", 1.0)], 8192, false);
+        assert!(!without.contains("pg_test_fsync"), "{without}");
     }
 
     #[test]
