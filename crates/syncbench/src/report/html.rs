@@ -22,6 +22,7 @@ th{background:#efefef;white-space:nowrap}
 th.section{background:#f6f6f4;text-align:left;font-weight:600}
 .environment td{overflow-wrap:anywhere}
 .glance{font-size:14px;margin:6px 0 4px}
+td.answer{background:#fbfbf8}
 .verdict{border-left:5px solid #888;background:#fff;padding:6px 10px;margin:8px 0}
 .verdict.critical{border-color:#c0392b}.verdict.warning{border-color:#e69f00}.verdict.info{border-color:#0072b2}
 .verdict .advice{color:#444}
@@ -216,6 +217,7 @@ fn results_table(out: &mut String, run: &RunFile) {
     let mut section: Option<&str> = None;
     for case in &run.results {
         if section != Some(case.section.as_str()) {
+            close_then_sync_answer(out, run, section);
             section = Some(&case.section);
             let _ = writeln!(
                 out,
@@ -243,7 +245,20 @@ fn results_table(out: &mut String, run: &RunFile) {
             let _ = writeln!(out, "<td colspan=\"6\">{}</td></tr>", esc(&super::figures::missing_note(case)));
         }
     }
+    close_then_sync_answer(out, run, section);
     out.push_str("</table>\n");
+}
+
+/// After the rows of `close_then_sync`, its question answered in words, as `run` prints it.
+fn close_then_sync_answer(out: &mut String, run: &RunFile, ended: Option<&str>) {
+    if ended == Some("close_then_sync") {
+        let all: Vec<&crate::schema::CaseResult> = run.results.iter().collect();
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"answer\" colspan=\"7\">→ {}</td></tr>",
+            esc(&crate::table::honoured_answer(&all))
+        );
+    }
 }
 
 fn pages_table(out: &mut String, pages: &PagesPayload) {
@@ -285,6 +300,39 @@ fn pages_table(out: &mut String, pages: &PagesPayload) {
 mod tests {
     use super::*;
     use crate::report::input::PagesRow;
+
+    #[test]
+    fn results_are_grouped_by_section_and_close_then_sync_is_answered_in_words() {
+        let case = |section: &str, label: &str, mean_ns: f64| crate::schema::CaseResult {
+            section: section.into(),
+            method: "fsync".into(),
+            label: label.into(),
+            durable: true,
+            supported: true,
+            ops: 100,
+            ops_per_s: 1e9 / mean_ns,
+            ci95_rel: 0.1,
+            write_size_bytes: 8192,
+            writes_per_commit: 1,
+            latency_ns: crate::schema::LatencyNs { mean: mean_ns, ..Default::default() },
+            ..Default::default()
+        };
+        let run = RunFile {
+            results: vec![
+                case("one_write", "fsync", 200_000.0),
+                case("close_then_sync", "write, fsync, close", 210_000.0),
+                case("close_then_sync", "write, close, fsync", 220_000.0),
+            ],
+            ..RunFile::default()
+        };
+        let mut out = String::new();
+        results_table(&mut out, &run);
+        let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("no {needle:?} in {out}"));
+        assert!(at("One write per commit") < at(">fsync<"), "{out}");
+        assert!(at("Sync from another descriptor") < at("write, close, fsync"), "{out}");
+        assert!(at("write, close, fsync") < at("→ yes: fsync on a descriptor that did not write"), "{out}");
+        assert_eq!(out.matches("class=\"answer\"").count(), 1, "{out}");
+    }
 
     #[test]
     fn pages_rows_show_values_or_why_they_are_missing() {
