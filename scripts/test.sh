@@ -1,7 +1,34 @@
 #!/usr/bin/env bash
 # The test command: installs what the integration tests need (Debian packages listed in .ci/deps/*.txt,
-# only when running as root with apt-get available), then runs every test in the workspace.
+# only when running as root with apt-get available), then runs every test in the workspace and ends with
+# one line totalling cargo test's "test result:" lines. cargo test's own output is shown as it comes and its
+# exit code is this script's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-test-deps.sh
-exec cargo test --workspace --all-features "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+start=$(date +%s)
+set +e
+# Only stdout is copied (that is where the "test result:" lines go); stderr passes through untouched.
+cargo test --workspace --all-features "$@" | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+secs=$(($(date +%s) - start))
+# "test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.31s"
+awk -v status="$status" -v secs="$secs" '
+  /^test result: / {
+    binaries++
+    for (i = 1; i <= NF; i++) {
+      if ($(i + 1) ~ /^passed;?$/) passed += $i
+      if ($(i + 1) ~ /^failed;?$/) failed += $i
+      if ($(i + 1) ~ /^ignored;?$/) ignored += $i
+    }
+  }
+  END {
+    note = (status != 0 && failed == 0) ? " (a build or a test binary failed before reporting: see above)" : ""
+    if (status != 0 && failed > 0) note = " (test binaries after the failing one did not run; --no-fail-fast runs them all)"
+    printf "scripts/test.sh: %d passed, %d failed, %d ignored in %d test binaries; %dm%02ds; cargo test exit %d%s\n",
+      passed, failed, ignored, binaries, secs / 60, secs % 60, status, note
+  }' "$log"
+exit "$status"

@@ -39,6 +39,12 @@ pub struct Environment {
     pub mount_source: Option<String>,
     /// Per-mount and super-block options, e.g. `rw`, `relatime`, `data=ordered`, `nobarrier`, `commit=5`.
     pub mount_options: Vec<String>,
+    /// The per-mount options alone (mountinfo field 6: `ro` of a read-only bind mount, `relatime`, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_mount_options: Vec<String>,
+    /// The super-block options alone (the file system's, shared by all its mounts: `rw`, `data=ordered`, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub super_options: Vec<String>,
     /// Block devices from the file system down: partition → disk, loop → (backing file), dm/md → slaves.
     pub devices: Vec<Device>,
     /// For a loop device in the chain: its backing file and that file's own file system.
@@ -225,6 +231,8 @@ fn describe_mount(env: &mut Environment, mount: Option<&mountinfo::Mount>, fs_ma
     env.mount_point = mount.map(|m| m.mount_point.clone());
     env.mount_source = mount.map(|m| m.source.clone());
     env.mount_options = mount.map(|m| m.options.clone()).unwrap_or_default();
+    env.per_mount_options = mount.map(|m| m.per_mount_options.clone()).unwrap_or_default();
+    env.super_options = mount.map(|m| m.super_options.clone()).unwrap_or_default();
 }
 
 /// The block-device chain, and for a loop device its backing file and the chain below that.

@@ -13,8 +13,13 @@ pub struct Mount {
     pub fs_type: String,
     /// What is mounted: a device path, `tmpfs`, `server:/export`, …
     pub source: String,
-    /// Per-mount options followed by super-block options, without duplicates.
+    /// Per-mount options followed by super-block options, without duplicates (what the rules look in).
     pub options: Vec<String>,
+    /// The per-mount options alone: a read-only bind mount of a read-write file system has `ro` here and
+    /// `rw` in `super_options`.
+    pub per_mount_options: Vec<String>,
+    /// The super-block options alone.
+    pub super_options: Vec<String>,
 }
 
 /// Parse mountinfo text; malformed lines are skipped (a probe never fails on them).
@@ -31,10 +36,12 @@ fn parse_line(line: &str) -> Option<Mount> {
     let fs_type = right.next()?;
     let source = right.next()?;
     let super_options = right.next().unwrap_or("");
+    let list = |text: &str| -> Vec<String> { text.split(',').filter(|o| !o.is_empty()).map(str::to_string).collect() };
+    let (per_mount_options, super_options) = (list(mount_options), list(super_options));
     let mut options: Vec<String> = Vec::new();
-    for opt in mount_options.split(',').chain(super_options.split(',')) {
-        if !opt.is_empty() && !options.iter().any(|o| o == opt) {
-            options.push(opt.to_string());
+    for opt in per_mount_options.iter().chain(&super_options) {
+        if !options.contains(opt) {
+            options.push(opt.clone());
         }
     }
     Some(Mount {
@@ -43,6 +50,8 @@ fn parse_line(line: &str) -> Option<Mount> {
         fs_type: fs_type.to_string(),
         source: unescape(source),
         options,
+        per_mount_options,
+        super_options,
     })
 }
 
@@ -96,15 +105,21 @@ mod tests {
 25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=24684084k
 40 27 7:0 / /mnt/my\\040disk rw,noatime - xfs /dev/loop0 rw,attr2,inode64
 41 27 254:0 /data /srv/bind rw,relatime shared:5 - ext4 /dev/vda rw,data=journal,commit=30
+42 27 254:0 /data /srv/ro ro,relatime - ext4 /dev/vda rw,discard
 garbage line
 ";
 
     #[test]
     fn parses_fields_options_and_escapes() {
         let mounts = parse(SAMPLE);
-        assert_eq!(mounts.len(), 4);
+        assert_eq!(mounts.len(), 5);
+        // A read-only bind mount of a read-write file system: `ro` is the mount's, `rw` the super-block's.
+        assert_eq!(mounts[4].per_mount_options, ["ro", "relatime"]);
+        assert_eq!(mounts[4].super_options, ["rw", "discard"]);
         assert_eq!(mounts[2].mount_point, "/mnt/my disk");
         assert_eq!(mounts[2].options, ["rw", "noatime", "attr2", "inode64"]);
+        assert_eq!(mounts[2].per_mount_options, ["rw", "noatime"]);
+        assert_eq!(mounts[2].super_options, ["rw", "attr2", "inode64"]);
         assert_eq!(mounts[3].fs_type, "ext4");
         assert_eq!(option_value(&mounts[3].options, "data"), Some("journal"));
         assert_eq!(option_value(&mounts[3].options, "commit"), Some("30"));

@@ -3,6 +3,7 @@
 
 use super::{Device, Environment};
 use crate::schema::CaseResult;
+use crate::table::escape_name;
 use crate::verdict::{Severity, Verdict};
 use std::fmt::Write;
 
@@ -17,7 +18,8 @@ pub fn header(env: &Environment, verdicts: &[Verdict]) -> String {
 /// The environment as a tree, ending with a newline.
 pub fn environment_tree(env: &Environment) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", env.dir);
+    // Paths escaped: a newline in a directory or mount name must not break the tree.
+    let _ = writeln!(out, "{}", escape_name(&env.dir));
     let _ = writeln!(out, "└─ {}", fs_line(env));
     let roots: Vec<&Device> = env.devices.iter().filter(|d| d.holder.is_none()).collect();
     if roots.is_empty() {
@@ -41,17 +43,34 @@ fn fs_line(env: &Environment) -> String {
     }
     match (&env.mount_point, &env.mount_source) {
         (Some(point), Some(source)) => {
-            let _ = write!(line, " on {point} from {source}");
+            let _ = write!(line, " on {} from {}", escape_name(point), escape_name(source));
         }
         _ => line.push_str(" (mount unknown)"),
     }
-    if !env.mount_options.is_empty() {
-        let _ = write!(line, " [{}]", env.mount_options.join(","));
+    if let Some(options) = mount_options_text(env) {
+        let _ = write!(line, " [{options}]");
     }
     if let (Some(dir), fs) = (&env.overlay_upper_dir, &env.overlay_upper_fs_type) {
-        let _ = write!(line, "\n   ├─ writes go to {dir} on {}", fs.as_deref().unwrap_or("unknown"));
+        let _ = write!(line, "\n   ├─ writes go to {} on {}", escape_name(dir), fs.as_deref().unwrap_or("unknown"));
     }
     line
+}
+
+/// The mount options, the per-mount ones (`ro` of a read-only bind mount) apart from the super-block's
+/// (the file system's own, which can say `rw` at the same time): `mount ro,relatime; super-block rw,discard`.
+/// Files written before the two were recorded apart have only the merged list, shown as it is.
+pub fn mount_options_text(env: &Environment) -> Option<String> {
+    if env.per_mount_options.is_empty() && env.super_options.is_empty() {
+        return (!env.mount_options.is_empty()).then(|| env.mount_options.join(","));
+    }
+    let mut parts = Vec::new();
+    if !env.per_mount_options.is_empty() {
+        parts.push(format!("mount {}", env.per_mount_options.join(",")));
+    }
+    if !env.super_options.is_empty() {
+        parts.push(format!("super-block {}", env.super_options.join(",")));
+    }
+    Some(parts.join("; "))
 }
 
 fn no_device_reason(env: &Environment) -> &'static str {
@@ -89,10 +108,10 @@ fn backing_line(b: &super::LoopBacking) -> String {
         None => "",
     };
     let on = match (&b.mount_point, &b.mount_source) {
-        (Some(p), Some(s)) => format!(" on {p} from {s}"),
+        (Some(p), Some(s)) => format!(" on {} from {}", escape_name(p), escape_name(s)),
         _ => String::new(),
     };
-    format!("backing file {} on {}{on}{dio}", b.file, b.fs_type)
+    format!("backing file {} on {}{on}{dio}", escape_name(&b.file), b.fs_type)
 }
 
 /// One device with its cache settings: `vda (254:0) disk · virtio · rotational · write cache: write back …`.
@@ -249,5 +268,27 @@ mod tests {
         let tree = environment_tree(&env);
         assert!(tree.contains("unknown (magic 0x0) (mount unknown)"), "{tree}");
         assert!(tree.contains("block device: unknown"), "{tree}");
+    }
+
+    #[test]
+    fn paths_with_newlines_stay_on_their_line_and_options_show_whose_they_are() {
+        let env = Environment {
+            dir: "/srv/a\nb".into(),
+            fs_type: "ext4".into(),
+            fs_magic: 0xEF53,
+            mount_point: Some("/srv/a\nb".into()),
+            mount_source: Some("/dev/vda".into()),
+            mount_options: vec!["ro".into(), "relatime".into(), "rw".into(), "discard".into()],
+            per_mount_options: vec!["ro".into(), "relatime".into()],
+            super_options: vec!["rw".into(), "discard".into()],
+            ..Environment::default()
+        };
+        let tree = environment_tree(&env);
+        let lines: Vec<&str> = tree.lines().collect();
+        assert_eq!(lines[0], "/srv/a\\nb", "{tree}");
+        assert_eq!(lines[1], "└─ ext4 on /srv/a\\nb from /dev/vda [mount ro,relatime; super-block rw,discard]");
+        // A file written before the two lists were recorded apart shows the merged list as it was.
+        let old = Environment { per_mount_options: vec![], super_options: vec![], ..env };
+        assert_eq!(mount_options_text(&old).unwrap(), "ro,relatime,rw,discard");
     }
 }

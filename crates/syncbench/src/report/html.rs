@@ -18,8 +18,12 @@ h3{font-size:16px;margin:24px 0 8px}
 .meta{color:#555;font-size:13px}
 table{border-collapse:collapse;font-size:13px;margin:8px 0;background:#fff}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-th{background:#efefef}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th{background:#efefef;white-space:nowrap}
+th.section{background:#f6f6f4;text-align:left;font-weight:600}
+.environment td{overflow-wrap:anywhere}
+.glance{font-size:14px;margin:6px 0 4px}
+td.answer{background:#fbfbf8}
 .verdict{border-left:5px solid #888;background:#fff;padding:6px 10px;margin:8px 0}
 .verdict.critical{border-color:#c0392b}.verdict.warning{border-color:#e69f00}.verdict.info{border-color:#0072b2}
 .verdict .advice{color:#444}
@@ -62,11 +66,9 @@ fn run_section(out: &mut String, run_figures: &RunFigures) {
         esc(or_unknown(&run.version)),
         esc(&run.command)
     );
-    environment(out, &run.environment);
-    verdicts(out, &run.verdicts);
-    if !run.results.is_empty() {
-        results_table(out, run);
-    }
+    // What a reader comes for first: the charts (and the small pages table); the verdicts are counted here
+    // and spelled out below, with the environment and the full results table.
+    at_a_glance(out, &run.verdicts);
     if !run_figures.figures.is_empty() {
         out.push_str("<h3>Charts</h3>\n");
     }
@@ -75,6 +77,11 @@ fn run_section(out: &mut String, run_figures: &RunFigures) {
     }
     if let Some(pages) = &run.pages {
         pages_table(out, pages);
+    }
+    verdicts(out, &run.verdicts);
+    environment(out, &run.environment);
+    if !run.results.is_empty() {
+        results_table(out, run);
     }
     out.push_str("</section>\n");
 }
@@ -110,7 +117,7 @@ fn environment(out: &mut String, env: &Environment) {
             .collect::<Vec<_>>()
             .join(" "),
     );
-    row("mount options", env.mount_options.join(","));
+    row("mount options", crate::probe::render::mount_options_text(env).unwrap_or_default());
     row("kernel", env.kernel.clone());
     for device in &env.devices {
         row(&format!("device {}", device.name), device_line(device));
@@ -162,6 +169,26 @@ pub fn virtualization_line(env: &Environment) -> String {
     if parts.is_empty() { "none detected".into() } else { parts.join(", ") }
 }
 
+/// One line above the charts: how many verdicts of each severity the file has, pointing below.
+fn at_a_glance(out: &mut String, verdicts: &[Verdict]) {
+    if verdicts.is_empty() {
+        return;
+    }
+    let count = |severity: Severity| verdicts.iter().filter(|v| v.severity == severity).count();
+    let parts: Vec<String> =
+        [(Severity::Critical, "critical"), (Severity::Warning, "warning"), (Severity::Info, "info")]
+            .into_iter()
+            .filter(|(s, _)| count(*s) > 0)
+            .map(|(s, name)| format!("{} {name}", count(s)))
+            .collect();
+    let _ = writeln!(
+        out,
+        "<p class=\"glance\">Verdicts: {} ({}) — spelled out below the charts.</p>",
+        parts.join(", "),
+        esc(&verdicts.iter().map(|v| v.code.as_str()).collect::<Vec<_>>().join(", "))
+    );
+}
+
 fn verdicts(out: &mut String, verdicts: &[Verdict]) {
     out.push_str("<h3>Verdicts</h3>\n");
     if verdicts.is_empty() {
@@ -184,14 +211,25 @@ fn verdicts(out: &mut String, verdicts: &[Verdict]) {
 }
 
 fn results_table(out: &mut String, run: &RunFile) {
+    // One heading row per section instead of a section column, so the numbers fit on one line each.
     out.push_str(
-        "<h3>Results</h3>\n<table class=\"results\">\n<tr><th>section</th><th>case</th><th>commits/s</th><th>±95%</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n",
+        "<h3>Results</h3>\n<table class=\"results\">\n<tr><th>case</th><th>commits/s</th><th>±95%</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n",
     );
+    let mut section: Option<&str> = None;
     for case in &run.results {
+        if section != Some(case.section.as_str()) {
+            close_then_sync_answer(out, run, section);
+            section = Some(&case.section);
+            let _ = writeln!(
+                out,
+                "<tr><th class=\"section\" colspan=\"7\">{}</th></tr>",
+                esc(&super::figures::section_title(&case.section))
+            );
+        }
         let class = if case.durable { "" } else { " class=\"notdurable\"" };
-        let name = if case.label.is_empty() { case.method.clone() } else { case.label.clone() };
+        let name = if case.label.is_empty() { case.method.clone() } else { case.label.trim().to_string() };
         let durable = if case.durable { "" } else { " (not durable)" };
-        let _ = write!(out, "<tr{class}><td>{}</td><td>{}{durable}</td>", esc(&case.section), esc(&name));
+        let _ = write!(out, "<tr{class}><td>{}{durable}</td>", esc(&name));
         if super::figures::measured(case) {
             let l = &case.latency_ns;
             let _ = writeln!(
@@ -208,7 +246,20 @@ fn results_table(out: &mut String, run: &RunFile) {
             let _ = writeln!(out, "<td colspan=\"6\">{}</td></tr>", esc(&super::figures::missing_note(case)));
         }
     }
+    close_then_sync_answer(out, run, section);
     out.push_str("</table>\n");
+}
+
+/// After the rows of `close_then_sync`, its question answered in words, as `run` prints it.
+fn close_then_sync_answer(out: &mut String, run: &RunFile, ended: Option<&str>) {
+    if ended == Some("close_then_sync") {
+        let all: Vec<&crate::schema::CaseResult> = run.results.iter().collect();
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"answer\" colspan=\"7\">→ {}</td></tr>",
+            esc(&crate::table::honoured_answer(&all))
+        );
+    }
 }
 
 fn pages_table(out: &mut String, pages: &PagesTable) {
@@ -249,6 +300,39 @@ fn pages_table(out: &mut String, pages: &PagesTable) {
 mod tests {
     use super::*;
     use crate::pages::PagesRow;
+
+    #[test]
+    fn results_are_grouped_by_section_and_close_then_sync_is_answered_in_words() {
+        let case = |section: &str, label: &str, mean_ns: f64| crate::schema::CaseResult {
+            section: section.into(),
+            method: "fsync".into(),
+            label: label.into(),
+            durable: true,
+            supported: true,
+            ops: 100,
+            ops_per_s: 1e9 / mean_ns,
+            ci95_rel: 0.1,
+            write_size_bytes: 8192,
+            writes_per_commit: 1,
+            latency_ns: crate::schema::LatencyNs { mean: mean_ns, ..Default::default() },
+            ..Default::default()
+        };
+        let run = RunFile {
+            results: vec![
+                case("one_write", "fsync", 200_000.0),
+                case("close_then_sync", "write, fsync, close", 210_000.0),
+                case("close_then_sync", "write, close, fsync", 220_000.0),
+            ],
+            ..RunFile::default()
+        };
+        let mut out = String::new();
+        results_table(&mut out, &run);
+        let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("no {needle:?} in {out}"));
+        assert!(at("One write per commit") < at(">fsync<"), "{out}");
+        assert!(at("Sync from another descriptor") < at("write, close, fsync"), "{out}");
+        assert!(at("write, close, fsync") < at("→ yes: fsync on a descriptor that did not write"), "{out}");
+        assert_eq!(out.matches("class=\"answer\"").count(), 1, "{out}");
+    }
 
     #[test]
     fn pages_rows_show_values_or_why_they_are_missing() {

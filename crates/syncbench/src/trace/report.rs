@@ -3,6 +3,7 @@
 use super::stats::{BytesSummary, CallStats, Recorder};
 use super::tracer::{Ending, Traced, Unseen};
 use crate::schema::{LatencyNs, Log2Bucket};
+use crate::table::escape_name;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -314,7 +315,7 @@ pub fn render(report: &TraceReport, histograms: bool) -> String {
     if !report.sync_opens.is_empty() {
         let _ = writeln!(out, "\nopened with O_SYNC/O_DSYNC");
         for o in &report.sync_opens {
-            let _ = writeln!(out, "  {} ({}×)", o.path, o.opens);
+            let _ = writeln!(out, "  {} ({}×)", escape_name(&o.path), o.opens);
         }
     }
     if histograms {
@@ -345,11 +346,12 @@ fn render_files(out: &mut String, files: &[FileReport]) {
     let _ = writeln!(out, "\nby file\n{:<24} {HEADER}", "file / call");
     let mut last: Option<(&str, &str)> = None;
     for f in files {
+        // Names escaped: a newline in a file name must not break the table.
         if last.map(|(dir, _)| dir) != Some(f.dir.as_str()) {
-            let _ = writeln!(out, "{}", f.dir);
+            let _ = writeln!(out, "{}", escape_name(&f.dir));
         }
         if last != Some((f.dir.as_str(), f.file.as_str())) && !f.file.is_empty() {
-            let _ = writeln!(out, "  {}", f.file);
+            let _ = writeln!(out, "  {}", escape_name(&f.file));
         }
         last = Some((f.dir.as_str(), f.file.as_str()));
         let _ = writeln!(out, "{}", row(&format!("    {}", f.stats.call), &f.stats));

@@ -11,6 +11,7 @@ mod pages;
 mod probe;
 mod report;
 mod run;
+mod scripts;
 mod trace;
 
 /// The variable that turns every [`skip`] into a failure.

@@ -213,6 +213,40 @@ fn read_only_dir_is_probed_without_a_burst() {
 }
 
 #[test]
+fn a_read_only_bind_mount_shows_its_own_options_apart_from_the_file_systems() {
+    // A read-only bind mount of a read-write file system: mountinfo says `ro` for the mount and `rw` for the
+    // super-block; probe must not print them mixed as `[ro,relatime,rw,…]`.
+    let source = tempfile::tempdir().unwrap();
+    let target = tempfile::tempdir().unwrap();
+    let _mount = if is_root() {
+        let bound = match Mounted::new(&["--bind", source.path().to_str().unwrap()], target.path()) {
+            Ok(m) => m,
+            Err(e) => return crate::skip(format!("cannot bind-mount: {e}")),
+        };
+        if let Err(e) = run("mount", &["-o", "remount,bind,ro", target.path().to_str().unwrap()]) {
+            return crate::skip(format!("cannot remount the bind mount read-only: {e}"));
+        }
+        bound
+    } else {
+        return crate::skip("bind mounts need root");
+    };
+    let out = syncbench().args(["probe", "--quick"]).arg(target.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().nth(1).unwrap_or_default();
+    let options = line.split_once(" [").map(|(_, o)| o.trim_end_matches(']')).unwrap_or_else(|| panic!("{text}"));
+    let (mount, super_block) = options.split_once("; ").unwrap_or_else(|| panic!("{line}"));
+    let mount: Vec<&str> = mount.strip_prefix("mount ").unwrap_or_else(|| panic!("{line}")).split(',').collect();
+    let super_block: Vec<&str> =
+        super_block.strip_prefix("super-block ").unwrap_or_else(|| panic!("{line}")).split(',').collect();
+    assert!(mount.contains(&"ro") && !mount.contains(&"rw"), "{line}");
+    assert!(super_block.contains(&"rw") && !super_block.contains(&"ro"), "{line}");
+    let doc = probe_json(target.path());
+    assert_eq!(doc["environment"]["per_mount_options"][0], "ro", "{}", doc["environment"]);
+    assert_eq!(doc["environment"]["super_options"][0], "rw", "{}", doc["environment"]);
+}
+
+#[test]
 fn a_full_file_system_skips_the_burst_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let _mount = if is_root() {

@@ -67,6 +67,9 @@ fn outline(svg: &str) -> String {
                 })
                 .collect();
             lines.push(format!("group {}: {}", node.attribute("data-label").unwrap_or("?"), bars.join("; ")));
+        } else if class_is(&node, "row-missing") {
+            let note = node.descendants().find(|n| class_is(n, "row-note")).map(text_of).unwrap_or_default();
+            lines.push(format!("row {}: {note}", node.attribute("data-name").unwrap_or("?")));
         } else if class_is(&node, "no-data") {
             lines.push(format!("no data: {}", text_of(node)));
         }
@@ -105,7 +108,12 @@ fn check_chart_structure(name: &str, svg: &str) {
         root.descendants().filter(|n| has_class(n, "legend-entry")).filter_map(|n| n.attribute("data-name")).collect();
     for s in &series {
         let series_name = s.attribute("data-name").unwrap();
-        assert!(legend_names.contains(&series_name), "{name}: series {series_name} is not in the legend");
+        // A series is named by the legend, or (a row of a strip chart) by its own label.
+        let row_label = s.children().find(|n| has_class(n, "row-label")).and_then(|n| n.text());
+        assert!(
+            legend_names.contains(&series_name) || row_label == Some(series_name),
+            "{name}: series {series_name} is neither in the legend nor labelled"
+        );
         let points: Vec<_> = s.children().filter(|n| has_class(n, "point")).collect();
         assert!(!points.is_empty(), "{name}: series {series_name} has no points");
         for p in points {
@@ -372,7 +380,13 @@ fn report_renders_in_headless_chromium() {
     let mut page = std::fs::read_to_string(&html).unwrap();
     page.push_str(
         "<script>document.title = 'SIZE ' + document.documentElement.scrollWidth + ' ' + \
-         document.documentElement.scrollHeight + ' END';</script>\n",
+         document.documentElement.scrollHeight + ' END';\n\
+         const lines = c => { const r = document.createRange(); r.selectNodeContents(c); \
+           return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; };\n\
+         const wrapped = [...document.querySelectorAll('td.num, th')].filter(c => lines(c) > 1);\n\
+         const topOf = s => { const e = document.querySelector(s); return e ? Math.round(e.getBoundingClientRect().top) : -1; };\n\
+         document.title += ' WRAPPED ' + wrapped.length + ' ' + wrapped.slice(0, 3).map(c => c.textContent).join('|') + \
+           ' FIG ' + topOf('figure') + ' ENV ' + topOf('table.environment') + ' RES ' + topOf('table.results') + ' DONE';</script>\n",
     );
     std::fs::write(&measured, page).unwrap();
     let blank = dir.path().join("blank.html");
@@ -381,11 +395,19 @@ fn report_renders_in_headless_chromium() {
 
     let dom = String::from_utf8(chromium(browser, (1000, 1000), &["--dump-dom".into()], &url(&measured))).unwrap();
     let size = dom.split("SIZE ").nth(1).and_then(|s| s.split(" END").next()).expect("the page reported its size");
-    let (page_w, page_h): (u32, u32) = match size.split(' ').map(|n| n.parse().unwrap()).collect::<Vec<_>>()[..] {
+    let (page_w, page_h): (u32, u32) = match size.split(' ').map(|n| n.parse().expect(size)).collect::<Vec<_>>()[..] {
         [w, h] => (w, h),
         _ => panic!("bad size {size}"),
     };
     assert!(page_w <= 1000, "no horizontal overflow at 1000 px: {page_w}");
+    // Numbers and headings on one line each, and the charts above the environment and the results table.
+    let layout =
+        dom.split(" WRAPPED ").nth(1).and_then(|s| s.split(" DONE").next()).expect("the page reported its layout");
+    assert!(layout.starts_with("0 "), "table cells wrapped: {layout}");
+    let top_of = |key: &str| -> i64 {
+        layout.split(&format!("{key} ")).nth(1).and_then(|s| s.split(' ').next()).unwrap().parse().unwrap()
+    };
+    assert!(top_of("FIG") >= 0 && top_of("FIG") < top_of("ENV") && top_of("ENV") < top_of("RES"), "{layout}");
     assert!(page_h > 3000, "a page with {expected_charts} charts is tall: {page_h}");
     // Every chart, as Chromium parsed it (the DOM is re-serialised by Chromium, not our file).
     let svgs: Vec<&str> = dom
@@ -458,4 +480,153 @@ fn measured_runs_from_syncbench_run_render_and_compare() {
     for field in ["file system", "mount options", "device chain", "loop backing"] {
         assert!(fields.contains(&field), "{field} differs between ext4 on vda and xfs on loop: {fields:?}");
     }
+}
+
+/// A text element's box in chart pixels: (left, top, right, bottom).
+type TextBox = (f64, f64, f64, f64);
+
+/// Advance of one character of DejaVu Sans Book in em (what Chromium on Debian draws `system-ui` and
+/// `sans-serif` with), rounded up: measured independently of the layout code's own estimate.
+fn dejavu_em(c: char) -> f64 {
+    match c {
+        'i' | 'j' | 'l' | 'I' | '\'' | '|' | '!' => 0.28,
+        ' ' | '.' | ',' | ':' | ';' | '/' => 0.34,
+        'f' | 't' | '(' | ')' | '[' | ']' | '-' | 'r' => 0.42,
+        'm' | 'w' | '%' | '—' | '…' | 'M' | 'W' | '@' => 1.0,
+        '0'..='9' | 'a'..='z' | '_' | 'µ' => 0.64,
+        '+' | '×' | '±' | '=' | '<' | '>' | '▸' => 0.84,
+        _ => 0.80,
+    }
+}
+
+/// Every `<text>` of a chart with its box, from its position, anchor, font size (own or inherited), weight
+/// and a `rotate(-90 …)` transform: ascent 0.76 em above the baseline, descent 0.24 em below.
+fn text_boxes(svg: &str) -> Vec<(String, TextBox)> {
+    let doc = roxmltree::Document::parse(svg).expect("chart is well-formed XML");
+    let num = |n: &roxmltree::Node, a: &str| n.attribute(a).and_then(|v| v.parse::<f64>().ok());
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| {
+            let text: String = n.descendants().filter(|d| d.is_text()).filter_map(|d| d.text()).collect();
+            let size = n.ancestors().find_map(|a| num(&a, "font-size")).unwrap_or(16.0);
+            let bold =
+                n.attribute("font-weight").is_some_and(|w| w == "bold" || w.parse::<u32>().is_ok_and(|w| w >= 600));
+            let width = text.chars().map(dejavu_em).sum::<f64>() * size * if bold { 1.1 } else { 1.0 };
+            let (x, y) = (num(&n, "x").unwrap_or(0.0), num(&n, "y").unwrap_or(0.0));
+            let start = match n.attribute("text-anchor") {
+                Some("middle") => -width / 2.0,
+                Some("end") => -width,
+                _ => 0.0,
+            };
+            let (ascent, descent) = (0.76 * size, 0.24 * size);
+            let rotated = n.attribute("transform").is_some_and(|t| t.starts_with("rotate(-90"));
+            let rect = if rotated {
+                // Rotated a quarter turn counter-clockwise about (x, y): the text runs upwards from y.
+                (x - ascent, y - (start + width), x + descent, y - start)
+            } else {
+                (x + start, y - ascent, x + start + width, y + descent)
+            };
+            (text, rect)
+        })
+        .collect()
+}
+
+/// Pairs of overlapping texts and texts outside the chart, as readable messages (empty: none).
+fn text_overlaps(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let size = |a: &str| doc.root_element().attribute(a).and_then(|v| v.parse::<f64>().ok()).unwrap();
+    let (width, height) = (size("width"), size("height"));
+    let boxes = text_boxes(svg);
+    let mut problems = Vec::new();
+    for (i, (a, ra)) in boxes.iter().enumerate() {
+        if ra.0 < -0.5 || ra.1 < -0.5 || ra.2 > width + 0.5 || ra.3 > height + 0.5 {
+            problems.push(format!("{a:?} {ra:?} is outside the {width}×{height} chart"));
+        }
+        for (b, rb) in &boxes[i + 1..] {
+            // Boxes that only touch (within half a pixel) do not overlap.
+            let (dx, dy) = (ra.2.min(rb.2) - ra.0.max(rb.0), ra.3.min(rb.3) - ra.1.max(rb.1));
+            if dx > 0.5 && dy > 0.5 {
+                problems.push(format!("{a:?} {ra:?} overlaps {b:?} {rb:?}"));
+            }
+        }
+    }
+    problems
+}
+
+/// The colour of each legend entry's swatch, and problems: two entries with one colour, or more entries
+/// than a reader can tell apart.
+fn legend_colour_problems(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let entries: Vec<_> = doc.descendants().filter(|n| n.attribute("class") == Some("legend-entry")).collect();
+    let mut problems = Vec::new();
+    if entries.len() > 12 {
+        problems.push(format!("{} legend entries: too many to tell apart", entries.len()));
+    }
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for entry in entries {
+        let name = entry.attribute("data-name").unwrap_or("?").to_string();
+        let swatch = entry.children().find(|n| n.is_element() && !n.has_tag_name("text")).expect("a swatch");
+        let colour = swatch.attribute("fill").or(swatch.attribute("stroke")).unwrap_or("?").to_string();
+        if let Some((other, _)) = seen.iter().find(|(_, c)| *c == colour) {
+            problems.push(format!("legend entries {other:?} and {name:?} share the colour {colour}"));
+        }
+        seen.push((name, colour));
+    }
+    problems
+}
+
+#[test]
+fn no_chart_has_overlapping_text_or_repeated_legend_colours() {
+    let names = ["ext4.json", "xfs.json", "tmpfs.json", "measured-ext4-vda.json", "measured-xfs-loop.json"];
+    let mut runs: Vec<_> = names.iter().map(|n| load(n)).collect();
+    runs.push(load("measured-commit-ext4.json"));
+    let report = syncbench::report::build(&runs);
+    assert!(report.figures.len() > 60, "{} charts", report.figures.len());
+    let mut problems = Vec::new();
+    for figure in &report.figures {
+        for p in text_overlaps(&figure.svg).into_iter().chain(legend_colour_problems(&figure.svg)) {
+            problems.push(format!("{}: {p}", figure.stem));
+        }
+        // Lines of a line chart: one colour each.
+        let doc = roxmltree::Document::parse(&figure.svg).unwrap();
+        let strokes: Vec<&str> =
+            doc.descendants().filter(|n| n.has_tag_name("polyline")).filter_map(|n| n.attribute("stroke")).collect();
+        let distinct: std::collections::BTreeSet<&str> = strokes.iter().copied().collect();
+        if distinct.len() != strokes.len() {
+            problems.push(format!("{}: lines share colours: {strokes:?}", figure.stem));
+        }
+    }
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+}
+
+#[test]
+fn the_page_checks_catch_overlapping_text_and_repeated_colours() {
+    // The y-axis title as the line chart drew it before its margin followed the tick labels: 76 px left of
+    // the plot, title centred at x = 16, tick labels right-aligned at x = 70.
+    let planted = r##"<svg xmlns="http://www.w3.org/2000/svg" width="760" height="400" font-size="12">
+<text class="tick" x="70" y="104" text-anchor="end">1.86 GiB/s</text>
+<text class="axis-label" x="16" y="200" text-anchor="middle" transform="rotate(-90 16 200)">bytes written per second (higher is better)</text>
+<text x="740" y="300">off the edge</text>
+<g class="legend-entry" data-name="a"><rect fill="#0072b2"/><text x="10" y="380">a</text></g>
+<g class="legend-entry" data-name="b"><rect fill="#0072b2"/><text x="40" y="380">b</text></g>
+</svg>"##;
+    let overlaps = text_overlaps(planted);
+    assert!(overlaps.iter().any(|p| p.contains("overlaps") && p.contains("1.86 GiB/s")), "{overlaps:?}");
+    assert!(overlaps.iter().any(|p| p.contains("\"off the edge\"") && p.contains("outside")), "{overlaps:?}");
+    let colours = legend_colour_problems(planted);
+    assert_eq!(colours, ["legend entries \"a\" and \"b\" share the colour #0072b2"]);
+    // And the latency chart of 22 cases as it was (one colour per case from a 16-colour palette) fails.
+    let many: String = (0..22)
+        .map(|i| {
+            format!(
+                "<g class=\"legend-entry\" data-name=\"case {i}\"><line stroke=\"{}\"/><text x=\"{}\" y=\"40\">c{i}</text></g>",
+                ["#0072b2", "#d55e00", "#009e73"][i % 3],
+                30 * i
+            )
+        })
+        .collect();
+    let old_legend = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"100\">{many}</svg>");
+    let problems = legend_colour_problems(&old_legend);
+    assert!(problems[0].contains("22 legend entries"), "{problems:?}");
+    assert!(problems.len() > 1);
 }

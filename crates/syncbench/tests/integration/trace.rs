@@ -412,3 +412,38 @@ int main(void) {
     assert_eq!(doc["trace"]["coverage_warnings"][0]["kind"], "io_uring");
     assert_eq!(doc["trace"]["coverage_warnings"].as_array().unwrap().len(), 1);
 }
+
+/// Writes and fsyncs one file whose name has a newline in it (`two\nlines.dat` in argv[1]).
+const NEWLINE_NAME_SOURCE: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/two\nlines.dat", argc > 1 ? argv[1] : ".");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || write(fd, "x", 1) != 1 || fsync(fd) != 0 || close(fd) != 0) return 1;
+    return 0;
+}
+"#;
+
+#[test]
+fn a_file_name_with_a_newline_stays_on_one_line_of_the_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(exe) = compile_source(tmp.path(), "newline_name", NEWLINE_NAME_SOURCE, &[]) else { return };
+    if !can_trace() {
+        return;
+    }
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let out = Command::cargo_bin("syncbench").unwrap().args(["trace", "--"]).arg(&exe).arg(&data).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(data.join("two\nlines.dat").exists(), "the traced program made the file");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr;
+    assert!(text.contains("  two\\nlines.dat\n"), "the name on one line, escaped:\n{text}");
+    assert!(!text.lines().any(|l| l.trim_start().starts_with("lines.dat")), "no line starts inside the name:\n{text}");
+    // The JSON keeps the real name (JSON escapes it itself).
+    let (doc, _, _) = trace_json(&[], &exe, &data);
+    assert_eq!(file_stat(&doc, "two\nlines.dat", "fsync")["count"], 1);
+}

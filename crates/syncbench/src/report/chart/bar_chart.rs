@@ -2,7 +2,7 @@
 //! Horizontal, because method names are long and read best left of their bar.
 
 use super::scale::Scale;
-use super::svg::{self, CHAR_WIDTH, LegendEntry, WIDTH, esc, px};
+use super::svg::{self, FONT_SIZE, LegendEntry, WIDTH, esc, px, text_width};
 use std::fmt::Write;
 
 /// How a bar is filled.
@@ -72,8 +72,8 @@ impl BarChart {
         let plot_top = legend_top + svg::legend_height(&self.legend) + 10.0;
         let plot_height: f64 = self.groups.iter().map(group_height).sum::<f64>().max(30.0);
         let height = plot_top + plot_height + 48.0;
-        let longest_label = self.groups.iter().map(|g| g.label.chars().count()).max().unwrap_or(0);
-        let left = (longest_label as f64 * CHAR_WIDTH + 16.0).clamp(80.0, WIDTH / 2.0);
+        let longest_label = self.groups.iter().map(|g| text_width(&g.label, FONT_SIZE)).fold(0.0, f64::max);
+        let left = (longest_label + 16.0).clamp(80.0, WIDTH / 2.0);
         let plot_width = WIDTH - left - VALUE_LABEL_SPACE;
         let max_value = self
             .groups
@@ -126,7 +126,7 @@ impl BarChart {
         let _ = writeln!(
             out,
             "<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n</g>",
-            px(frame.left + frame.width / 2.0),
+            px(svg::centre_within(frame.left + frame.width / 2.0, text_width(&self.value_label, FONT_SIZE))),
             px(bottom + 36.0),
             esc(&self.value_label)
         );
@@ -151,8 +151,7 @@ impl BarChart {
 
     fn bar(&self, out: &mut String, frame: &Frame, scale: &Scale, bar: &Bar, y: f64) {
         let Some(value) = bar.value else {
-            let room = ((WIDTH - frame.left - 10.0) / svg::CHAR_WIDTH) as usize;
-            let note = svg::truncate(bar.note.as_deref().unwrap_or("no value"), room);
+            let note = svg::truncate_to_width(bar.note.as_deref().unwrap_or("no value"), WIDTH - frame.left - 16.0);
             let _ = writeln!(
                 out,
                 "<text class=\"bar-note\" data-series=\"{}\" x=\"{}\" y=\"{}\" fill=\"#888\" font-style=\"italic\">{}</text>",

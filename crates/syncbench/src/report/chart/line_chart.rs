@@ -1,7 +1,7 @@
 //! Line charts: one polyline with point markers per series over a linear or logarithmic plane.
 
 use super::scale::Scale;
-use super::svg::{self, LegendEntry, Swatch, WIDTH, esc, px};
+use super::svg::{self, FONT_SIZE, LegendEntry, Swatch, WIDTH, esc, px, text_width};
 use std::fmt::Write;
 
 /// One line.
@@ -55,8 +55,11 @@ pub struct LineChart {
 }
 
 const PLOT_HEIGHT: f64 = 300.0;
-const LEFT: f64 = 76.0;
 const RIGHT: f64 = 24.0;
+/// Centre line of the rotated y-axis title.
+const Y_TITLE_X: f64 = 16.0;
+/// Gap between a y tick label and the axis line.
+const TICK_GAP: f64 = 6.0;
 
 impl LineChart {
     /// Render as a standalone SVG document.
@@ -86,12 +89,21 @@ impl LineChart {
         out
     }
 
+    /// Left edge of the plot: room for the widest y tick label and, left of it, the rotated axis title
+    /// (its glyphs reach about 9 px left and 3 px right of its centre line).
+    fn left(&self) -> f64 {
+        let widest = self.y.tick_list().iter().map(|(_, label)| text_width(label, FONT_SIZE)).fold(0.0, f64::max);
+        (Y_TITLE_X + 4.0 + 8.0 + widest + TICK_GAP).max(60.0)
+    }
+
     fn to_px(&self, top: f64, x: f64, y: f64) -> (f64, f64) {
-        let width = WIDTH - LEFT - RIGHT;
-        (LEFT + self.x.scale.fraction(x) * width, top + PLOT_HEIGHT - self.y.scale.fraction(y) * PLOT_HEIGHT)
+        let left = self.left();
+        let width = WIDTH - left - RIGHT;
+        (left + self.x.scale.fraction(x) * width, top + PLOT_HEIGHT - self.y.scale.fraction(y) * PLOT_HEIGHT)
     }
 
     fn axes(&self, out: &mut String, top: f64) {
+        let left = self.left();
         let bottom = top + PLOT_HEIGHT;
         let right = WIDTH - RIGHT;
         out.push_str("<g class=\"axis x\">\n");
@@ -102,7 +114,7 @@ impl LineChart {
                 "<line class=\"grid\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\" stroke=\"#ececec\"/><text class=\"tick\" x=\"{x}\" y=\"{}\" text-anchor=\"middle\" fill=\"#444\">{}</text>",
                 px(top),
                 px(bottom),
-                px(bottom + 15.0),
+                px(bottom + 17.0),
                 esc(&label),
                 x = px(x)
             );
@@ -110,10 +122,10 @@ impl LineChart {
         let _ = writeln!(
             out,
             "<line x1=\"{}\" y1=\"{b}\" x2=\"{}\" y2=\"{b}\" stroke=\"#333\"/><text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n</g>",
-            px(LEFT),
+            px(left),
             px(right),
-            px((LEFT + right) / 2.0),
-            px(bottom + 38.0),
+            px(svg::centre_within((left + right) / 2.0, text_width(&self.x.label, FONT_SIZE))),
+            px(bottom + 40.0),
             esc(&self.x.label),
             b = px(bottom),
         );
@@ -123,9 +135,9 @@ impl LineChart {
             let _ = writeln!(
                 out,
                 "<line class=\"grid\" x1=\"{}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"#ececec\"/><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#444\">{}</text>",
-                px(LEFT),
+                px(left),
                 px(right),
-                px(LEFT - 6.0),
+                px(left - TICK_GAP),
                 px(y + 4.0),
                 esc(&label),
                 y = px(y)
@@ -134,11 +146,12 @@ impl LineChart {
         let mid = top + PLOT_HEIGHT / 2.0;
         let _ = writeln!(
             out,
-            "<line x1=\"{l}\" y1=\"{}\" x2=\"{l}\" y2=\"{}\" stroke=\"#333\"/><text class=\"axis-label\" x=\"16\" y=\"{mid}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {mid})\">{}</text>\n</g>",
+            "<line x1=\"{l}\" y1=\"{}\" x2=\"{l}\" y2=\"{}\" stroke=\"#333\"/><text class=\"axis-label\" x=\"{tx}\" y=\"{mid}\" text-anchor=\"middle\" transform=\"rotate(-90 {tx} {mid})\">{}</text>\n</g>",
             px(top),
             px(bottom),
             esc(&self.y.label),
-            l = px(LEFT),
+            tx = px(Y_TITLE_X),
+            l = px(left),
             mid = px(mid),
         );
     }

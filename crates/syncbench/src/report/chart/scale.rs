@@ -5,6 +5,8 @@
 pub enum ScaleKind {
     /// Equal distances for equal differences.
     Linear,
+    /// Linear, with ticks at round numbers of a binary unit (KiB, MiB, GiB), for byte quantities.
+    LinearBinary,
     /// Equal distances for equal ratios, ticks at powers of 10 (latency, where tails span decades).
     Log10,
     /// Equal distances for equal ratios, ticks at powers of 2 (sizes, client counts).
@@ -27,6 +29,16 @@ impl Scale {
     pub fn linear_from_zero(max_value: f64) -> Scale {
         let top = if max_value > 0.0 && max_value.is_finite() { nice_ceiling(max_value) } else { 1.0 };
         Scale { kind: ScaleKind::Linear, min: 0.0, max: top }
+    }
+
+    /// A linear axis from 0 to a round number of KiB/MiB/GiB at or above `max_value` bytes, so byte ticks
+    /// read `256 MiB, 512 MiB` rather than `477 MiB, 954 MiB`.
+    pub fn linear_from_zero_binary(max_value: f64) -> Scale {
+        if !(max_value > 0.0 && max_value.is_finite()) {
+            return Scale { kind: ScaleKind::LinearBinary, min: 0.0, max: 1.0 };
+        }
+        let unit = binary_unit(max_value);
+        Scale { kind: ScaleKind::LinearBinary, min: 0.0, max: nice_ceiling(max_value / unit) * unit }
     }
 
     /// A log10 axis covering `[lo, hi]`, widened to whole decades.
@@ -54,7 +66,7 @@ impl Scale {
     /// Where `value` falls, as a fraction of the axis length (0 at `min`, 1 at `max`), clamped to [0, 1].
     pub fn fraction(&self, value: f64) -> f64 {
         let f = match self.kind {
-            ScaleKind::Linear => (value - self.min) / (self.max - self.min),
+            ScaleKind::Linear | ScaleKind::LinearBinary => (value - self.min) / (self.max - self.min),
             ScaleKind::Log10 | ScaleKind::Log2 => {
                 let v = value.max(self.min);
                 (v.ln() - self.min.ln()) / (self.max.ln() - self.min.ln())
@@ -67,6 +79,10 @@ impl Scale {
     pub fn ticks(&self) -> Vec<f64> {
         match self.kind {
             ScaleKind::Linear => linear_ticks(self.min, self.max),
+            ScaleKind::LinearBinary => {
+                let unit = binary_unit(self.max);
+                linear_ticks(self.min / unit, self.max / unit).into_iter().map(|t| t * unit).collect()
+            }
             ScaleKind::Log10 if self.max / self.min <= 100.0 => {
                 // Two decades or less: also 2× and 5× so the axis has enough labels to read.
                 let mut ticks: Vec<f64> = powers_between(self.min, self.max, 10.0, 1)
@@ -85,6 +101,15 @@ impl Scale {
             }
         }
     }
+}
+
+/// The largest of 1, 1024, 1024², 1024³ not above `value` (so `value` is 1 to 1023 of it).
+fn binary_unit(value: f64) -> f64 {
+    let mut unit = 1.0;
+    while unit < 1024f64.powi(3) && value >= unit * 1024.0 {
+        unit *= 1024.0;
+    }
+    unit
 }
 
 fn positive_range(lo: f64, hi: f64) -> (f64, f64) {
@@ -195,6 +220,14 @@ mod tests {
         let s = Scale::linear_from_zero(262_000.0);
         assert_eq!(s.max, 300_000.0);
         assert_eq!(s.ticks(), vec![0.0, 50_000.0, 100_000.0, 150_000.0, 200_000.0, 250_000.0, 300_000.0]);
+    }
+
+    #[test]
+    fn byte_axes_tick_at_round_binary_units() {
+        let s = Scale::linear_from_zero_binary(1.4 * 1024.0 * 1024.0 * 1024.0);
+        assert_eq!(s.max, 1.5 * 1024.0 * 1024.0 * 1024.0);
+        let labels: Vec<String> = s.ticks().into_iter().map(format_bytes).collect();
+        assert_eq!(labels, ["0 B", "256 MiB", "512 MiB", "768 MiB", "1 GiB", "1.25 GiB", "1.5 GiB"]);
     }
 
     #[test]

@@ -8,8 +8,35 @@ use std::fmt::Write;
 
 /// Width of every chart, in CSS pixels.
 pub const WIDTH: f64 = 760.0;
-/// Approximate advance of one character at the chart font size, used to size margins for labels.
-pub const CHAR_WIDTH: f64 = 6.6;
+/// Font size of chart text other than the title, in CSS pixels.
+pub const FONT_SIZE: f64 = 12.0;
+
+/// Width of `text` at `font_size` px, from the advance widths of DejaVu Sans (what `system-ui` and
+/// `sans-serif` resolve to on Debian, and among the widest common sans fonts, so layouts sized by it fit the
+/// narrower ones too). Margins, legend rows and label room are sized by this, so labels do not run into each
+/// other or off the chart.
+pub fn text_width(text: &str, font_size: f64) -> f64 {
+    text.chars().map(char_em).sum::<f64>() * font_size
+}
+
+/// Width of bold `text` (titles): DejaVu Sans Bold is about 10% wider than Book.
+pub fn bold_text_width(text: &str, font_size: f64) -> f64 {
+    text_width(text, font_size) * 1.1
+}
+
+/// Advance of one character of DejaVu Sans Book, in em (units per em 2048; rounded up).
+fn char_em(c: char) -> f64 {
+    match c {
+        'i' | 'j' | 'l' | 'I' | '\'' | '|' | '!' => 0.30,
+        ' ' | '.' | ',' | ':' | ';' | '/' | 'f' | 't' => 0.40,
+        '(' | ')' | '[' | ']' | '-' | 'r' => 0.42,
+        'm' | 'w' | '%' | '—' | '…' | 'M' | 'W' | '@' => 1.0,
+        '0'..='9' | 'a'..='z' | '_' | '$' | '#' | '?' => 0.64,
+        '+' | '×' | '±' | '=' | '<' | '>' | '~' => 0.84,
+        'A'..='Z' => 0.80,
+        _ => 0.80,
+    }
+}
 
 /// Series colours: Okabe–Ito first (distinguishable with common colour-vision deficiencies), then enough
 /// extras that a full `one_write` section (14 methods) repeats no colour.
@@ -70,19 +97,31 @@ pub fn open(out: &mut String, id: &str, height: f64, title: &str) {
     );
 }
 
-/// 15 px, or smaller so a long title still fits the chart width (bold glyphs ≈ 0.6 em wide).
+/// 15 px, or smaller so a long title still fits the chart width.
 fn title_font_size(title: &str) -> f64 {
-    let fits = (WIDTH - 24.0) / (title.chars().count().max(1) as f64 * 0.6);
-    fits.clamp(10.0, 15.0)
+    let fits = 15.0 * (WIDTH - 24.0) / bold_text_width(title, 15.0).max(1.0);
+    fits.clamp(9.0, 15.0)
 }
 
-/// `text` cut to at most `max_chars` characters, with an ellipsis when cut.
-pub fn truncate(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
+/// `text` cut so it is at most `max_width` px wide at the chart font size, with an ellipsis when cut.
+pub fn truncate_to_width(text: &str, max_width: f64) -> String {
+    if text_width(text, FONT_SIZE) <= max_width {
         return text.to_string();
     }
-    let kept: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    let mut kept = String::new();
+    for c in text.chars() {
+        if text_width(&kept, FONT_SIZE) + text_width(&format!("{c}…"), FONT_SIZE) > max_width {
+            break;
+        }
+        kept.push(c);
+    }
     format!("{kept}…")
+}
+
+/// Where to centre a label `width` px wide near `centre` so it stays inside the chart (4 px margins).
+pub fn centre_within(centre: f64, width: f64) -> f64 {
+    let half = width / 2.0;
+    if half * 2.0 >= WIDTH - 8.0 { WIDTH / 2.0 } else { centre.clamp(4.0 + half, WIDTH - 4.0 - half) }
 }
 
 /// The end of a chart document.
@@ -99,6 +138,8 @@ pub enum Swatch {
     Hatch,
     /// A pale square with a dashed outline (not-durable bars in charts where colour means the run).
     Faded(String),
+    /// A round marker (a percentile in a strip chart).
+    Dot(String),
     /// A line, dashed or solid, with a point marker.
     Line {
         /// Stroke colour.
@@ -123,7 +164,7 @@ pub fn legend_height(entries: &[LegendEntry]) -> f64 {
 }
 
 fn entry_width(entry: &LegendEntry) -> f64 {
-    28.0 + entry.name.chars().count() as f64 * CHAR_WIDTH + 14.0
+    28.0 + text_width(&entry.name, FONT_SIZE) + 14.0
 }
 
 fn legend_rows(entries: &[LegendEntry]) -> Vec<Vec<&LegendEntry>> {
@@ -185,6 +226,9 @@ fn swatch(out: &mut String, id: &str, x: f64, y: f64, swatch: &Swatch) {
                 px(y - 5.0)
             );
         }
+        Swatch::Dot(color) => {
+            let _ = write!(out, "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{color}\"/>", px(x + 10.0), px(y));
+        }
         Swatch::Line { color, dashed } => {
             let dash = if *dashed { " stroke-dasharray=\"5 3\"" } else { "" };
             let _ = write!(
@@ -230,8 +274,8 @@ mod tests {
     fn long_titles_get_a_smaller_font_and_long_notes_an_ellipsis() {
         assert_eq!(title_font_size("short"), 15.0);
         assert!(title_font_size(&"x".repeat(100)) < 13.0);
-        assert_eq!(truncate("abcdef", 4), "abc…");
-        assert_eq!(truncate("abc", 4), "abc");
+        assert_eq!(truncate_to_width("abcdef", text_width("abc…", FONT_SIZE)), "abc…");
+        assert_eq!(truncate_to_width("abc", 100.0), "abc");
     }
 
     #[test]

@@ -1,13 +1,28 @@
-//! Commit latency percentiles per method on a log axis, so tails that span decades stay visible.
+//! Commit latency percentiles per case on a log axis, so tails that span decades stay visible: one row per
+//! case (its label names it), one colour per percentile.
 
-use super::{Figure, bar_sections, case_names, measured, section_title, slug};
-use crate::report::chart::line_chart::{Axis, LineChart, LineSeries};
-use crate::report::chart::scale::{Scale, ScaleKind, format_ns};
-use crate::report::chart::svg::color;
+use super::{Figure, bar_sections, case_names, measured, missing_note, section_title, slug};
+use crate::report::chart::scale::{Scale, format_ns};
+use crate::report::chart::strip_chart::{Marker, StripChart, StripRow};
 use crate::schema::{CaseResult, LatencyNs};
 
-/// The percentiles drawn, left to right.
-const PERCENTILES: [&str; 6] = ["min", "p50", "p90", "p99", "p99.9", "max"];
+/// The percentiles drawn, lowest first, with their colours (Okabe–Ito, distinct for colour-blind readers).
+const PERCENTILES: [(&str, &str); 6] = [
+    ("min", "#56b4e9"),
+    ("p50", "#0072b2"),
+    ("p90", "#009e73"),
+    ("p99", "#e69f00"),
+    ("p99.9", "#d55e00"),
+    ("max", "#000000"),
+];
+
+fn value_label(cases: &[&CaseResult]) -> &'static str {
+    if cases.iter().any(|c| !c.durable) {
+        "commit latency, log scale (lower is better; dashed: not durable)"
+    } else {
+        "commit latency, log scale (lower is better)"
+    }
+}
 
 fn percentile_values(latency: &LatencyNs) -> [u64; 6] {
     [latency.min, latency.p50, latency.p90, latency.p99, latency.p999, latency.max]
@@ -19,52 +34,45 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
         .iter()
         .filter_map(|section| {
             let cases: Vec<&CaseResult> = results.iter().filter(|c| &c.section == section).collect();
-            let names = case_names(&cases);
-            let series: Vec<LineSeries> = cases
-                .iter()
-                .zip(names)
-                .filter(|(case, _)| measured(case))
-                .enumerate()
-                .map(|(index, (case, name))| LineSeries {
-                    name,
-                    color: color(index).to_string(),
-                    dashed: !case.durable,
-                    points: percentile_values(&case.latency_ns)
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, ns)| **ns > 0)
-                        .map(|(i, ns)| (i as f64, *ns as f64))
-                        .collect(),
-                })
-                .collect();
-            if series.is_empty() {
+            if !cases.iter().any(|c| measured(c)) {
                 return None;
             }
+            let rows: Vec<StripRow> = cases
+                .iter()
+                .zip(case_names(&cases))
+                .map(|(case, label)| StripRow {
+                    label,
+                    dashed: !case.durable,
+                    values: if measured(case) {
+                        percentile_values(&case.latency_ns)
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, ns)| **ns > 0)
+                            .map(|(i, ns)| (i, *ns as f64))
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
+                    note: (!measured(case)).then(|| missing_note(case)),
+                })
+                .collect();
+            let values = rows.iter().flat_map(|r| r.values.iter().map(|v| v.1));
+            let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
             let id = format!("{stem}-latency-{}", slug(section));
             let title = format!("{}: commit latency percentiles{context}", section_title(section));
-            Some(Figure { stem: id.clone(), title: title.clone(), svg: chart(id, title, series).render() })
+            let chart = StripChart {
+                id: id.clone(),
+                title: title.clone(),
+                value_label: value_label(&cases).into(),
+                markers: PERCENTILES
+                    .iter()
+                    .map(|(name, color)| Marker { name: name.to_string(), color: color.to_string() })
+                    .collect(),
+                rows,
+                scale: Scale::log10_covering(lo, hi),
+                format: format_ns,
+            };
+            Some(Figure { stem: id, title, svg: chart.render() })
         })
         .collect()
-}
-
-fn chart(id: String, title: String, series: Vec<LineSeries>) -> LineChart {
-    let values = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
-    let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    LineChart {
-        id,
-        title,
-        x: Axis {
-            label: "percentile of commits (dashed: not durable)".into(),
-            scale: Scale { kind: ScaleKind::Linear, min: -0.25, max: PERCENTILES.len() as f64 - 0.75 },
-            ticks: Some(PERCENTILES.iter().enumerate().map(|(i, p)| (i as f64, p.to_string())).collect()),
-            format: format_ns,
-        },
-        y: Axis {
-            label: "commit latency (log scale, lower is better)".into(),
-            scale: Scale::log10_covering(lo, hi),
-            ticks: None,
-            format: format_ns,
-        },
-        series,
-    }
 }

@@ -48,6 +48,8 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
     let commits = series_of(|c| c.ops_per_s);
     let throughput = series_of(|c| c.bytes_per_s);
     let max_of = |series: &[LineSeries]| series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(0.0, f64::max);
+    let commits_scale = Scale::linear_from_zero(max_of(&commits));
+    let throughput_scale = Scale::linear_from_zero_binary(max_of(&throughput));
     let charts = [
         (
             "commits",
@@ -55,6 +57,7 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
             "commits per second (higher is better)",
             format_count as fn(f64) -> String,
             commits,
+            commits_scale,
         ),
         (
             "throughput",
@@ -62,15 +65,15 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
             "bytes written per second (higher is better)",
             format_bytes_per_s,
             throughput,
+            throughput_scale,
         ),
     ];
     charts
         .into_iter()
-        .map(|(kind, what, y_label, format, series)| {
+        .map(|(kind, what, y_label, format, series, scale)| {
             let id = format!("{stem}-size-sweep-{kind}");
             let title = format!("{}: {what}{context}", section_title(SECTION));
-            let y =
-                Axis { label: y_label.into(), scale: Scale::linear_from_zero(max_of(&series)), ticks: None, format };
+            let y = Axis { label: y_label.into(), scale, ticks: None, format };
             let chart = LineChart { id: id.clone(), title: title.clone(), x: x.clone(), y, series };
             Figure { stem: id, title, svg: chart.render() }
         })
