@@ -2,6 +2,8 @@
 //! The binary in `main.rs` only parses arguments and dispatches to `cmd`.
 
 pub mod advise;
+#[cfg(target_os = "linux")]
+pub mod blockdev;
 pub mod cleanup;
 pub mod cli;
 pub mod cmd;

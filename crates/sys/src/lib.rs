@@ -13,8 +13,12 @@
 
 mod aligned;
 mod fiemap;
+#[cfg(target_os = "linux")]
+pub mod perf;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod ptrace;
+#[cfg(target_os = "linux")]
+pub mod tracefs;
 mod uring;
 
 pub use aligned::AlignedBuf;

@@ -1,8 +1,10 @@
-//! `syncbench trace [--json F] [--histogram] [--no-sync] [--syncs-only] [--baseline RUN.json] -- COMMAND...`
+//! `syncbench trace [--json F] [--histogram] [--baseline RUN.json] (--pid PID[,PID...] | --comm NAME | --all)
+//! [--secs N]` and `syncbench trace [...] [--no-sync] [--syncs-only] -- COMMAND...`
 //!
-//! Runs COMMAND under ptrace with a seccomp filter and reports its durability calls per call and per file.
-//! syncbench exits with COMMAND's exit status (128+N when a signal killed it), so a test suite run under
-//! `trace --no-sync` keeps its meaning.
+//! Attached (`--pid`, `--comm`, `--all`): reads the kernel's syscall and block tracepoints, stops nobody,
+//! ends after `--secs`, at Ctrl-C, or (`--pid`) when every followed process has exited. Started
+//! (`-- COMMAND`): runs COMMAND under ptrace with a seccomp filter and exits with its exit status (128+N
+//! when a signal killed it), so a test suite run under `trace --no-sync` keeps its meaning. One report.
 
 use crate::exit::{Outcome, usage};
 use std::ffi::OsString;
@@ -10,7 +12,10 @@ use std::path::PathBuf;
 
 /// Flags of `syncbench trace`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  syncbench trace --histogram -- sqlite3 test.db < script.sql\n  \
+#[command(after_help = "Examples:\n  syncbench trace --comm postgres --secs 60 --histogram\n  \
+                        syncbench trace --pid 4242,4243 --json trace.json\n  \
+                        syncbench trace --all --secs 10\n  \
+                        syncbench trace --histogram -- sqlite3 test.db < script.sql\n  \
                         syncbench trace --no-sync --syncs-only -- make check\n  \
                         syncbench trace --baseline run.json --json trace.json -- ./my-service")]
 pub struct Args {
@@ -21,21 +26,33 @@ pub struct Args {
     #[arg(long)]
     pub histogram: bool,
     /// Make every durability call a no-op (and strip O_SYNC/O_DSYNC): fast, and NOTHING IS DURABLE.
-    #[arg(long)]
+    /// Started commands only.
+    #[arg(long, conflicts_with_all = ["pid", "comm", "all"])]
     pub no_sync: bool,
-    /// Trace only the sync calls, not every write: writes run at full speed, but bytes between syncs and
-    /// writes on O_SYNC/O_DSYNC descriptors are not seen.
+    /// Trace only the sync calls, not every write: no bytes between syncs, and writes on O_SYNC/O_DSYNC
+    /// descriptors are not seen (started: writes run without stopping; attached: fewer samples).
     #[arg(long)]
     pub syncs_only: bool,
     /// Compare with the fdatasync latency of a saved `syncbench run --json` file.
     #[arg(long, value_name = "RUN.json")]
     pub baseline: Option<PathBuf>,
-    /// Attaching to a running process is not supported: exits 2 saying why and what to do instead.
-    #[arg(long, value_name = "PID", allow_hyphen_values = true, num_args = 0..=1, default_missing_value = "")]
+    /// Attach to running processes (every thread, and the processes they start meanwhile); no ptrace,
+    /// root needed. Ends after --secs, at Ctrl-C, or when they have all exited.
+    #[arg(long, value_name = "PID[,PID...]", conflicts_with_all = ["comm", "all", "command"])]
     pub pid: Option<String>,
-    /// The command to trace, with its arguments (put it after `--`).
+    /// Attach to every process with this name (as in `ps -o comm`, at most 15 characters) and the
+    /// processes they start; root needed.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["all", "command"])]
+    pub comm: Option<String>,
+    /// Attach to the whole machine; root needed.
+    #[arg(long, conflicts_with = "command")]
+    pub all: bool,
+    /// Stop an attached trace after N seconds (default: at Ctrl-C).
+    #[arg(long, value_name = "N")]
+    pub secs: Option<f64>,
+    /// The command to start and trace, with its arguments (put it after `--`).
     #[arg(
-        required_unless_present = "pid",
+        required_unless_present_any = ["pid", "comm", "all"],
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "COMMAND"
@@ -43,18 +60,8 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
-/// The one line `--pid` gets (the reason is the one in docs/trace.md, "Limits").
-pub const PID_UNSUPPORTED: &str = "--pid: attaching to a running process is not supported: the seccomp filter \
-                                   that limits stops to durability calls cannot be installed into a running \
-                                   process from outside, and stopping it on every system call instead would \
-                                   distort what is measured; start the program under trace instead: \
-                                   syncbench trace -- COMMAND [ARGS...]";
-
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
-    if args.pid.is_some() {
-        return Err(usage(PID_UNSUPPORTED));
-    }
     platform_main(args)
 }
 
@@ -72,10 +79,14 @@ fn platform_main(_args: Args) -> Outcome {
 mod imp {
     use super::*;
     use crate::schema::Envelope;
+    use crate::trace::attach::{self, AttachOptions};
     use crate::trace::baseline;
-    use crate::trace::report::{self, TracePayload};
+    use crate::trace::devices::DiskWindow;
+    use crate::trace::follow::{self, Selection};
+    use crate::trace::report::{self, Meta, TracePayload, TraceReport};
     use crate::trace::tracer::{self, Ending, LiveProcesses, TraceOptions};
     use std::process::ExitCode;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Condvar, Mutex};
     use std::time::Duration;
 
@@ -86,26 +97,11 @@ mod imp {
         check_json_dest(&args)?;
         let baseline_case = args.baseline.as_deref().map(baseline::load).transpose()?;
         let started_at = crate::schema::now_rfc3339();
-        if args.no_sync {
-            eprintln!(
-                "syncbench: WARNING: --no-sync: fsync, fdatasync, sync_file_range, msync, syncfs and sync return \
-                 success without doing anything, and O_SYNC/O_DSYNC/RWF_DSYNC are stripped. NOTHING THIS \
-                 COMMAND WRITES IS DURABLE. Use it for test suites only."
-            );
-            if !args.syncs_only {
-                eprintln!(
-                    "syncbench: hint: add --syncs-only to let plain writes run untraced (faster for write-heavy \
-                     test suites; O_DSYNC writes are then not counted one by one)"
-                );
-            }
-        }
-        let options = TraceOptions { no_sync: args.no_sync, track_writes: !args.syncs_only };
         let done: Done = Arc::new((Mutex::new(false), Condvar::new()));
-        let live = LiveProcesses::default();
-        pass_on_interrupt(live.clone(), done.clone());
-        let traced = tracer::trace_command(&args.command, options, live).map_err(|e| spawn_error(&args.command, e))?;
-        let command = args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-        let mut report = report::build(command, &traced, args.no_sync, options.track_writes);
+        let (mut report, code) = match plan_attach(&args)? {
+            Some(options) => (attached(options, done.clone())?, ExitCode::SUCCESS),
+            None => started(&args, done.clone())?,
+        };
         if let (Some(path), Some(case)) = (&args.baseline, &baseline_case) {
             report.baseline = baseline::compare(&report, path, case);
         }
@@ -121,10 +117,130 @@ mod imp {
         }
         *done.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
         done.1.notify_all();
-        Ok(exit_code(traced.ending))
+        Ok(code)
     }
 
-    /// Fail before running the command, not after, when the JSON cannot be written.
+    /// The attach plan from `--pid`/`--comm`/`--all`, or `None` for a started command. Bad values and a
+    /// missing privilege are one line each, before anything is traced.
+    fn plan_attach(args: &Args) -> anyhow::Result<Option<AttachOptions>> {
+        let selection = match (&args.pid, &args.comm, args.all) {
+            (Some(pids), _, _) => Selection::Pids(parse_pids(pids)?),
+            (_, Some(name), _) if name.is_empty() || name.len() > 15 => {
+                return Err(usage(format!(
+                    "--comm {name:?}: a process name is 1 to 15 characters (the kernel's comm, as `ps -o comm` \
+                     shows it); give the first 15"
+                )));
+            }
+            (_, Some(name), _) if follow::pids_named(name).is_empty() => {
+                return Err(usage(format!(
+                    "--comm {name}: no running process is named {name} (see `ps -e -o comm`); --comm attaches to \
+                     processes running now and what they start"
+                )));
+            }
+            (_, Some(name), _) => Selection::Comm(name.clone()),
+            (_, _, true) => Selection::All,
+            _ if args.secs.is_some() => return Err(usage("--secs applies to --pid, --comm or --all only")),
+            _ => return Ok(None),
+        };
+        let duration = match args.secs {
+            Some(s) if !(s > 0.0 && s < 1e9) => return Err(usage(format!("--secs {s}: give a positive number"))),
+            s => s.map(Duration::from_secs_f64),
+        };
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(usage(
+                "syncbench trace --pid/--comm/--all needs root (it records the kernel's syscall and block \
+                 tracepoints): run it with sudo, or start the program under trace: syncbench trace -- COMMAND",
+            ));
+        }
+        Ok(Some(AttachOptions { selection, duration, track_writes: !args.syncs_only }))
+    }
+
+    fn parse_pids(text: &str) -> anyhow::Result<Vec<i32>> {
+        let mut pids = Vec::new();
+        for part in text.split(',') {
+            let pid: i32 = part.trim().parse().ok().filter(|p| *p > 0).ok_or_else(|| {
+                usage(format!(
+                    "--pid {text}: `{part}` is not a process id; give PID[,PID...], e.g. --pid $(pgrep -d, etcd)"
+                ))
+            })?;
+            if !follow::is_alive(pid) {
+                return Err(usage(format!("--pid {pid}: no such process (see `ps -e`)")));
+            }
+            pids.push(pid);
+        }
+        Ok(pids)
+    }
+
+    fn attached(options: AttachOptions, done: Done) -> anyhow::Result<TraceReport> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        crate::cleanup::on_signal(move || {
+            flag.store(true, Ordering::SeqCst);
+            wait_for_report(&done);
+        });
+        let what = options.selection.describe();
+        let until = options.duration.map_or("Ctrl-C".to_string(), |d| format!("{:.0} s or Ctrl-C", d.as_secs_f64()));
+        let writes_tracked = options.track_writes;
+        let traced = attach::attach(options, stop, || {
+            eprintln!("syncbench: tracing {what} (kernel tracepoints, nothing is stopped) until {until}");
+        })
+        .map_err(|e| anyhow::Error::new(e).context("attaching through perf events failed"))?;
+        let meta = Meta {
+            attached_to: Some(what),
+            mechanism: "perf_event syscall tracepoints",
+            duration_s: traced.duration_s,
+            processes: traced.processes_seen,
+            tasks: traced.tasks_seen,
+            unseen: traced.unseen,
+            writes_tracked,
+            lost_events: traced.lost_events,
+            ..Meta::default()
+        };
+        let window =
+            DiskWindow { stats: traced.disk_stats, requests: traced.disk_requests, file_devs: traced.file_devs };
+        Ok(report::build(meta, &traced.recorder, &window))
+    }
+
+    fn started(args: &Args, done: Done) -> anyhow::Result<(TraceReport, ExitCode)> {
+        if args.no_sync {
+            eprintln!(
+                "syncbench: WARNING: --no-sync: fsync, fdatasync, sync_file_range, msync, syncfs and sync return \
+                 success without doing anything, and O_SYNC/O_DSYNC/RWF_DSYNC are stripped. NOTHING THIS \
+                 COMMAND WRITES IS DURABLE. Use it for test suites only."
+            );
+            if !args.syncs_only {
+                eprintln!(
+                    "syncbench: hint: add --syncs-only to let plain writes run untraced (faster for write-heavy \
+                     test suites; O_DSYNC writes are then not counted one by one)"
+                );
+            }
+        }
+        let options = TraceOptions { no_sync: args.no_sync, track_writes: !args.syncs_only };
+        let live = LiveProcesses::default();
+        pass_on_interrupt(live.clone(), done);
+        let disks = attach::list_disks();
+        let before = crate::blockdev::stat::Snapshot::take(&disks);
+        let traced = tracer::trace_command(&args.command, options, live).map_err(|e| spawn_error(&args.command, e))?;
+        let window =
+            DiskWindow { stats: crate::blockdev::stat::Snapshot::take(&disks).since(&before), ..Default::default() };
+        let meta = Meta {
+            command: args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            mechanism: "ptrace+seccomp",
+            ending: Some(traced.ending),
+            duration_s: traced.duration_s,
+            processes: traced.processes_seen,
+            tasks: traced.tasks_seen,
+            unseen: traced.unseen.clone(),
+            no_sync: args.no_sync,
+            writes_tracked: options.track_writes,
+            lost_events: 0,
+            attached_to: None,
+        };
+        Ok((report::build(meta, &traced.recorder, &window), exit_code(traced.ending)))
+    }
+
+    /// Fail before tracing, not after, when the JSON cannot be written.
     fn check_json_dest(args: &Args) -> anyhow::Result<()> {
         let Some(dest) = args.json.as_deref().filter(|d| *d != std::path::Path::new("-")) else {
             return Ok(());
@@ -153,18 +269,23 @@ mod imp {
         }
     }
 
+    /// Wait up to 10 s for the report to be out (then the signal handler exits the process).
+    fn wait_for_report(done: &Done) {
+        let (lock, cvar) = &**done;
+        let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = cvar.wait_timeout_while(guard, Duration::from_secs(10), |printed| !*printed);
+    }
+
     /// On Ctrl-C or SIGTERM, pass SIGINT on to every traced process (a terminal's Ctrl-C reaches them
-    /// anyway; a `kill` of syncbench alone would not) and wait up to 10 s for the report. After that
-    /// syncbench exits and the kernel kills whatever is still traced (PTRACE_O_EXITKILL).
+    /// anyway; a `kill` of syncbench alone would not) and wait for the report. After that syncbench exits
+    /// and the kernel kills whatever is still traced (PTRACE_O_EXITKILL).
     fn pass_on_interrupt(live: LiveProcesses, done: Done) {
         crate::cleanup::on_signal(move || {
             let pids: Vec<_> = live.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect();
             for pid in pids {
                 let _ = syncbench_sys::ptrace::send_signal(pid, libc::SIGINT);
             }
-            let (lock, cvar) = &*done;
-            let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = cvar.wait_timeout_while(guard, Duration::from_secs(10), |printed| !*printed);
+            wait_for_report(&done);
         });
     }
 

@@ -15,6 +15,10 @@ pub struct FdInfo {
     pub regular: bool,
     /// `O_SYNC`/`O_DSYNC` as the program asked for them (kept even when `--no-sync` stripped them).
     pub sync: OpenSyncFlag,
+    /// Device (`st_dev`) of the file system holding it, 0 when unknown: which disk its syncs flush.
+    pub dev: u64,
+    /// Inode number, 0 when unknown: tells a renamed file from a descriptor number reused for another.
+    pub ino: u64,
 }
 
 impl FdInfo {
@@ -22,7 +26,7 @@ impl FdInfo {
     pub fn from_link(path: String, flags: u64) -> FdInfo {
         // Pipes, sockets and anonymous inodes read as `pipe:[123]`, `socket:[4]`, `anon_inode:[eventfd]`.
         let regular = path.starts_with('/') && !path.starts_with("/dev/") && !path.starts_with("/proc/");
-        FdInfo { path, regular, sync: OpenSyncFlag::of_flags(flags) }
+        FdInfo { path, regular, sync: OpenSyncFlag::of_flags(flags), dev: 0, ino: 0 }
     }
 }
 
@@ -34,11 +38,13 @@ pub fn read_fd(tid: Pid, fd: i32) -> Option<FdInfo> {
     let mut path = link.to_string_lossy().into_owned();
     // A directory (fsynced after creating or renaming files in it) is shown as `dir/`, so reports list it
     // as the directory itself rather than as a file of its parent.
-    let is_dir = std::fs::metadata(format!("/proc/{tid}/fd/{fd}")).is_ok_and(|m| m.is_dir());
-    if is_dir && !path.ends_with('/') {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(format!("/proc/{tid}/fd/{fd}")).ok();
+    if meta.as_ref().is_some_and(|m| m.is_dir()) && !path.ends_with('/') {
         path.push('/');
     }
-    Some(FdInfo::from_link(path, flags))
+    let (dev, ino) = meta.map_or((0, 0), |m| (m.dev(), m.ino()));
+    Some(FdInfo { dev, ino, ..FdInfo::from_link(path, flags) })
 }
 
 /// The octal `flags:` line of an fdinfo file.
@@ -94,6 +100,11 @@ impl FdTable {
     pub fn rename(&mut self, tgid: Pid, fd: i32, path: &str) -> Option<String> {
         let info = self.known.get_mut(&(tgid, fd))?;
         (info.path != path).then(|| std::mem::replace(&mut info.path, path.to_string()))
+    }
+
+    /// What `fd` of process `tgid` is known to be, without reading `/proc`.
+    pub fn cached(&self, tgid: Pid, fd: i32) -> Option<&FdInfo> {
+        self.known.get(&(tgid, fd))
     }
 
     /// The descriptor was closed or replaced.

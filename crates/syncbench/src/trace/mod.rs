@@ -1,13 +1,19 @@
-//! `syncbench trace`: watch a real program's durability calls with ptrace and a seccomp filter.
+//! `syncbench trace`: watch a real program's durability calls, either by starting it under ptrace with a
+//! seccomp filter (`tracer`) or by attaching to running processes through the kernel's syscall
+//! tracepoints (`attach`, `follow`).
 //!
-//! `calls` decodes a stopped system call, `filter` says which calls stop, `fds` knows what a descriptor
-//! is, `tracer` runs the event loop, `stats` aggregates, `report` renders, `baseline` compares with a
-//! saved `syncbench run`.
+//! `calls` decodes a system call from its number and arguments (for both tracers), `filter` says which
+//! calls stop under ptrace, `fds` knows what a descriptor is, `stats` aggregates, `devices` sets the disks
+//! under the traced files beside the calls, `report` builds the one report both tracers share and
+//! renders it, `baseline` compares with a saved `syncbench run`.
 
+pub mod attach;
 pub mod baseline;
 pub mod calls;
+pub mod devices;
 pub mod fds;
 pub mod filter;
+pub mod follow;
 pub mod report;
 pub mod stats;
 pub mod tracer;

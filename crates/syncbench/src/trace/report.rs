@@ -1,7 +1,8 @@
 //! The trace report: the JSON payload and its text rendering (tables and DTrace-style log2 histograms).
 
+use super::devices::{self, TracedDevice};
 use super::stats::{BytesSummary, CallStats, Recorder};
-use super::tracer::{Ending, Traced, Unseen};
+use super::tracer::{Ending, Unseen};
 use crate::schema::{LatencyNs, Log2Bucket};
 use crate::table::escape_name;
 use serde::{Deserialize, Serialize};
@@ -18,9 +19,12 @@ pub struct TracePayload {
 /// Everything a trace found.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TraceReport {
-    /// The traced command line.
+    /// The traced command line (empty when attached).
     pub command: Vec<String>,
-    /// How calls were intercepted (`ptrace+seccomp`).
+    /// What was attached to (`--pid 12`, `--comm postgres`, `--all`); `None` for a started command.
+    #[serde(default)]
+    pub attached_to: Option<String>,
+    /// How calls were intercepted (`ptrace+seccomp`, or `perf_event syscall tracepoints` when attached).
     pub mechanism: String,
     /// Whether `--no-sync` skipped the durability calls (nothing the command wrote was durable).
     pub no_sync: bool,
@@ -48,6 +52,13 @@ pub struct TraceReport {
     /// one warning line on stderr.
     #[serde(default)]
     pub coverage_warnings: Vec<CoverageWarning>,
+    /// Samples the kernel dropped because a ring buffer was full (attached traces; counts are low when
+    /// non-zero).
+    #[serde(default)]
+    pub lost_events: u64,
+    /// The disks under the traced files over the window.
+    #[serde(default)]
+    pub devices: Vec<TracedDevice>,
 }
 
 /// Why some durability calls may be missing from the report.
@@ -172,17 +183,43 @@ fn call_report(name: &str, stats: &CallStats, duration_s: f64) -> CallReport {
 }
 
 /// Split a target into (directory with trailing `/`, file name); descriptions stay whole.
-fn split_target(target: &str) -> (String, String) {
+pub fn split_target(target: &str) -> (String, String) {
     match target.rsplit_once('/') {
         Some((dir, file)) if target.starts_with('/') => (format!("{dir}/"), file.to_string()),
         _ => (target.to_string(), String::new()),
     }
 }
 
-/// Build the report from a finished trace.
-pub fn build(command: Vec<String>, traced: &Traced, no_sync: bool, writes_tracked: bool) -> TraceReport {
-    let r: &Recorder = &traced.recorder;
-    let d = traced.duration_s;
+/// What a trace was and how it ended, whichever tracer ran it.
+#[derive(Debug, Default)]
+pub struct Meta {
+    /// The started command (empty when attached).
+    pub command: Vec<String>,
+    /// What was attached to, when attached.
+    pub attached_to: Option<String>,
+    /// `ptrace+seccomp` or `perf_event syscall tracepoints`.
+    pub mechanism: &'static str,
+    /// How the started command ended.
+    pub ending: Option<Ending>,
+    /// Length of the trace, seconds.
+    pub duration_s: f64,
+    /// Processes seen.
+    pub processes: u64,
+    /// Tasks seen.
+    pub tasks: u64,
+    /// What may have escaped the tracer.
+    pub unseen: Unseen,
+    /// `--no-sync`.
+    pub no_sync: bool,
+    /// Writes traced (not `--syncs-only`).
+    pub writes_tracked: bool,
+    /// Samples lost (attached).
+    pub lost_events: u64,
+}
+
+/// Build the report from a finished trace (either tracer): one report for both.
+pub fn build(meta: Meta, r: &Recorder, disks: &devices::DiskWindow) -> TraceReport {
+    let d = meta.duration_s;
     let mut calls: Vec<CallReport> = r.by_call.iter().map(|(c, s)| call_report(c.name(), s, d)).collect();
     calls.sort_by(|a, b| b.count.cmp(&a.count).then(a.call.cmp(&b.call)));
     let mut files: Vec<FileReport> = r
@@ -194,25 +231,29 @@ pub fn build(command: Vec<String>, traced: &Traced, no_sync: bool, writes_tracke
         })
         .collect();
     files.sort_by(|a, b| (&a.dir, &a.file, &a.stats.call).cmp(&(&b.dir, &b.file, &b.stats.call)));
-    let (exit_code, killed_by_signal) = match traced.ending {
-        Ending::Exited(code) => (Some(code), None),
-        Ending::Killed(sig) => (None, Some(sig)),
+    let (exit_code, killed_by_signal) = match meta.ending {
+        Some(Ending::Exited(code)) => (Some(code), None),
+        Some(Ending::Killed(sig)) => (None, Some(sig)),
+        None => (None, None),
     };
     TraceReport {
-        command,
-        mechanism: "ptrace+seccomp".to_string(),
-        no_sync,
-        writes_tracked,
+        command: meta.command,
+        attached_to: meta.attached_to,
+        mechanism: meta.mechanism.to_string(),
+        no_sync: meta.no_sync,
+        writes_tracked: meta.writes_tracked,
         exit_code,
         killed_by_signal,
         duration_s: d,
-        processes: traced.processes_seen,
-        tasks: traced.tasks_seen,
+        processes: meta.processes,
+        tasks: meta.tasks,
         calls,
         files,
         sync_opens: r.sync_opens.iter().map(|(p, n)| SyncOpen { path: p.clone(), opens: *n }).collect(),
         baseline: None,
-        coverage_warnings: coverage_warnings(&traced.unseen, no_sync),
+        coverage_warnings: coverage_warnings(&meta.unseen, meta.no_sync),
+        lost_events: meta.lost_events,
+        devices: devices::build(r, disks),
     }
 }
 
@@ -292,14 +333,28 @@ pub fn render(report: &TraceReport, histograms: bool) -> String {
         (_, Some(sig)) => format!("killed by signal {sig}"),
         _ => "unknown ending".into(),
     };
-    let _ = writeln!(
-        out,
-        "\nsyncbench trace: `{}` ran {:.2} s, {ending}; {} process(es), {} task(s)",
-        report.command.join(" "),
-        report.duration_s,
-        report.processes,
-        report.tasks
-    );
+    let _ = match &report.attached_to {
+        Some(target) => writeln!(
+            out,
+            "\nsyncbench trace: attached to {target} for {:.2} s; {} process(es), {} task(s) made durability calls",
+            report.duration_s, report.processes, report.tasks
+        ),
+        None => writeln!(
+            out,
+            "\nsyncbench trace: `{}` ran {:.2} s, {ending}; {} process(es), {} task(s)",
+            report.command.join(" "),
+            report.duration_s,
+            report.processes,
+            report.tasks
+        ),
+    };
+    if report.lost_events > 0 {
+        let _ = writeln!(
+            out,
+            "INCOMPLETE: the kernel dropped {} trace samples (ring buffers full): counts below are low",
+            report.lost_events
+        );
+    }
     if report.no_sync {
         let _ = writeln!(out, "NOTHING WAS DURABLE: --no-sync skipped every durability call below.");
     }
@@ -336,6 +391,7 @@ pub fn render(report: &TraceReport, histograms: bool) -> String {
             b.traced_call
         );
     }
+    devices::render(&mut out, &report.devices);
     if !report.writes_tracked {
         let _ = writeln!(out, "(--syncs-only: writes not traced, so no bytes between syncs and no O_DSYNC writes)");
     }

@@ -79,6 +79,22 @@ impl CallStats {
         self.log2[log2_bucket(ns)] += 1;
     }
 
+    /// Add another's calls to these (the same call type on several files of one disk).
+    pub fn merge(&mut self, other: &CallStats) {
+        self.timed += other.timed;
+        self.skipped += other.skipped;
+        self.errors += other.errors;
+        self.total_ns += other.total_ns;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+        // Both histograms auto-resize, so adding cannot fail for want of range.
+        let _ = self.latency.add(&other.latency);
+        for (mine, theirs) in self.log2.iter_mut().zip(other.log2) {
+            *mine += theirs;
+        }
+        self.bytes.extend_from_slice(&other.bytes);
+    }
+
     /// A bytes-between-syncs sample.
     pub fn record_bytes(&mut self, bytes: u64) {
         self.bytes.push(bytes);
@@ -256,6 +272,18 @@ mod tests {
         r.renamed("/d.tmp/wal", "/d/wal");
         r.call(SyncCall::Fdatasync, "/d/wal", Some(10), false, 0);
         assert_eq!(r.by_file[&("/d/wal".to_string(), SyncCall::Fdatasync)].bytes_summary().total, 96);
+    }
+
+    #[test]
+    fn merged_stats_hold_both_sides() {
+        let (mut a, mut b) = (CallStats::default(), CallStats::default());
+        a.record(1_000, false);
+        b.record(9_000, true);
+        b.record(5_000, false);
+        a.merge(&b);
+        let lat = a.latency_ns();
+        assert_eq!((a.timed, a.errors, a.total_ns, lat.min, lat.max), (3, 1, 15_000, 1_000, 9_000));
+        assert_eq!(a.histogram_log2().iter().map(|b| b.count).sum::<u64>(), 3);
     }
 
     #[test]

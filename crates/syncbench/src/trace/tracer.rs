@@ -72,7 +72,7 @@ pub fn elf_abi_32(header: &[u8]) -> Option<&'static str> {
 }
 
 /// The executable of process `pid` and, when it is a 32-bit program, its ABI.
-fn exe_abi(pid: Pid) -> (String, Option<&'static str>) {
+pub(crate) fn exe_abi(pid: Pid) -> (String, Option<&'static str>) {
     use std::io::Read;
     let exe = format!("/proc/{pid}/exe");
     let path = std::fs::read_link(&exe).map_or_else(|_| format!("(pid {pid})"), |p| p.display().to_string());

@@ -306,17 +306,165 @@ fn interrupt_passes_sigint_on_and_still_prints_the_report() {
 }
 
 #[test]
-fn pid_is_refused_in_one_line_with_the_reason_and_exit_2() {
-    for args in [&["trace", "--pid", "1", "--", "true"][..], &["trace", "--pid", "1"], &["trace", "--pid"]] {
+fn bad_attach_arguments_are_one_line_and_exit_2() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["trace", "--pid", "abc"], "is not a process id"),
+        (&["trace", "--pid", "0"], "is not a process id"),
+        (&["trace", "--pid", "999999999"], "no such process"),
+        (&["trace", "--comm", "a-name-longer-than-15"], "1 to 15 characters"),
+        (&["trace", "--comm", "no-such-process"], "no running process is named"),
+        (&["trace", "--all", "--secs", "-1"], "positive number"),
+        (&["trace", "--secs", "3", "--", "true"], "--secs applies to --pid, --comm or --all only"),
+    ];
+    for (args, expected) in cases {
+        let out = Command::cargo_bin("syncbench").unwrap().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty());
+    }
+    // Starting a program and attaching exclude each other, as do --no-sync and attaching (clap's own
+    // usage error, also exit 2).
+    for args in [&["trace", "--pid", "1", "--", "true"][..], &["trace", "--no-sync", "--all"]] {
         let out = Command::cargo_bin("syncbench").unwrap().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-        assert!(stderr.contains("attaching to a running process is not supported"), "{stderr}");
-        assert!(stderr.contains("seccomp filter"), "the reason: {stderr}");
-        assert!(stderr.contains("syncbench trace -- COMMAND"), "what to do instead: {stderr}");
-        assert!(!stderr.contains("no such program"), "{stderr}");
-        assert!(out.stdout.is_empty());
+    }
+}
+
+/// Whether this machine lets us record kernel tracepoints (root, perf events, tracefs).
+fn can_attach() -> bool {
+    let out = Command::cargo_bin("syncbench").unwrap().args(["trace", "--all", "--secs", "0.2"]).output().unwrap();
+    if !out.status.success() {
+        skip(format_args!("syncbench trace --all cannot record here: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    out.status.success()
+}
+
+/// Run `attach_counts` and attach to it by PID after it started; it makes its calls only once the tracer
+/// says it is tracing. Returns the JSON report and the text report.
+fn attach_to_known_program(extra: &[&str]) -> Option<(Value, String)> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile_source(dir.path(), "attach_counts", include_str!("trace_data/attach_counts.c"), &[])?;
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let mut program =
+        std::process::Command::new(&exe).arg(&data).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut program_out = BufReader::new(program.stdout.take().unwrap());
+    let mut line = String::new();
+    program_out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let mut tracer = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        .args(["trace", "--pid", &program.id().to_string(), "--json", "-"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut tracer_err = BufReader::new(tracer.stderr.take().unwrap());
+    let mut first = String::new();
+    tracer_err.read_line(&mut first).unwrap();
+    assert!(first.starts_with("syncbench: tracing --pid "), "{first}");
+    program.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    line.clear();
+    program_out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "done");
+    assert!(program.wait().unwrap().success());
+    // The trace ends by itself once the program and its child are gone. Stderr is read beside stdout:
+    // either can outgrow a pipe.
+    let rest = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut tracer_err, &mut text).unwrap();
+        text
+    });
+    let out = tracer.wait_with_output().unwrap();
+    let text = rest.join().unwrap();
+    assert!(out.status.success(), "{text}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    Some((doc, text))
+}
+
+#[test]
+fn attached_by_pid_counts_every_call_of_threads_and_children_exactly() {
+    if !can_attach() {
+        return;
+    }
+    let Some((doc, text)) = attach_to_known_program(&[]) else { return };
+    assert_eq!(doc["trace"]["mechanism"], "perf_event syscall tracepoints");
+    assert_eq!(doc["trace"]["lost_events"], 0, "{text}");
+    assert_eq!(count(&doc, "fsync"), 50, "{text}");
+    assert_eq!(count(&doc, "fdatasync"), 30, "{text}");
+    assert_eq!(count(&doc, "write(O_DSYNC)"), 20, "{text}");
+    assert_eq!(doc["trace"]["calls"].as_array().unwrap().len(), 3, "nothing else: {text}");
+    assert_eq!(file_stat(&doc, "a", "fsync")["count"], 50);
+    assert_eq!(file_stat(&doc, "b", "fdatasync")["count"], 30);
+    let c = file_stat(&doc, "c", "write(O_DSYNC)");
+    assert_eq!((c["count"].as_u64(), c["bytes_between_syncs"]["total"].as_u64()), (Some(20), Some(160)));
+    // 4 bytes written before each fsync of `a` (the pipe writes are not a file's).
+    assert_eq!(file_stat(&doc, "a", "fsync")["bytes_between_syncs"]["total"], 200);
+    assert_eq!(doc["trace"]["processes"], 2, "the program and the child it forked: {text}");
+    assert_eq!(doc["trace"]["tasks"], 3, "and its second thread: {text}");
+    assert!(text.contains("attached to --pid"), "{text}");
+}
+
+#[test]
+fn attached_syncs_only_still_counts_the_syncs() {
+    if !can_attach() {
+        return;
+    }
+    let Some((doc, text)) = attach_to_known_program(&["--syncs-only"]) else { return };
+    assert_eq!(count(&doc, "fsync"), 50, "{text}");
+    assert_eq!(count(&doc, "fdatasync"), 30, "{text}");
+    assert_eq!(count(&doc, "write(O_DSYNC)"), 0, "writes are not recorded: {text}");
+    assert_eq!(doc["trace"]["writes_tracked"], false);
+}
+
+#[test]
+fn the_whole_machine_for_a_moment_and_the_disk_under_a_synced_file() {
+    if !can_attach() {
+        return;
+    }
+    use std::io::{BufRead, BufReader, Read};
+    let dir = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+    let file = dir.path().join("synced");
+    let mut tracer = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        .args(["trace", "--all", "--secs", "3", "--json", "-"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(tracer.stderr.take().unwrap());
+    let mut text = String::new();
+    err.read_line(&mut text).unwrap();
+    assert!(text.contains("syncbench: tracing --all"), "{text}");
+    let f = std::fs::File::create(&file).unwrap();
+    for _ in 0..5 {
+        std::io::Write::write_all(&mut &f, b"x").unwrap();
+        f.sync_data().unwrap();
+    }
+    // The JSON (stdout) can outgrow a pipe: read it while the rest of stderr is read.
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        err.read_to_string(&mut rest).unwrap();
+        rest
+    });
+    let out = tracer.wait_with_output().unwrap();
+    text += &rest.join().unwrap();
+    assert!(out.status.success(), "{text}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["trace"]["attached_to"], "--all");
+    // This test process is not syncbench: its fdatasyncs are seen like anybody's.
+    let name = file.file_name().unwrap().to_str().unwrap();
+    assert_eq!(file_stat(&doc, name, "fdatasync")["count"], 5, "{text}");
+    let devices = doc["trace"]["devices"].as_array().unwrap();
+    if !syncbench::blockdev::disk::disks_of_path(dir.path()).is_empty() {
+        let dir_name = format!("{}/", dir.path().display());
+        let dev = devices.iter().find(|d| d["dirs"].as_array().unwrap().iter().any(|x| x == &dir_name));
+        let dev = dev.unwrap_or_else(|| panic!("no device under {dir_name}: {text}"));
+        assert!(dev["stat"]["writes"].as_u64().unwrap() > 0, "{text}");
+        assert!(text.contains("of which the device's flush") || dev["requests"]["flushes"]["count"] == 0, "{text}");
     }
 }
 

@@ -1,0 +1,51 @@
+//! What the block devices did during a window: reusable by any command that wants to say what its
+//! syncs cost at the device.
+//!
+//! * [`disk`]: which disk(s) a file lives on (`st_dev` → `/sys/dev/block/MAJ:MIN` → whole disk, and the
+//!   disks under a device-mapper or md device).
+//! * [`stat`]: deltas of `/sys/block/DISK/stat` (requests, bytes, time, and the flush count and time the
+//!   kernel has kept since 5.5). No privilege needed, nothing per request.
+//! * [`requests`]: every request issued and completed, from the block tracepoints
+//!   `block:block_rq_issue`/`block:block_rq_complete` (root): flags (PREFLUSH, FUA, SYNC), bytes and the
+//!   device-side latency (issue to completion) of flushes and writes.
+//!
+//! Typical use: `let before = stat::Snapshot::take(&disks)`; optionally `requests::BlockTrace::start()`
+//! and `poll()` it now and then; at the end `stat::Snapshot::take(&disks).since(&before)` and
+//! `trace.finish()`, then [`DeviceReport::new`] per disk.
+
+pub mod disk;
+pub mod requests;
+pub mod stat;
+
+pub use disk::Disk;
+
+use serde::{Deserialize, Serialize};
+
+/// One disk over one window: the counters, and the per-request view when the tracepoints were on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceReport {
+    /// Kernel name (`vda`, `nvme0n1`, `dm-0`).
+    pub disk: String,
+    /// `MAJOR:MINOR`.
+    pub dev: String,
+    /// Whether the kernel sends it flushes at all (`queue/write_cache` is `write back`); with
+    /// `write through` an fsync issues no flush and the device's own cache, if any, is trusted.
+    pub write_cache: String,
+    /// Counter deltas from `/sys/block/DISK/stat`.
+    pub stat: stat::StatDelta,
+    /// Per-request figures from the block tracepoints (`None` when they were not recorded).
+    pub requests: Option<requests::RequestReport>,
+}
+
+impl DeviceReport {
+    /// Assemble the report of one disk.
+    pub fn new(disk: &Disk, stat: stat::StatDelta, requests: Option<requests::RequestReport>) -> DeviceReport {
+        DeviceReport {
+            disk: disk.name.clone(),
+            dev: format!("{}:{}", disk.major, disk.minor),
+            write_cache: disk.write_cache(),
+            stat,
+            requests,
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! Every block request issued and completed during a window, from the tracepoints
+//! `block:block_rq_issue` and `block:block_rq_complete` (perf events on every CPU, root only): what
+//! kind of request it was (its `rwbs` flags) and how long the device took (issue → completion).
+
+use crate::schema::LatencyNs;
+use crate::stats::Samples;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io;
+use syncbench_sys::perf::{self, Sample, Scope, Tracepoint, Tracepoints};
+use syncbench_sys::tracefs::{Field, Tracefs};
+
+/// The operation of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// A write.
+    Write,
+    /// A read.
+    Read,
+    /// A cache flush with no data (`REQ_OP_FLUSH`).
+    Flush,
+    /// Discard, secure erase, write-zeroes, anything else.
+    Other,
+}
+
+/// The flags of a request, decoded from the tracepoint's `rwbs` text (`FWS`, `WFS`, `FF`, `R`...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rwbs {
+    /// What it does.
+    pub op: Op,
+    /// `REQ_PREFLUSH`: flush the cache before this request.
+    pub preflush: bool,
+    /// `REQ_FUA`: this write is durable when it completes.
+    pub fua: bool,
+    /// `REQ_SYNC`.
+    pub sync: bool,
+}
+
+/// Decode `rwbs` as the kernel's `blk_fill_rwbs` writes it: [F = PREFLUSH] op (W R D DE F N) [F = FUA]
+/// [A] [S = SYNC] [M].
+pub fn parse_rwbs(text: &str) -> Rwbs {
+    let b = text.as_bytes();
+    let is_op = |c: u8| matches!(c, b'W' | b'R' | b'D' | b'F' | b'N');
+    let preflush = b.len() >= 2 && b[0] == b'F' && is_op(b[1]);
+    let rest = &b[usize::from(preflush)..];
+    let op = match rest.first() {
+        Some(b'W') => Op::Write,
+        Some(b'R') => Op::Read,
+        Some(b'F') => Op::Flush,
+        _ => Op::Other,
+    };
+    let flags = rest.get(1..).unwrap_or(&[]);
+    Rwbs { op, preflush, fua: flags.first() == Some(&b'F'), sync: flags.contains(&b'S') }
+}
+
+/// Requests of one kind on one disk: how many, how many bytes, and how long the device took.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KindReport {
+    /// Requests completed in the window (issued in it too: latency is known for every one).
+    pub count: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Device-side latency, issue → completion.
+    pub latency_ns: LatencyNs,
+}
+
+/// What one disk's request queue saw.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestReport {
+    /// Cache flushes (`REQ_OP_FLUSH`, what an fsync's `REQ_PREFLUSH` becomes).
+    pub flushes: KindReport,
+    /// Writes.
+    pub writes: KindReport,
+    /// Of the writes, those with `REQ_FUA`.
+    pub fua_writes: u64,
+    /// Of the writes, those with `REQ_SYNC`.
+    pub sync_writes: u64,
+    /// Of the writes, those still carrying `REQ_PREFLUSH` at issue (a device that handles the flush itself).
+    pub preflush_writes: u64,
+    /// Reads.
+    pub reads: KindReport,
+    /// Requests that completed with an error.
+    pub errors: u64,
+    /// Completions whose issue was not seen (issued before the window) and issues never completed in it.
+    pub unmatched: u64,
+}
+
+#[derive(Default)]
+struct DiskRequests {
+    flushes: Samples,
+    flush_bytes: u64,
+    writes: Samples,
+    write_bytes: u64,
+    reads: Samples,
+    read_bytes: u64,
+    fua_writes: u64,
+    sync_writes: u64,
+    preflush_writes: u64,
+    errors: u64,
+    unmatched: u64,
+    /// Issued, not yet completed: (sector, sectors, op) → issue times, oldest first.
+    in_flight: HashMap<(u64, u64, Op), VecDeque<(u64, u64)>>,
+}
+
+impl DiskRequests {
+    fn issued(&mut self, sector: u64, sectors: u64, bytes: u64, rwbs: Rwbs, time_ns: u64) {
+        self.in_flight.entry(key(sector, sectors, rwbs.op)).or_default().push_back((time_ns, bytes));
+        if rwbs.op == Op::Write {
+            self.fua_writes += u64::from(rwbs.fua);
+            self.sync_writes += u64::from(rwbs.sync);
+            self.preflush_writes += u64::from(rwbs.preflush);
+        }
+    }
+
+    fn completed(&mut self, sector: u64, sectors: u64, rwbs: Rwbs, error: bool, time_ns: u64) {
+        self.errors += u64::from(error);
+        // A request is completed with the sector and size it was issued with. The newest issue is taken,
+        // not the oldest: an issue whose completion was lost (ring full) must not shift every later pair.
+        // Two writes of one sector in flight at once are rare, so older ones are such leftovers; two
+        // flushes can be in flight (one per hardware queue), so a few older flushes are kept.
+        let queue = self.in_flight.entry(key(sector, sectors, rwbs.op)).or_default();
+        let newest = queue.pop_back();
+        let keep = if rwbs.op == Op::Flush { MAX_FLUSHES_IN_FLIGHT } else { 0 };
+        while queue.len() > keep {
+            queue.pop_front();
+            self.unmatched += 1;
+        }
+        let Some((issued_ns, bytes)) = newest else {
+            // An empty PREFLUSH request (an fsync's) is never issued itself: the flush machinery issues a
+            // flush request for it, then completes it. Not a lost issue.
+            self.unmatched += u64::from(sectors != 0 || rwbs.op == Op::Flush);
+            return;
+        };
+        let ns = time_ns.saturating_sub(issued_ns);
+        match rwbs.op {
+            Op::Flush => (self.flushes.record(ns), self.flush_bytes += bytes).1,
+            Op::Write => (self.writes.record(ns), self.write_bytes += bytes).1,
+            Op::Read => (self.reads.record(ns), self.read_bytes += bytes).1,
+            Op::Other => {}
+        }
+    }
+
+    fn report(&self) -> RequestReport {
+        let kind = |s: &Samples, bytes| KindReport { count: s.count(), bytes, latency_ns: s.latency() };
+        RequestReport {
+            flushes: kind(&self.flushes, self.flush_bytes),
+            writes: kind(&self.writes, self.write_bytes),
+            fua_writes: self.fua_writes,
+            sync_writes: self.sync_writes,
+            preflush_writes: self.preflush_writes,
+            reads: kind(&self.reads, self.read_bytes),
+            errors: self.errors,
+            unmatched: self.unmatched + self.in_flight.values().map(|q| q.len() as u64).sum::<u64>(),
+        }
+    }
+}
+
+/// Flushes kept waiting for their completion per disk (more are leftovers of lost samples).
+const MAX_FLUSHES_IN_FLIGHT: usize = 8;
+
+/// How an issue is found again at completion. A flush has no sector (the completion reports it as
+/// `u64::MAX`, the issue as 0), so flushes pair first in, first out.
+fn key(sector: u64, sectors: u64, op: Op) -> (u64, u64, Op) {
+    if op == Op::Flush { (0, 0, op) } else { (sector, sectors, op) }
+}
+
+/// Record layout of the two tracepoints.
+struct Layout {
+    issue_id: u64,
+    complete_id: u64,
+    dev: Field,
+    sector: Field,
+    nr_sector: Field,
+    bytes: Field,
+    rwbs: Field,
+    c_dev: Field,
+    c_sector: Field,
+    c_nr_sector: Field,
+    c_rwbs: Field,
+    c_error: Field,
+}
+
+/// Block requests being recorded on every CPU.
+pub struct BlockTrace {
+    events: Tracepoints,
+    layout: Layout,
+    /// Per kernel dev_t (`MAJOR << 20 | MINOR`).
+    disks: BTreeMap<u64, DiskRequests>,
+}
+
+impl BlockTrace {
+    /// Open and enable the two tracepoints on every online CPU (root; tracefs mounted by `tracefs`).
+    pub fn start(tracefs: &Tracefs) -> io::Result<BlockTrace> {
+        let issue = tracefs.event("block", "block_rq_issue")?;
+        let complete = tracefs.event("block", "block_rq_complete")?;
+        let layout = Layout {
+            issue_id: issue.id,
+            complete_id: complete.id,
+            dev: issue.field("dev")?,
+            sector: issue.field("sector")?,
+            nr_sector: issue.field("nr_sector")?,
+            bytes: issue.field("bytes")?,
+            rwbs: issue.field("rwbs")?,
+            c_dev: complete.field("dev")?,
+            c_sector: complete.field("sector")?,
+            c_nr_sector: complete.field("nr_sector")?,
+            c_rwbs: complete.field("rwbs")?,
+            c_error: complete.field("error")?,
+        };
+        let points = [issue.id, complete.id].map(|id| Tracepoint { id, filter: None, wake_each: false });
+        let events = Tracepoints::open(&points, &Scope::AllTasks, &perf::online_cpus()?, 256)?;
+        events.enable()?;
+        Ok(BlockTrace { events, layout, disks: BTreeMap::new() })
+    }
+
+    /// Read what the rings hold (call often enough that they do not fill: every 100 ms is plenty).
+    pub fn poll(&mut self) {
+        self.read(false);
+    }
+
+    fn read(&mut self, all: bool) {
+        // Issue and completion of one request can be on different CPUs: time order pairs them.
+        for s in &self.events.drain_ordered(all) {
+            self.handle(s);
+        }
+    }
+
+    fn handle(&mut self, s: &Sample) {
+        let l = &self.layout;
+        let raw = &s.raw;
+        match s.event_id() {
+            id if id == l.issue_id => {
+                let rwbs = parse_rwbs(l.rwbs.text(raw));
+                let (sector, sectors, bytes) = (l.sector.uint(raw), l.nr_sector.uint(raw), l.bytes.uint(raw));
+                self.disks.entry(l.dev.uint(raw)).or_default().issued(sector, sectors, bytes, rwbs, s.time_ns);
+            }
+            id if id == l.complete_id => {
+                let rwbs = parse_rwbs(l.c_rwbs.text(raw));
+                let (sector, sectors) = (l.c_sector.uint(raw), l.c_nr_sector.uint(raw));
+                let error = l.c_error.int(raw) != 0;
+                self.disks.entry(l.c_dev.uint(raw)).or_default().completed(sector, sectors, rwbs, error, s.time_ns);
+            }
+            _ => {}
+        }
+    }
+
+    /// Stop, read the rest, and report per kernel dev_t (see [`super::Disk::kernel_devt`]). The second
+    /// value is the samples the kernel dropped (rings full): non-zero means the counts are low.
+    pub fn finish(mut self) -> io::Result<(BTreeMap<u64, RequestReport>, u64)> {
+        self.events.disable()?;
+        self.read(true);
+        let lost = self.events.lost();
+        Ok((self.disks.iter().map(|(dev, d)| (*dev, d.report())).collect(), lost))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rwbs_decodes_preflush_fua_and_flush() {
+        let r = parse_rwbs("FWS");
+        assert_eq!((r.op, r.preflush, r.fua, r.sync), (Op::Write, true, false, true));
+        let r = parse_rwbs("WFS");
+        assert_eq!((r.op, r.preflush, r.fua, r.sync), (Op::Write, false, true, true));
+        assert_eq!(parse_rwbs("FF"), Rwbs { op: Op::Flush, preflush: true, fua: false, sync: false });
+        assert_eq!(parse_rwbs("F").op, Op::Flush);
+        assert_eq!(parse_rwbs("FS"), Rwbs { op: Op::Flush, preflush: false, fua: false, sync: true });
+        assert_eq!(parse_rwbs("RA").op, Op::Read);
+        assert_eq!(parse_rwbs("DS").op, Op::Other);
+        assert_eq!(parse_rwbs("").op, Op::Other);
+    }
+
+    #[test]
+    fn issue_and_completion_pair_up_first_in_first_out() {
+        let mut d = DiskRequests::default();
+        let flush = parse_rwbs("FF");
+        let write = parse_rwbs("WS");
+        d.issued(0, 0, 0, flush, 1_000);
+        d.issued(8, 8, 4096, write, 1_500);
+        d.completed(8, 8, write, false, 2_500);
+        d.completed(u64::MAX, 0, flush, false, 4_000);
+        d.completed(0, 0, write, false, 4_001); // the fsync's empty PREFLUSH request: never issued itself
+        d.issued(0, 0, 0, flush, 5_000);
+        d.completed(u64::MAX, 0, flush, false, 5_500);
+        d.completed(16, 8, write, true, 6_000); // issued before the window
+        let r = d.report();
+        assert_eq!((r.flushes.count, r.flushes.latency_ns.max, r.flushes.latency_ns.min), (2, 3_000, 500));
+        assert_eq!((r.writes.count, r.writes.bytes, r.writes.latency_ns.p50), (1, 4096, 1_000));
+        assert_eq!((r.sync_writes, r.errors, r.unmatched), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_lost_completion_does_not_shift_later_pairs() {
+        let mut d = DiskRequests::default();
+        let write = parse_rwbs("WS");
+        d.issued(8, 8, 4096, write, 1_000); // its completion is lost
+        d.issued(8, 8, 4096, write, 50_000);
+        d.completed(8, 8, write, false, 50_300);
+        d.issued(8, 8, 4096, write, 60_000);
+        d.completed(8, 8, write, false, 60_200);
+        let r = d.report();
+        assert_eq!((r.writes.count, r.writes.latency_ns.max, r.unmatched), (2, 300, 1));
+    }
+}

@@ -1,0 +1,486 @@
+//! `syncbench trace --pid/--comm/--all`: the same durability calls as the ptrace tracer, seen without
+//! stopping anybody, from the kernel's syscall tracepoints (`syscalls:sys_enter_*`/`sys_exit_*`) recorded
+//! through perf events on every CPU, plus `sched:sched_process_{fork,exec,exit}` to follow new processes
+//! and forget descriptors. The traced program pays one perf sample per traced call entry and exit (about
+//! a microsecond); all decoding happens here, afterwards, in time order.
+
+use super::calls::{self, Entry, OpenSyncFlag, SyncCall};
+use super::fds::{self, FdTable};
+use super::follow::{self, Follow, Selection};
+use super::stats::Recorder;
+use super::tracer::Unseen;
+use crate::blockdev::requests::{BlockTrace, RequestReport};
+use crate::blockdev::{Disk, stat};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use syncbench_sys::perf::{self, Sample, Scope, Tracepoint, Tracepoints};
+use syncbench_sys::ptrace::Pid;
+use syncbench_sys::tracefs::{Field, Tracefs};
+
+/// Calls whose entry and exit are both recorded (timed, or their result names a descriptor).
+const TIMED: [i64; 14] = [
+    libc::SYS_fsync,
+    libc::SYS_fdatasync,
+    libc::SYS_sync_file_range,
+    libc::SYS_msync,
+    libc::SYS_syncfs,
+    libc::SYS_sync,
+    libc::SYS_write,
+    libc::SYS_pwrite64,
+    libc::SYS_writev,
+    libc::SYS_pwritev,
+    libc::SYS_pwritev2,
+    libc::SYS_open,
+    libc::SYS_openat,
+    libc::SYS_openat2,
+];
+/// Calls whose entry alone matters (a descriptor number stops meaning what it meant; io_uring warning).
+const ENTRY_ONLY: [i64; 5] =
+    [libc::SYS_close, libc::SYS_dup2, libc::SYS_dup3, libc::SYS_close_range, libc::SYS_io_uring_setup];
+/// The writes (left out with `--syncs-only`, except `pwritev2`, whose flags can make it durable).
+const PLAIN_WRITES: [i64; 4] = [libc::SYS_write, libc::SYS_pwrite64, libc::SYS_writev, libc::SYS_pwritev];
+
+/// The kernel-side filter keeping only these system calls (`id == 74 || id == 75 ...`).
+pub fn id_filter(nrs: &[i64]) -> String {
+    nrs.iter().map(|nr| format!("id == {nr}")).collect::<Vec<_>>().join(" || ")
+}
+
+/// How to attach.
+#[derive(Clone, Debug)]
+pub struct AttachOptions {
+    /// Which processes.
+    pub selection: Selection,
+    /// Stop after this long (else at Ctrl-C, or for `--pid` when every followed process has exited).
+    pub duration: Option<Duration>,
+    /// Record every write (bytes between syncs, writes on O_SYNC/O_DSYNC descriptors).
+    pub track_writes: bool,
+}
+
+/// What an attached trace produced.
+#[derive(Debug)]
+pub struct Attached {
+    /// The aggregates (the same as the ptrace tracer's).
+    pub recorder: Recorder,
+    /// Length of the window, seconds.
+    pub duration_s: f64,
+    /// Processes that made a traced call.
+    pub processes_seen: u64,
+    /// Tasks (threads) that made a traced call.
+    pub tasks_seen: u64,
+    /// Programs whose calls may not have been seen.
+    pub unseen: Unseen,
+    /// Samples the kernel dropped (rings full): the counts are incomplete when non-zero.
+    pub lost_events: u64,
+    /// `st_dev` of each traced file, from its descriptor.
+    pub file_devs: HashMap<String, u64>,
+    /// Every disk's counters over the window.
+    pub disk_stats: BTreeMap<Disk, stat::StatDelta>,
+    /// Every disk's requests over the window, by kernel dev_t.
+    pub disk_requests: BTreeMap<u64, RequestReport>,
+}
+
+/// What a tracepoint id means.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Enter,
+    Exit,
+    Fork { child_pid: Field },
+    Exec,
+    TaskExit,
+}
+
+/// The syscall record layout, the same for every `syscalls:` tracepoint: nr at 8, then the arguments
+/// (enter) or `ret` (exit) as 8-byte words from 16. Checked against each format when opening.
+const NR_OFFSET: usize = 8;
+const ARGS_OFFSET: usize = 16;
+
+/// One timed call waiting for its exit.
+#[derive(Debug)]
+enum Pending {
+    Timed {
+        nr: i64,
+        call: SyncCall,
+        target: String,
+        started_ns: u64,
+    },
+    Plain {
+        nr: i64,
+        path: String,
+    },
+    /// An open: the descriptor it returns replaces whatever was cached; `sync` known from the flags, or
+    /// (`openat2`, flags behind a pointer) read from `/proc` afterwards.
+    Open {
+        nr: i64,
+        sync: Option<OpenSyncFlag>,
+    },
+}
+
+impl Pending {
+    fn nr(&self) -> i64 {
+        match self {
+            Pending::Timed { nr, .. } | Pending::Plain { nr, .. } | Pending::Open { nr, .. } => *nr,
+        }
+    }
+}
+
+struct Attacher {
+    options: AttachOptions,
+    follow: Follow,
+    kinds: HashMap<u64, Kind>,
+    recorder: Recorder,
+    fds: FdTable,
+    pending: HashMap<Pid, Pending>,
+    processes: HashSet<Pid>,
+    tasks: HashSet<Pid>,
+    unseen: Unseen,
+    file_devs: HashMap<String, u64>,
+    abi_32: HashMap<Pid, bool>,
+    /// Descriptors named as soon as their open returned, oldest first per (process, descriptor), for the
+    /// time-ordered handling of that open to pick up.
+    early_names: HashMap<(Pid, i32), std::collections::VecDeque<Option<fds::FdInfo>>>,
+}
+
+/// The tracepoints to open and what each id means: `raw_syscalls:sys_enter`/`sys_exit` filtered in the
+/// kernel to the calls above (two events rather than one pair per call: fewer descriptors per task and
+/// CPU), and the scheduler's fork, exec and exit.
+fn open_events(tracefs: &Tracefs, track_writes: bool) -> io::Result<(Vec<Tracepoint>, HashMap<u64, Kind>)> {
+    let timed: Vec<i64> = TIMED.into_iter().filter(|nr| track_writes || !PLAIN_WRITES.contains(nr)).collect();
+    let entered: Vec<i64> = timed.iter().copied().chain(ENTRY_ONLY).collect();
+    let enter = tracefs.event("raw_syscalls", "sys_enter")?;
+    let exit = tracefs.event("raw_syscalls", "sys_exit")?;
+    for (format, second) in [(&enter, "args"), (&exit, "ret")] {
+        if format.field("id")?.offset != NR_OFFSET || format.field(second)?.offset != ARGS_OFFSET {
+            return Err(io::Error::other(format!("raw_syscalls tracepoint {} has an unexpected layout", format.id)));
+        }
+    }
+    let fork = tracefs.event("sched", "sched_process_fork")?;
+    let exec = tracefs.event("sched", "sched_process_exec")?;
+    let task_exit = tracefs.event("sched", "sched_process_exit")?;
+    let kinds = HashMap::from([
+        (enter.id, Kind::Enter),
+        (exit.id, Kind::Exit),
+        (fork.id, Kind::Fork { child_pid: fork.field("child_pid")? }),
+        (exec.id, Kind::Exec),
+        (task_exit.id, Kind::TaskExit),
+    ]);
+    let points = vec![
+        Tracepoint { id: enter.id, filter: Some(id_filter(&entered)), wake_each: false },
+        Tracepoint { id: exit.id, filter: Some(id_filter(&timed)), wake_each: false },
+        Tracepoint { id: fork.id, filter: None, wake_each: false },
+        Tracepoint { id: exec.id, filter: None, wake_each: false },
+        Tracepoint { id: task_exit.id, filter: None, wake_each: false },
+    ];
+    Ok((points, kinds))
+}
+
+/// The open exits again, each waking the reader at once: a descriptor is named from `/proc` right
+/// after it is opened, before a short-lived file (or process) is gone. Their record holds `ret` at 16.
+fn open_exits(tracefs: &Tracefs) -> io::Result<Vec<Tracepoint>> {
+    ["sys_exit_open", "sys_exit_openat", "sys_exit_openat2"]
+        .iter()
+        .map(|name| {
+            let format = tracefs.event("syscalls", name)?;
+            if format.field("ret")?.offset != ARGS_OFFSET {
+                return Err(io::Error::other(format!("tracepoint {name} has an unexpected layout")));
+            }
+            Ok(Tracepoint { id: format.id, filter: Some("ret >= 0".into()), wake_each: true })
+        })
+        .collect()
+}
+
+/// What to record: the whole machine, or the selected processes' threads (and, through `inherit`,
+/// every task they create while traced).
+fn scope_of(selection: &Selection) -> Scope {
+    match selection {
+        Selection::All => Scope::AllTasks,
+        Selection::Pids(pids) => Scope::Tasks(pids.iter().flat_map(|&p| follow::threads_of(p)).collect()),
+        Selection::Comm(name) => {
+            Scope::Tasks(follow::pids_named(name).into_iter().flat_map(follow::threads_of).collect())
+        }
+    }
+}
+
+/// Open the events for the selection. Threads started while the events were being opened are not
+/// covered by `inherit`: list the threads again until no new one appears.
+fn open_for(points: &[Tracepoint], selection: &Selection) -> io::Result<Tracepoints> {
+    let cpus = perf::online_cpus()?;
+    let _ = perf::raise_fd_limit(); // without it, fewer tasks can be followed: opening then fails clearly
+    let scope = scope_of(selection);
+    // 2 MiB per CPU for processes; 8 MiB for the whole machine, whose writes are many.
+    let pages = if scope == Scope::AllTasks { 2048 } else { 512 };
+    let mut events = Tracepoints::open(points, &scope, &cpus, pages)?;
+    if let Scope::Tasks(mut known) = scope {
+        for _ in 0..10 {
+            let Scope::Tasks(now) = scope_of(selection) else { break };
+            let new: Vec<i32> = now.into_iter().filter(|t| !known.contains(t)).collect();
+            if new.is_empty() {
+                break;
+            }
+            for &tid in &new {
+                match events.add(points, tid, pages) {
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                    other => other?,
+                }
+            }
+            known.extend(new);
+        }
+    }
+    Ok(events)
+}
+
+/// How often the rings are read.
+const POLL_EVERY: Duration = Duration::from_millis(50);
+
+/// Trace until the duration is over, `stop` is set, or (for `--pid`) every followed process is gone.
+/// `ready` is called once recording has started.
+pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce()) -> io::Result<Attached> {
+    let tracefs = Tracefs::open()?;
+    let (points, kinds) = open_events(&tracefs, options.track_writes)?;
+    let mut events = open_for(&points, &options.selection)?;
+    let mut opens = open_for(&open_exits(&tracefs)?, &options.selection)?;
+    let all_disks: Vec<Disk> = list_disks();
+    let before = stat::Snapshot::take(&all_disks);
+    let mut blocks = BlockTrace::start(&tracefs)?;
+    events.enable()?;
+    opens.enable()?;
+    let started = Instant::now();
+    let me = std::process::id() as Pid;
+    let mut a = Attacher {
+        follow: Follow::new(options.selection.clone(), me),
+        options,
+        kinds,
+        recorder: Recorder::new(false),
+        fds: FdTable::default(),
+        pending: HashMap::new(),
+        processes: HashSet::new(),
+        tasks: HashSet::new(),
+        unseen: Unseen::default(),
+        file_devs: HashMap::new(),
+        abi_32: HashMap::new(),
+        early_names: HashMap::new(),
+    };
+    a.recorder = Recorder::new(a.options.track_writes);
+    ready();
+    let deadline = |started: Instant| started + POLL_EVERY;
+    loop {
+        let round = Instant::now();
+        while let Some(left) = deadline(round).checked_duration_since(Instant::now()) {
+            opens.wait(left.as_millis().max(1) as i32)?;
+            for s in opens.drain() {
+                a.name_early(&s);
+            }
+        }
+        for s in &events.drain_ordered(false) {
+            a.handle(s);
+        }
+        blocks.poll();
+        let over = a.options.duration.is_some_and(|d| started.elapsed() >= d);
+        if over || stop.load(Ordering::SeqCst) || a.follow.all_gone() {
+            break;
+        }
+    }
+    events.disable()?;
+    opens.disable()?;
+    for s in opens.drain() {
+        a.name_early(&s);
+    }
+    let duration_s = started.elapsed().as_secs_f64();
+    for s in &events.drain_ordered(true) {
+        a.handle(s);
+    }
+    let (disk_requests, block_lost) = blocks.finish()?;
+    let disk_stats = stat::Snapshot::take(&all_disks).since(&before);
+    Ok(Attached {
+        recorder: a.recorder,
+        duration_s,
+        processes_seen: a.processes.len() as u64,
+        tasks_seen: a.tasks.len() as u64,
+        unseen: a.unseen,
+        lost_events: events.lost() + block_lost,
+        file_devs: a.file_devs,
+        disk_stats,
+        disk_requests,
+    })
+}
+
+/// Every disk in `/sys/block`.
+pub fn list_disks() -> Vec<Disk> {
+    let Ok(dir) = std::fs::read_dir("/sys/block") else { return Vec::new() };
+    let mut disks: Vec<Disk> = dir.flatten().filter_map(|e| Disk::by_name(e.file_name().to_str()?)).collect();
+    disks.sort();
+    disks
+}
+
+fn word(raw: &[u8], at: usize) -> u64 {
+    raw.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
+}
+
+impl Attacher {
+    fn handle(&mut self, s: &Sample) {
+        let Some(&kind) = self.kinds.get(&s.event_id()) else { return };
+        match kind {
+            Kind::Fork { child_pid } => self.follow.forked(s.pid, child_pid.int(&s.raw) as Pid),
+            Kind::Exec => {
+                self.fds.forget_process(s.pid);
+                self.abi_32.remove(&s.pid);
+            }
+            Kind::TaskExit => {
+                self.pending.remove(&s.tid);
+                if s.tid == s.pid {
+                    self.fds.forget_process(s.pid);
+                    self.abi_32.remove(&s.pid);
+                    self.follow.exited(s.pid);
+                }
+            }
+            Kind::Enter | Kind::Exit if !self.follow.wants(s.pid) || self.is_32_bit(s.pid) => {}
+            Kind::Enter => self.on_enter(s),
+            Kind::Exit => self.on_exit(s),
+        }
+    }
+
+    fn seen(&mut self, s: &Sample) {
+        self.processes.insert(s.pid);
+        self.tasks.insert(s.tid);
+    }
+
+    /// Whether process `tgid` is a 32-bit program: `raw_syscalls` numbers its calls in the i386 table,
+    /// which the x86_64 decoding would misread, so its events are skipped and the report warns.
+    fn is_32_bit(&mut self, tgid: Pid) -> bool {
+        if let Some(&known) = self.abi_32.get(&tgid) {
+            return known;
+        }
+        let (path, abi) = super::tracer::exe_abi(tgid);
+        if let Some(abi) = abi {
+            self.unseen.not_x86_64.insert((path, abi));
+        }
+        self.abi_32.insert(tgid, abi.is_some());
+        abi.is_some()
+    }
+
+    fn on_enter(&mut self, s: &Sample) {
+        let nr = i64::from(word(&s.raw, NR_OFFSET) as u32 as i32);
+        let args = std::array::from_fn(|i| word(&s.raw, ARGS_OFFSET + 8 * i));
+        let (tgid, tid, now) = (s.pid, s.tid, s.time_ns);
+        let pending = match calls::decode(nr, args) {
+            Entry::Sync { call, fd, addr } => {
+                let target = self.target_of(tgid, fd, addr);
+                Some(Pending::Timed { nr, call, target, started_ns: now })
+            }
+            Entry::Write { fd, rwf, .. } => self.write_entry(tgid, nr, fd, rwf, now),
+            Entry::OpenSync { flags, .. } => Some(Pending::Open { nr, sync: Some(OpenSyncFlag::of_flags(flags)) }),
+            Entry::Openat2 { .. } => Some(Pending::Open { nr, sync: None }),
+            Entry::IoUringSetup => {
+                self.unseen.io_uring.insert(super::tracer::exe_abi(tgid).0);
+                None
+            }
+            Entry::Forget { fd } => (self.fds.forget(tgid, fd), None).1,
+            Entry::ForgetRange { first, last } => (self.fds.forget_range(tgid, first, last), None).1,
+            Entry::Other if nr == libc::SYS_open || nr == libc::SYS_openat => {
+                Some(Pending::Open { nr, sync: Some(OpenSyncFlag::None) })
+            }
+            Entry::Other => None,
+        };
+        if let Some(p) = pending {
+            if matches!(p, Pending::Timed { .. }) {
+                self.seen(s);
+            }
+            self.pending.insert(tid, p);
+        }
+    }
+
+    fn write_entry(&mut self, tgid: Pid, nr: i64, fd: i32, rwf: u64, now: u64) -> Option<Pending> {
+        let info = self.fds.lookup(tgid, tgid, fd)?.clone();
+        if !info.regular {
+            return None;
+        }
+        self.file_devs.entry(info.path.clone()).or_insert(info.dev);
+        match calls::rwf_call(rwf).or(info.sync.write_call()) {
+            Some(call) => Some(Pending::Timed { nr, call, target: info.path, started_ns: now }),
+            None if self.options.track_writes => Some(Pending::Plain { nr, path: info.path }),
+            None => None,
+        }
+    }
+
+    /// What a sync applies to. The descriptor's name is read from `/proc` now, a moment after the call:
+    /// the cache (kept in event order: closes and opens seen before this call invalidate it) wins when
+    /// the descriptor now holds another file; the fresh name wins when it is the same file renamed.
+    fn target_of(&mut self, tgid: Pid, fd: Option<i32>, addr: Option<u64>) -> String {
+        let fd = match (fd, addr) {
+            (Some(fd), _) => fd,
+            (None, Some(addr)) => return fds::mapped_file(tgid, addr).unwrap_or_else(|| "(anonymous mapping)".into()),
+            (None, None) => return "(all file systems)".into(),
+        };
+        let fresh = fds::read_fd(tgid, fd);
+        let info = match (self.fds.cached(tgid, fd).cloned(), fresh) {
+            (Some(old), Some(new)) if old.ino == new.ino && old.dev == new.dev => {
+                if let Some(previous) = self.fds.rename(tgid, fd, &new.path) {
+                    self.recorder.renamed(&previous, &new.path);
+                }
+                new
+            }
+            (Some(old), _) => old,
+            (None, Some(new)) => {
+                self.fds.insert(tgid, fd, new.clone());
+                new
+            }
+            (None, None) => return format!("(closed descriptor {fd})"),
+        };
+        self.file_devs.entry(info.path.clone()).or_insert(info.dev);
+        info.path
+    }
+
+    fn on_exit(&mut self, s: &Sample) {
+        let nr = i64::from(word(&s.raw, NR_OFFSET) as u32 as i32);
+        let ret = word(&s.raw, ARGS_OFFSET) as i64;
+        let Some(pending) = self.pending.remove(&s.tid) else { return };
+        if pending.nr() != nr {
+            return; // an exit we did not see the entry of (events lost): drop both
+        }
+        match pending {
+            Pending::Timed { call, target, started_ns, .. } => {
+                let ns = s.time_ns.saturating_sub(started_ns);
+                let written = if call.is_durable_write() { ret.max(0) as u64 } else { 0 };
+                self.recorder.call(call, &target, Some(ns), ret < 0, written);
+            }
+            Pending::Plain { path, .. } if ret > 0 => self.recorder.wrote(&path, ret as u64),
+            Pending::Open { sync, .. } if ret >= 0 => self.opened(s.pid, ret as i32, sync),
+            Pending::Plain { .. } | Pending::Open { .. } => {}
+        }
+    }
+
+    /// An open returned `fd`: name it now, from `/proc`, while it is surely open (the time-ordered
+    /// handling comes up to 50 ms later, when a short-lived file or process may be gone).
+    fn name_early(&mut self, s: &Sample) {
+        let fd = word(&s.raw, ARGS_OFFSET) as i64 as i32;
+        if fd >= 0 && self.follow.wants(s.pid) {
+            self.early_names.entry((s.pid, fd)).or_default().push_back(fds::read_fd(s.pid, fd));
+        }
+    }
+
+    fn opened(&mut self, tgid: Pid, fd: i32, sync: Option<OpenSyncFlag>) {
+        self.fds.forget(tgid, fd);
+        let early = self.early_names.get_mut(&(tgid, fd)).and_then(|q| q.pop_front()).flatten();
+        let info = match (early.or_else(|| fds::read_fd(tgid, fd)), sync) {
+            (Some(mut info), _) => {
+                info.sync = sync.unwrap_or(info.sync);
+                info
+            }
+            // Gone before it could be named: still counted, under a placeholder.
+            (None, Some(sync)) if sync != OpenSyncFlag::None => fds::FdInfo {
+                path: format!("(descriptor {fd} of process {tgid}, closed before it could be named)"),
+                regular: true,
+                sync,
+                dev: 0,
+                ino: 0,
+            },
+            (None, _) => return,
+        };
+        if info.sync != OpenSyncFlag::None && info.regular {
+            self.recorder.opened_sync(&info.path);
+        }
+        self.fds.insert(tgid, fd, info);
+    }
+}
