@@ -37,6 +37,6 @@ pub enum Command {
     Report(crate::cmd::report::Args),
     /// Compare runs side by side, with ratios and their uncertainty.
     Compare(crate::cmd::compare::Args),
-    /// Watch a program's durability calls: counts and latency per call and per file.
+    /// Watch durability calls of a started program, running processes (--pid, --comm) or the machine (--all).
     Trace(crate::cmd::trace::Args),
 }

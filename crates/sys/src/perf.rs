@@ -252,7 +252,7 @@ impl Tracepoints {
     pub fn add(&mut self, points: &[Tracepoint], tid: i32, data_pages: usize) -> io::Result<()> {
         for (i, &cpu) in self.cpus.clone().iter().enumerate() {
             for point in points {
-                let fd = open_one(point, tid, cpu)?;
+                let fd = open_one(point, tid, cpu, data_pages)?;
                 if let Some(filter) = &point.filter {
                     let text = std::ffi::CString::new(filter.as_str()).map_err(io::Error::other)?;
                     // SAFETY: ioctl on our fd with a NUL-terminated string that outlives the call.
@@ -292,10 +292,14 @@ impl Tracepoints {
         Ok(())
     }
 
-    /// Block until a ring has something to read (see [`Tracepoint::wake_each`]) or `timeout_ms` passed.
-    pub fn wait(&self, timeout_ms: i32) -> io::Result<()> {
-        let mut fds: Vec<libc::pollfd> =
-            self.leaders.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+    /// Block until a ring of any of `sets` has something to read (a `wake_each` sample, or a quarter of
+    /// the ring used) or `timeout_ms` passed.
+    pub fn wait(sets: &[&Tracepoints], timeout_ms: i32) -> io::Result<()> {
+        let mut fds: Vec<libc::pollfd> = sets
+            .iter()
+            .flat_map(|set| set.leaders.iter())
+            .map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
+            .collect();
         // SAFETY: a valid array of pollfd of the given length.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
         if rc == -1 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
@@ -334,17 +338,19 @@ impl Tracepoints {
     }
 }
 
-fn open_one(point: &Tracepoint, tid: i32, cpu: u32) -> io::Result<OwnedFd> {
+fn open_one(point: &Tracepoint, tid: i32, cpu: u32, data_pages: usize) -> io::Result<OwnedFd> {
     let inherit = if tid == -1 { 0 } else { FLAG_INHERIT };
-    let (watermark, wakeup) = if point.wake_each { (0, 1) } else { (FLAG_WATERMARK, 64 * 1024) };
+    // Wake a waiting reader when a quarter of the ring is used: early enough to drain it before it is full.
+    // SAFETY: sysconf has no preconditions.
+    let quarter = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize * data_pages / 4) as u32;
+    let (watermark, wakeup) = if point.wake_each { (0, 1) } else { (FLAG_WATERMARK, quarter) };
     let attr = PerfEventAttr {
         kind: PERF_TYPE_TRACEPOINT,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config: point.id,
         sample_period: 1,
         sample_type: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW,
-        // Wake pollers only when a quarter of a ring is full: the reader polls on a timer anyway, and a
-        // wake-up per sample would cost the traced program.
+        // A wake-up per sample would cost the traced program: only `wake_each` events do that.
         flags: FLAG_DISABLED | watermark | FLAG_USE_CLOCKID | inherit,
         wakeup_watermark: wakeup,
         clockid: libc::CLOCK_MONOTONIC,

@@ -141,7 +141,12 @@ struct Attacher {
     /// Descriptors named as soon as their open returned, oldest first per (process, descriptor), for the
     /// time-ordered handling of that open to pick up.
     early_names: HashMap<(Pid, i32), std::collections::VecDeque<Option<fds::FdInfo>>>,
+    /// When each cached descriptor's name was last checked against `/proc` (sample clock, ns).
+    checked_ns: HashMap<(Pid, i32), u64>,
 }
+
+/// How often a cached descriptor's name is checked against `/proc` for a rename.
+const RECHECK_NAME_NS: u64 = 1_000_000_000;
 
 /// The tracepoints to open and what each id means: `raw_syscalls:sys_enter`/`sys_exit` filtered in the
 /// kernel to the calls above (two events rather than one pair per call: fewer descriptors per task and
@@ -209,8 +214,8 @@ fn open_for(points: &[Tracepoint], selection: &Selection) -> io::Result<Tracepoi
     let cpus = perf::online_cpus()?;
     let _ = perf::raise_fd_limit(); // without it, fewer tasks can be followed: opening then fails clearly
     let scope = scope_of(selection);
-    // 2 MiB per CPU for processes; 8 MiB for the whole machine, whose writes are many.
-    let pages = if scope == Scope::AllTasks { 2048 } else { 512 };
+    // 8 MiB per CPU: ~80 000 samples, drained from a quarter full on.
+    let pages = 2048;
     let mut events = Tracepoints::open(points, &scope, &cpus, pages)?;
     if let Scope::Tasks(mut known) = scope {
         for _ in 0..10 {
@@ -231,7 +236,7 @@ fn open_for(points: &[Tracepoint], selection: &Selection) -> io::Result<Tracepoi
     Ok(events)
 }
 
-/// How often the rings are read.
+/// How often the rings are read at least (more often when they fill).
 const POLL_EVERY: Duration = Duration::from_millis(50);
 
 /// Trace until the duration is over, `stop` is set, or (for `--pid`) every followed process is gone.
@@ -261,22 +266,23 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
         file_devs: HashMap::new(),
         abi_32: HashMap::new(),
         early_names: HashMap::new(),
+        checked_ns: HashMap::new(),
     };
     a.recorder = Recorder::new(a.options.track_writes);
     ready();
-    let deadline = |started: Instant| started + POLL_EVERY;
+    let mut blocks_read = Instant::now();
     loop {
-        let round = Instant::now();
-        while let Some(left) = deadline(round).checked_duration_since(Instant::now()) {
-            opens.wait(left.as_millis().max(1) as i32)?;
-            for s in opens.drain() {
-                a.name_early(&s);
-            }
+        Tracepoints::wait(&[&events, &opens], POLL_EVERY.as_millis() as i32)?;
+        for s in opens.drain() {
+            a.name_early(&s);
         }
         for s in &events.drain_ordered(false) {
             a.handle(s);
         }
-        blocks.poll();
+        if blocks_read.elapsed() >= POLL_EVERY {
+            blocks.poll();
+            blocks_read = Instant::now();
+        }
         let over = a.options.duration.is_some_and(|d| started.elapsed() >= d);
         if over || stop.load(Ordering::SeqCst) || a.follow.all_gone() {
             break;
@@ -366,7 +372,7 @@ impl Attacher {
         let (tgid, tid, now) = (s.pid, s.tid, s.time_ns);
         let pending = match calls::decode(nr, args) {
             Entry::Sync { call, fd, addr } => {
-                let target = self.target_of(tgid, fd, addr);
+                let target = self.target_of(tgid, fd, addr, now);
                 Some(Pending::Timed { nr, call, target, started_ns: now })
             }
             Entry::Write { fd, rwf, .. } => self.write_entry(tgid, nr, fd, rwf, now),
@@ -404,17 +410,26 @@ impl Attacher {
         }
     }
 
-    /// What a sync applies to. The descriptor's name is read from `/proc` now, a moment after the call:
-    /// the cache (kept in event order: closes and opens seen before this call invalidate it) wins when
-    /// the descriptor now holds another file; the fresh name wins when it is the same file renamed.
-    fn target_of(&mut self, tgid: Pid, fd: Option<i32>, addr: Option<u64>) -> String {
+    /// What a sync applies to. The descriptor's name comes from the cache (kept in event order: closes
+    /// and opens seen before this call invalidate it), checked against `/proc` at most once a second per
+    /// descriptor (reading it costs more than the call being watched): the fresh name wins when it is the
+    /// same file renamed (etcd renames `wal.tmp/` to `wal/` with the segment open), the cached one when
+    /// the number now holds another file.
+    fn target_of(&mut self, tgid: Pid, fd: Option<i32>, addr: Option<u64>, now_ns: u64) -> String {
         let fd = match (fd, addr) {
             (Some(fd), _) => fd,
             (None, Some(addr)) => return fds::mapped_file(tgid, addr).unwrap_or_else(|| "(anonymous mapping)".into()),
             (None, None) => return "(all file systems)".into(),
         };
-        let fresh = fds::read_fd(tgid, fd);
-        let info = match (self.fds.cached(tgid, fd).cloned(), fresh) {
+        let cached = self.fds.cached(tgid, fd).cloned();
+        let checked = self.checked_ns.get(&(tgid, fd)).copied();
+        if let (Some(info), Some(at)) = (&cached, checked)
+            && now_ns.saturating_sub(at) < RECHECK_NAME_NS
+        {
+            return info.path.clone();
+        }
+        self.checked_ns.insert((tgid, fd), now_ns);
+        let info = match (cached, fds::read_fd(tgid, fd)) {
             (Some(old), Some(new)) if old.ino == new.ino && old.dev == new.dev => {
                 if let Some(previous) = self.fds.rename(tgid, fd, &new.path) {
                     self.recorder.renamed(&previous, &new.path);

@@ -74,7 +74,7 @@ pub fn build(recorder: &Recorder, window: &DiskWindow) -> Vec<TracedDevice> {
         .into_iter()
         .map(|(d, (dirs, calls))| {
             let requests = window.requests.get(&d.kernel_devt()).cloned();
-            let flush = requests.as_ref().map(|r| r.flushes.latency_ns.clone()).unwrap_or_default();
+            let flush = requests.as_ref().map(|r| r.flushes.latency_ns).unwrap_or_default();
             let calls = calls
                 .iter()
                 .filter(|(_, s)| s.timed > 0)
