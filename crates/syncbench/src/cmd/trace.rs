@@ -197,8 +197,12 @@ mod imp {
             lost_events: traced.lost_events,
             ..Meta::default()
         };
-        let window =
-            DiskWindow { stats: traced.disk_stats, requests: traced.disk_requests, file_devs: traced.file_devs };
+        let window = DiskWindow {
+            stats: traced.disk_stats,
+            requests: traced.disk_requests,
+            file_devs: traced.file_devs,
+            every_busy_disk: meta.attached_to.as_deref() == Some("--all"),
+        };
         Ok(report::build(meta, &traced.recorder, &window))
     }
 

@@ -49,6 +49,9 @@ pub struct DiskWindow {
     pub requests: BTreeMap<u64, RequestReport>,
     /// `st_dev` of traced files, when the tracer knew it from the descriptor (else the path is stat'ed).
     pub file_devs: HashMap<String, u64>,
+    /// Also list disks that wrote or flushed with no traced file on them (`--all`: the system's own
+    /// syncs, e.g. journal commits, make no system call).
+    pub every_busy_disk: bool,
 }
 
 /// The disks under the files in `recorder`, with the calls made on them.
@@ -68,6 +71,13 @@ pub fn build(recorder: &Recorder, window: &DiskWindow) -> Vec<TracedDevice> {
             let entry = per_disk.entry(d).or_default();
             entry.0.insert(dir.clone());
             entry.1.entry(*call).or_default().merge(stats);
+        }
+    }
+    if window.every_busy_disk {
+        for (d, delta) in &window.stats {
+            if delta.writes + delta.flushes > 0 {
+                per_disk.entry(d.clone()).or_default();
+            }
         }
     }
     per_disk
@@ -104,7 +114,8 @@ fn mib(bytes: u64) -> String {
 pub fn render(out: &mut String, devices: &[TracedDevice]) {
     for t in devices {
         let d = &t.device;
-        let _ = writeln!(out, "\ndevice {} ({}, cache: {}) under {}", d.disk, d.dev, d.write_cache, t.dirs.join(", "));
+        let under = if t.dirs.is_empty() { "no traced file".to_string() } else { t.dirs.join(", ") };
+        let _ = writeln!(out, "\ndevice {} ({}, cache: {}) under {under}", d.disk, d.dev, d.write_cache);
         let s = &d.stat;
         let _ = writeln!(
             out,
@@ -159,6 +170,23 @@ mod tests {
         r.call(SyncCall::Sync, "(all file systems)", Some(10), false, 0);
         r.call(SyncCall::Fsync, "/proc/self/status", Some(10), false, 0);
         assert!(build(&r, &DiskWindow::default()).is_empty());
+    }
+
+    #[test]
+    fn busy_disks_without_traced_files_are_listed_only_when_asked() {
+        let disk = Disk { name: "vdz".into(), major: 254, minor: 16 };
+        let mut window = DiskWindow::default();
+        window.stats.insert(disk.clone(), StatDelta { flushes: 3, ..StatDelta::default() });
+        window.stats.insert(Disk { name: "idle".into(), major: 7, minor: 0 }, StatDelta::default());
+        let r = Recorder::new(true);
+        assert!(build(&r, &window).is_empty());
+        window.every_busy_disk = true;
+        let devices = build(&r, &window);
+        assert_eq!(devices.len(), 1, "the idle disk is left out");
+        assert_eq!((devices[0].device.disk.as_str(), devices[0].device.stat.flushes), ("vdz", 3));
+        let mut text = String::new();
+        render(&mut text, &devices);
+        assert!(text.contains("under no traced file"), "{text}");
     }
 
     #[test]
