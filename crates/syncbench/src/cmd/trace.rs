@@ -79,19 +79,15 @@ fn platform_main(_args: Args) -> Outcome {
 mod imp {
     use super::*;
     use crate::schema::Envelope;
-    use crate::trace::attach::{self, AttachOptions};
+    use crate::trace::attach::AttachOptions;
     use crate::trace::baseline;
-    use crate::trace::devices::DiskWindow;
     use crate::trace::follow::{self, Selection};
-    use crate::trace::report::{self, Meta, TracePayload, TraceReport};
-    use crate::trace::tracer::{self, Ending, LiveProcesses, TraceOptions};
+    use crate::trace::report::{self, TracePayload};
+    use crate::trace::session::{self, Done};
+    use crate::trace::tracer::{Ending, TraceOptions};
     use std::process::ExitCode;
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Condvar, Mutex};
     use std::time::Duration;
-
-    /// Set once the report is out, so a Ctrl-C handler waiting for it can let the process exit.
-    type Done = Arc<(Mutex<bool>, Condvar)>;
 
     pub fn main(args: Args) -> Outcome {
         check_json_dest(&args)?;
@@ -99,8 +95,12 @@ mod imp {
         let started_at = crate::schema::now_rfc3339();
         let done: Done = Arc::new((Mutex::new(false), Condvar::new()));
         let (mut report, code) = match plan_attach(&args)? {
-            Some(options) => (attached(options, done.clone())?, ExitCode::SUCCESS),
-            None => started(&args, done.clone())?,
+            Some(options) => (session::attached(options, done.clone())?, ExitCode::SUCCESS),
+            None => {
+                let options = TraceOptions { no_sync: args.no_sync, track_writes: !args.syncs_only };
+                let (report, ending) = session::started(&args.command, options, done.clone())?;
+                (report, exit_code(ending))
+            }
         };
         if let (Some(path), Some(case)) = (&args.baseline, &baseline_case) {
             report.baseline = baseline::compare(&report, path, case);
@@ -115,8 +115,7 @@ mod imp {
             let doc = Envelope::new(started_at, env, Vec::new(), TracePayload { trace: report });
             crate::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
         }
-        *done.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
-        done.1.notify_all();
+        session::report_done(&done);
         Ok(code)
     }
 
@@ -172,78 +171,6 @@ mod imp {
         Ok(pids)
     }
 
-    fn attached(options: AttachOptions, done: Done) -> anyhow::Result<TraceReport> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        crate::cleanup::on_signal(move || {
-            flag.store(true, Ordering::SeqCst);
-            wait_for_report(&done);
-        });
-        let what = options.selection.describe();
-        let until = options.duration.map_or("Ctrl-C".to_string(), |d| format!("{:.0} s or Ctrl-C", d.as_secs_f64()));
-        let writes_tracked = options.track_writes;
-        let traced = attach::attach(options, stop, || {
-            eprintln!("syncbench: tracing {what} (kernel tracepoints, nothing is stopped) until {until}");
-        })
-        .map_err(|e| anyhow::Error::new(e).context("attaching through perf events failed"))?;
-        let meta = Meta {
-            attached_to: Some(what),
-            mechanism: "perf_event syscall tracepoints",
-            duration_s: traced.duration_s,
-            processes: traced.processes_seen,
-            tasks: traced.tasks_seen,
-            unseen: traced.unseen,
-            writes_tracked,
-            lost_events: traced.lost_events,
-            ..Meta::default()
-        };
-        let window = DiskWindow {
-            stats: traced.disk_stats,
-            requests: traced.disk_requests,
-            file_devs: traced.file_devs,
-            every_busy_disk: meta.attached_to.as_deref() == Some("--all"),
-        };
-        Ok(report::build(meta, &traced.recorder, &window))
-    }
-
-    fn started(args: &Args, done: Done) -> anyhow::Result<(TraceReport, ExitCode)> {
-        if args.no_sync {
-            eprintln!(
-                "syncbench: WARNING: --no-sync: fsync, fdatasync, sync_file_range, msync, syncfs and sync return \
-                 success without doing anything, and O_SYNC/O_DSYNC/RWF_DSYNC are stripped. NOTHING THIS \
-                 COMMAND WRITES IS DURABLE. Use it for test suites only."
-            );
-            if !args.syncs_only {
-                eprintln!(
-                    "syncbench: hint: add --syncs-only to let plain writes run untraced (faster for write-heavy \
-                     test suites; O_DSYNC writes are then not counted one by one)"
-                );
-            }
-        }
-        let options = TraceOptions { no_sync: args.no_sync, track_writes: !args.syncs_only };
-        let live = LiveProcesses::default();
-        pass_on_interrupt(live.clone(), done);
-        let disks = attach::list_disks();
-        let before = crate::blockdev::stat::Snapshot::take(&disks);
-        let traced = tracer::trace_command(&args.command, options, live).map_err(|e| spawn_error(&args.command, e))?;
-        let window =
-            DiskWindow { stats: crate::blockdev::stat::Snapshot::take(&disks).since(&before), ..Default::default() };
-        let meta = Meta {
-            command: args.command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
-            mechanism: "ptrace+seccomp",
-            ending: Some(traced.ending),
-            duration_s: traced.duration_s,
-            processes: traced.processes_seen,
-            tasks: traced.tasks_seen,
-            unseen: traced.unseen.clone(),
-            no_sync: args.no_sync,
-            writes_tracked: options.track_writes,
-            lost_events: 0,
-            attached_to: None,
-        };
-        Ok((report::build(meta, &traced.recorder, &window), exit_code(traced.ending)))
-    }
-
     /// Fail before tracing, not after, when the JSON cannot be written.
     fn check_json_dest(args: &Args) -> anyhow::Result<()> {
         let Some(dest) = args.json.as_deref().filter(|d| *d != std::path::Path::new("-")) else {
@@ -258,39 +185,6 @@ mod imp {
             )));
         }
         Ok(())
-    }
-
-    fn spawn_error(command: &[OsString], err: std::io::Error) -> anyhow::Error {
-        let name = command[0].to_string_lossy();
-        match err.raw_os_error() {
-            Some(libc::ENOENT) => usage(format!("cannot run `{name}`: no such program; check the name and PATH")),
-            Some(libc::EACCES) => usage(format!("cannot run `{name}`: permission denied (not executable?)")),
-            Some(libc::EPERM) => usage(format!(
-                "cannot trace `{name}`: ptrace or seccomp not permitted here ({err}); check \
-                 /proc/sys/kernel/yama/ptrace_scope or the container's seccomp profile"
-            )),
-            _ => anyhow::Error::new(err).context(format!("tracing `{name}` failed")),
-        }
-    }
-
-    /// Wait up to 10 s for the report to be out (then the signal handler exits the process).
-    fn wait_for_report(done: &Done) {
-        let (lock, cvar) = &**done;
-        let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = cvar.wait_timeout_while(guard, Duration::from_secs(10), |printed| !*printed);
-    }
-
-    /// On Ctrl-C or SIGTERM, pass SIGINT on to every traced process (a terminal's Ctrl-C reaches them
-    /// anyway; a `kill` of syncbench alone would not) and wait for the report. After that syncbench exits
-    /// and the kernel kills whatever is still traced (PTRACE_O_EXITKILL).
-    fn pass_on_interrupt(live: LiveProcesses, done: Done) {
-        crate::cleanup::on_signal(move || {
-            let pids: Vec<_> = live.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect();
-            for pid in pids {
-                let _ = syncbench_sys::ptrace::send_signal(pid, libc::SIGINT);
-            }
-            wait_for_report(&done);
-        });
     }
 
     fn exit_code(ending: Ending) -> ExitCode {

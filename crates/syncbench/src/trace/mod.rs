@@ -5,7 +5,7 @@
 //! `calls` decodes a system call from its number and arguments (for both tracers), `filter` says which
 //! calls stop under ptrace, `fds` knows what a descriptor is, `stats` aggregates, `devices` sets the disks
 //! under the traced files beside the calls, `report` builds the one report both tracers share and
-//! renders it, `baseline` compares with a saved `syncbench run`.
+//! renders it, `session` runs one trace of either kind into it, `baseline` compares with a saved `syncbench run`.
 
 pub mod attach;
 pub mod baseline;
@@ -15,5 +15,6 @@ pub mod fds;
 pub mod filter;
 pub mod follow;
 pub mod report;
+pub mod session;
 pub mod stats;
 pub mod tracer;
