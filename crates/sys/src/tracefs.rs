@@ -1,14 +1,13 @@
 //! tracefs: where the kernel publishes each tracepoint's id and record layout
-//! (`events/GROUP/NAME/{id,format}`). Mounted on demand at `/sys/kernel/tracing` when it is not mounted
-//! yet (many systems mount it only when something asks), and unmounted again by the guard that mounted it.
+//! (`events/GROUP/NAME/{id,format}`). When it is not mounted anywhere (many systems mount it only when
+//! something asks), it is mounted on a fresh directory of this process's own (not at
+//! `/sys/kernel/tracing`, where another syncbench could unmount it under us), and the guard unmounts it
+//! and removes the directory: hold it only while reading formats.
 
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::io;
 use std::path::{Path, PathBuf};
-
-/// The usual mount point.
-pub const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// A mounted tracefs; unmounts on drop when this process mounted it.
 #[derive(Debug)]
@@ -18,20 +17,26 @@ pub struct Tracefs {
 }
 
 impl Tracefs {
-    /// The mounted tracefs, mounting it at `/sys/kernel/tracing` if it is not there (root only).
-    pub fn open() -> io::Result<Tracefs> {
+    /// The mounted tracefs, or tracefs mounted on a new directory under `dir` (root only).
+    pub fn open(dir: &Path) -> io::Result<Tracefs> {
         let mounts = std::fs::read_to_string("/proc/self/mounts")?;
         if let Some(root) = tracefs_mount_point(&mounts) {
             return Ok(Tracefs { root: root.into(), mounted_here: false });
         }
-        let target = CString::new(TRACEFS).map_err(io::Error::other)?;
+        static MOUNTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = MOUNTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let root = dir.join(format!(".syncbench-tracefs-{}-{n}", std::process::id()));
+        std::fs::create_dir(&root)?;
+        let target = CString::new(root.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
         let kind = CString::new("tracefs").map_err(io::Error::other)?;
         // SAFETY: valid NUL-terminated strings, no data argument.
         let rc = unsafe { libc::mount(kind.as_ptr(), target.as_ptr(), kind.as_ptr(), 0, std::ptr::null()) };
         if rc == -1 {
-            return Err(io::Error::last_os_error());
+            let err = io::Error::last_os_error();
+            let _ = std::fs::remove_dir(&root);
+            return Err(err);
         }
-        Ok(Tracefs { root: TRACEFS.into(), mounted_here: true })
+        Ok(Tracefs { root, mounted_here: true })
     }
 
     /// Where it is mounted.
@@ -55,6 +60,7 @@ impl Drop for Tracefs {
         {
             // SAFETY: a valid path; MNT_DETACH so open perf events (which do not use the mount) cannot block it.
             unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+            let _ = std::fs::remove_dir(&self.root);
         }
     }
 }

@@ -242,13 +242,14 @@ const POLL_EVERY: Duration = Duration::from_millis(50);
 /// Trace until the duration is over, `stop` is set, or (for `--pid`) every followed process is gone.
 /// `ready` is called once recording has started.
 pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce()) -> io::Result<Attached> {
-    let tracefs = Tracefs::open()?;
+    let tracefs = Tracefs::open(&std::env::temp_dir())?;
     let (points, kinds) = open_events(&tracefs, options.track_writes)?;
     let mut events = open_for(&points, &options.selection)?;
     let mut opens = open_for(&open_exits(&tracefs)?, &options.selection)?;
     let all_disks: Vec<Disk> = list_disks();
     let before = stat::Snapshot::take(&all_disks);
     let mut blocks = BlockTrace::start(&tracefs)?;
+    drop(tracefs); // every id is known: unmount now if it was mounted for us
     events.enable()?;
     opens.enable()?;
     let started = Instant::now();
