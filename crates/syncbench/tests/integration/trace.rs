@@ -595,3 +595,25 @@ fn a_file_name_with_a_newline_stays_on_one_line_of_the_table() {
     let (doc, _, _) = trace_json(&[], &exe, &data);
     assert_eq!(file_stat(&doc, "two\nlines.dat", "fsync")["count"], 1);
 }
+
+#[test]
+fn an_attached_trace_stopped_by_ctrl_c_prints_what_it_has() {
+    use std::io::{BufRead, BufReader, Read};
+    if !can_attach() {
+        return;
+    }
+    let mut tracer = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        .args(["trace", "--all"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(tracer.stderr.take().unwrap());
+    let mut text = String::new();
+    err.read_line(&mut text).unwrap();
+    assert!(text.contains("until Ctrl-C"), "{text}");
+    syncbench_sys::ptrace::send_signal(tracer.id() as i32, libc::SIGINT).unwrap();
+    err.read_to_string(&mut text).unwrap();
+    let status = tracer.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(text.contains("syncbench trace: attached to --all for "), "the report: {text}");
+}
