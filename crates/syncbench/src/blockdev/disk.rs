@@ -35,6 +35,14 @@ impl Disk {
     }
 }
 
+/// Every disk in `/sys/block`, by name.
+pub fn all_disks() -> Vec<Disk> {
+    let Ok(dir) = std::fs::read_dir("/sys/block") else { return Vec::new() };
+    let mut disks: Vec<Disk> = dir.flatten().filter_map(|e| Disk::by_name(e.file_name().to_str()?)).collect();
+    disks.sort();
+    disks
+}
+
 /// `"254:1\n"` → (254, 1).
 pub fn parse_major_minor(text: &str) -> Option<(u32, u32)> {
     let (major, minor) = text.trim().split_once(':')?;

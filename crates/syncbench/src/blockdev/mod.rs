@@ -9,7 +9,8 @@
 //!   `block:block_rq_issue`/`block:block_rq_complete` (root): flags (PREFLUSH, FUA, SYNC), bytes and the
 //!   device-side latency (issue to completion) of flushes and writes.
 //!
-//! Typical use: `let before = stat::Snapshot::take(&disks)`; optionally `requests::BlockTrace::start()`
+//! Typical use: `let disks = disk::all_disks()` (or `disk::disks_of_path(file)`),
+//! `let before = stat::Snapshot::take(&disks)`; optionally `requests::BlockTrace::start()`
 //! and `poll()` it now and then; at the end `stat::Snapshot::take(&disks).since(&before)` and
 //! `trace.finish()`, then [`DeviceReport::new`] per disk.
 

@@ -10,7 +10,7 @@ use super::follow::{self, Follow, Selection};
 use super::stats::Recorder;
 use super::tracer::Unseen;
 use crate::blockdev::requests::{BlockTrace, RequestReport};
-use crate::blockdev::{Disk, stat};
+use crate::blockdev::{Disk, disk, stat};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::sync::Arc;
@@ -246,30 +246,14 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
     let (points, kinds) = open_events(&tracefs, options.track_writes)?;
     let mut events = open_for(&points, &options.selection)?;
     let mut opens = open_for(&open_exits(&tracefs)?, &options.selection)?;
-    let all_disks: Vec<Disk> = list_disks();
+    let all_disks: Vec<Disk> = disk::all_disks();
     let before = stat::Snapshot::take(&all_disks);
     let mut blocks = BlockTrace::start(&tracefs)?;
     drop(tracefs); // every id is known: unmount now if it was mounted for us
     events.enable()?;
     opens.enable()?;
     let started = Instant::now();
-    let me = std::process::id() as Pid;
-    let mut a = Attacher {
-        follow: Follow::new(options.selection.clone(), me),
-        options,
-        kinds,
-        recorder: Recorder::new(false),
-        fds: FdTable::default(),
-        pending: HashMap::new(),
-        processes: HashSet::new(),
-        tasks: HashSet::new(),
-        unseen: Unseen::default(),
-        file_devs: HashMap::new(),
-        abi_32: HashMap::new(),
-        early_names: HashMap::new(),
-        checked_ns: HashMap::new(),
-    };
-    a.recorder = Recorder::new(a.options.track_writes);
+    let mut a = Attacher::new(options, kinds);
     ready();
     let mut blocks_read = Instant::now();
     loop {
@@ -306,19 +290,11 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
         processes_seen: a.processes.len() as u64,
         tasks_seen: a.tasks.len() as u64,
         unseen: a.unseen,
-        lost_events: events.lost() + block_lost,
+        lost_events: events.lost() + opens.lost() + block_lost,
         file_devs: a.file_devs,
         disk_stats,
         disk_requests,
     })
-}
-
-/// Every disk in `/sys/block`.
-pub fn list_disks() -> Vec<Disk> {
-    let Ok(dir) = std::fs::read_dir("/sys/block") else { return Vec::new() };
-    let mut disks: Vec<Disk> = dir.flatten().filter_map(|e| Disk::by_name(e.file_name().to_str()?)).collect();
-    disks.sort();
-    disks
 }
 
 fn word(raw: &[u8], at: usize) -> u64 {
@@ -326,6 +302,24 @@ fn word(raw: &[u8], at: usize) -> u64 {
 }
 
 impl Attacher {
+    fn new(options: AttachOptions, kinds: HashMap<u64, Kind>) -> Attacher {
+        Attacher {
+            follow: Follow::new(options.selection.clone(), std::process::id() as Pid),
+            recorder: Recorder::new(options.track_writes),
+            options,
+            kinds,
+            fds: FdTable::default(),
+            pending: HashMap::new(),
+            processes: HashSet::new(),
+            tasks: HashSet::new(),
+            unseen: Unseen::default(),
+            file_devs: HashMap::new(),
+            abi_32: HashMap::new(),
+            early_names: HashMap::new(),
+            checked_ns: HashMap::new(),
+        }
+    }
+
     fn handle(&mut self, s: &Sample) {
         let Some(&kind) = self.kinds.get(&s.event_id()) else { return };
         match kind {

@@ -72,7 +72,7 @@ pub fn started(command: &[OsString], options: TraceOptions, done: Done) -> anyho
     }
     let live = LiveProcesses::default();
     pass_on_interrupt(live.clone(), done);
-    let disks = attach::list_disks();
+    let disks = crate::blockdev::disk::all_disks();
     let before = crate::blockdev::stat::Snapshot::take(&disks);
     let traced = tracer::trace_command(command, options, live).map_err(|e| spawn_error(command, e))?;
     let window =
