@@ -18,8 +18,8 @@ work="$(mktemp -d "$(realpath "$dir")/.syncbench-trace-etcd-XXXXXX")"
 client=http://127.0.0.1:23791
 etcd_pid="" tracer=""
 cleanup() {
-    [ -n "$tracer" ] && kill -INT "$tracer" 2>/dev/null
-    [ -n "$etcd_pid" ] && kill "$etcd_pid" 2>/dev/null && wait "$etcd_pid" 2>/dev/null
+    if [ -n "$tracer" ]; then kill -INT "$tracer" 2>/dev/null || true; fi
+    if [ -n "$etcd_pid" ]; then kill "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT INT TERM

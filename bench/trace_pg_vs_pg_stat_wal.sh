@@ -19,7 +19,11 @@ pgbin="$(find_pgbin)"
 work="$(mktemp -d "$(realpath "$dir")/.syncbench-trace-pg-XXXXXX")"
 chown postgres: "$work"
 tracer=""
-cleanup() { [ -n "$tracer" ] && kill -INT "$tracer" 2>/dev/null; pg_cluster_stop; rm -rf "$work"; }
+cleanup() {
+    if [ -n "$tracer" ]; then kill -INT "$tracer" 2>/dev/null || true; fi
+    pg_cluster_stop
+    rm -rf "$work"
+}
 trap cleanup EXIT INT TERM
 pg_cluster_start "$work" 5497
 psql_ "ALTER SYSTEM SET track_wal_io_timing = on" && psql_ "ALTER SYSTEM SET wal_sync_method = fdatasync" >/dev/null
