@@ -122,6 +122,8 @@ mod tests {
         assert!(usage_message(r#"{"schema":"syncbench/v1","version":7}"#).contains("version"));
         let wrong = usage_message(r#"{"schema":"syncbench/v1","results":[{"ops":"many"}]}"#);
         assert!(wrong.contains("not a valid syncbench document") && wrong.contains("invalid type"), "{wrong}");
+        let mode = usage_message(r#"{"schema":"syncbench/v1","pages":{"rows":[{"mode":"raid"}]}}"#);
+        assert!(mode.contains("unknown mode \"raid\"; expected none, fpw, dw or atomic"), "{mode}");
     }
 
     #[test]

@@ -25,11 +25,12 @@ use syncbench_engine::storage::Storage;
 use syncbench_engine::workload::{Bank, BankConfig, RunReport, RunSpec};
 
 /// One mode at one buffer-pool size.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PagesRow {
-    /// `none`, `fpw`, `dw` or `atomic`.
-    pub mode: String,
+    /// `none`, `fpw`, `dw` or `atomic` in JSON.
+    #[serde(with = "mode_name")]
+    pub mode: Mode,
     /// Whether this mode could run here (atomic needs device support; files that do not say ran it).
     #[serde(default = "crate::schema::yes")]
     pub supported: bool,
@@ -62,6 +63,49 @@ pub struct PagesRow {
     pub txns: u64,
     /// Seconds timed.
     pub duration_s: f64,
+}
+
+impl Default for PagesRow {
+    /// A row that did not run (`supported` false), to fill in.
+    fn default() -> PagesRow {
+        PagesRow {
+            mode: Mode::None,
+            supported: false,
+            error: None,
+            buffer_pool_bytes: 0,
+            tps: 0.0,
+            latency_ns: LatencyNs::default(),
+            wal_bytes_per_txn: 0.0,
+            fpi_share: 0.0,
+            data_bytes_per_txn: 0.0,
+            dw_bytes_per_txn: 0.0,
+            fsyncs_per_txn: 0.0,
+            checkpoint_duration_s_mean: 0.0,
+            checkpoints: 0,
+            eviction_writes: 0,
+            txns: 0,
+            duration_s: 0.0,
+        }
+    }
+}
+
+/// [`Mode`] in JSON by the name users type; an unknown name is an error naming the four.
+pub mod mode_name {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use syncbench_engine::pages::Mode;
+
+    /// `"fpw"`.
+    pub fn serialize<S: Serializer>(mode: &Mode, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(mode.name())
+    }
+
+    /// From `"fpw"`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+        let name = String::deserialize(d)?;
+        Mode::from_name(&name)
+            .ok_or_else(|| D::Error::custom(format!("unknown mode {name:?}; expected none, fpw, dw or atomic")))
+    }
 }
 
 /// The command's JSON payload.
@@ -201,12 +245,8 @@ fn run_one(plan: &Plan, mode: Mode, pool_bytes: usize) -> anyhow::Result<PagesRo
     let mut config = plan.store_config(mode, pool_bytes);
     config.wal_dir = wal_dir.as_ref().map(|g| g.path().to_path_buf());
     config.dw_dir = dw_dir.as_ref().filter(|_| mode == Mode::Dw).map(|g| g.path().to_path_buf());
-    let unsupported = |why: String| PagesRow {
-        mode: mode.name().to_string(),
-        buffer_pool_bytes: pool_bytes as u64,
-        error: Some(why),
-        ..PagesRow::default()
-    };
+    let unsupported =
+        |why: String| PagesRow { mode, buffer_pool_bytes: pool_bytes as u64, error: Some(why), ..PagesRow::default() };
     if mode == Mode::Atomic
         && let Err(why) = atomic_support(store_dir.path(), plan.page_size)
     {
@@ -280,7 +320,7 @@ fn row(mode: Mode, pool_bytes: usize, report: &RunReport, before: StoreStats, af
     let checkpoint_secs = after.checkpoint_secs_total - before.checkpoint_secs_total;
     let duration_s = report.elapsed.as_secs_f64();
     PagesRow {
-        mode: mode.name().to_string(),
+        mode,
         supported: true,
         error: None,
         buffer_pool_bytes: pool_bytes as u64,
@@ -301,7 +341,7 @@ fn row(mode: Mode, pool_bytes: usize, report: &RunReport, before: StoreStats, af
 
 pub fn verdicts(rows: &[PagesRow]) -> Vec<Verdict> {
     let mut out = Vec::new();
-    if rows.iter().any(|r| r.mode == "none") {
+    if rows.iter().any(|r| r.mode == Mode::None) {
         out.push(Verdict {
             severity: Severity::Info,
             code: "pages_none_unsafe".to_string(),
@@ -311,7 +351,7 @@ pub fn verdicts(rows: &[PagesRow]) -> Vec<Verdict> {
             advice: "Use it only as the baseline the other modes are compared with.".to_string(),
         });
     }
-    if let Some(r) = rows.iter().find(|r| r.mode == "atomic" && !r.supported) {
+    if let Some(r) = rows.iter().find(|r| r.mode == Mode::Atomic && !r.supported) {
         out.push(Verdict {
             severity: Severity::Info,
             code: "pages_atomic_unsupported".to_string(),

@@ -16,7 +16,8 @@ use syncbench_engine::workload::{Bank, BankConfig};
 /// What a store directory was created with, so `--recover` can reopen it.
 #[derive(Debug, Serialize, Deserialize)]
 struct StoreSettings {
-    mode: String,
+    #[serde(with = "super::mode_name")]
+    mode: Mode,
     page_size: usize,
     dw_batch: usize,
     buffer_pool_bytes: usize,
@@ -56,7 +57,7 @@ pub(crate) fn write_settings(
     created: CreatedDirs<'_>,
 ) -> anyhow::Result<()> {
     let settings = StoreSettings {
-        mode: mode.name().to_string(),
+        mode,
         page_size: plan.page_size,
         dw_batch: plan.dw_batch,
         buffer_pool_bytes: pool_bytes,
@@ -87,7 +88,7 @@ pub fn recover_and_check(store_dir: &Path, ack_log: Option<&Path>) -> anyhow::Re
     let text = std::fs::read_to_string(store_dir.join(SETTINGS_FILE))
         .map_err(|e| usage(format!("--recover {}: no {SETTINGS_FILE} ({e})", store_dir.display())))?;
     let settings: StoreSettings = serde_json::from_str(&text).context("reading the store settings")?;
-    let mode = Mode::from_name(&settings.mode).ok_or_else(|| usage("unknown mode in the store settings"))?;
+    let mode = settings.mode;
     let wal_dir =
         settings.wal_dir.as_deref().map(|d| recorded_dir(store_dir, "--wal-dir", "pages-wal", d)).transpose()?;
     let dw_dir = settings.dw_dir.as_deref().map(|d| recorded_dir(store_dir, "--dw-dir", "pages-dw", d)).transpose()?;

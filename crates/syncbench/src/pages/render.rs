@@ -5,6 +5,7 @@ use crate::export::Exportable;
 use crate::export::openmetrics::{Family, push_quantiles};
 use crate::schema::Envelope;
 use crate::size::format_size;
+use syncbench_engine::pages::Mode;
 
 impl Exportable for PagesPayload {
     fn csv(doc: &Envelope<Self>) -> anyhow::Result<String> {
@@ -25,7 +26,7 @@ fn metrics(rows: &[PagesRow]) -> Vec<Family> {
     let mut syncs = Family::new("syncbench_pages_syncs_per_transaction", "", "fsync/fdatasync calls per transaction.");
     let mut data = Family::new("syncbench_pages_data_written_per_transaction_bytes", "bytes", "Page bytes written.");
     for r in rows.iter().filter(|r| r.supported && r.error.is_none() && r.txns > 0) {
-        let labels = vec![("mode", r.mode.clone()), ("buffer_pool_bytes", r.buffer_pool_bytes.to_string())];
+        let labels = vec![("mode", r.mode.name().to_string()), ("buffer_pool_bytes", r.buffer_pool_bytes.to_string())];
         tps.push(labels.clone(), r.tps);
         push_quantiles(&mut latency, &labels, &[("0.5", r.latency_ns.p50), ("0.99", r.latency_ns.p99)]);
         syncs.push(labels.clone(), r.fsyncs_per_txn);
@@ -35,7 +36,7 @@ fn metrics(rows: &[PagesRow]) -> Vec<Family> {
 }
 
 fn versus_none(t: &PagesTable, r: &PagesRow) -> String {
-    let baseline = t.rows.iter().find(|b| b.mode == "none" && b.buffer_pool_bytes == r.buffer_pool_bytes);
+    let baseline = t.rows.iter().find(|b| b.mode == Mode::None && b.buffer_pool_bytes == r.buffer_pool_bytes);
     match baseline {
         Some(b) if b.tps > 0.0 && b.supported => format!("{:+.0}%", (r.tps / b.tps - 1.0) * 100.0),
         _ => "-".to_string(),
@@ -52,12 +53,16 @@ pub fn to_markdown(t: &PagesTable) -> String {
     for r in &t.rows {
         let pool = format_size(r.buffer_pool_bytes);
         if !r.supported {
-            out += &format!("| {} | {pool} | unsupported: {} |||||||||\n", r.mode, r.error.as_deref().unwrap_or(""));
+            out += &format!(
+                "| {} | {pool} | unsupported: {} |||||||||\n",
+                r.mode.name(),
+                r.error.as_deref().unwrap_or("")
+            );
             continue;
         }
         out += &format!(
             "| {} | {pool} | {:.0} | {} | {:.2} | {:.2} | {:.0} | {:.0}% | {:.0} | {:.2} | {:.3} |\n",
-            r.mode,
+            r.mode.name(),
             r.tps,
             versus_none(t, r),
             r.latency_ns.p50 as f64 / 1e6,
@@ -95,7 +100,7 @@ pub fn to_csv(rows: &[PagesRow]) -> anyhow::Result<String> {
     ])?;
     for r in rows {
         w.write_record([
-            r.mode.clone(),
+            r.mode.name().to_string(),
             r.supported.to_string(),
             r.error.clone().unwrap_or_default(),
             r.buffer_pool_bytes.to_string(),
@@ -129,13 +134,13 @@ pub fn to_table(t: &PagesTable) -> String {
     for r in &t.rows {
         let pool = format_size(r.buffer_pool_bytes);
         if !r.supported {
-            out += &format!("{:<7} {:>8} unsupported: {}\n", r.mode, pool, r.error.as_deref().unwrap_or(""));
+            out += &format!("{:<7} {:>8} unsupported: {}\n", r.mode.name(), pool, r.error.as_deref().unwrap_or(""));
             continue;
         }
         let versus = versus_none(t, r);
         out += &format!(
             "{:<7} {:>8} {:>9.0} {:>9} {:>9.2} {:>9.2} {:>5.0} {:>10.0} {:>7.1} {:>8.2} {:>8.3}\n",
-            r.mode,
+            r.mode.name(),
             pool,
             r.tps,
             versus,

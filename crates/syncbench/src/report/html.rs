@@ -268,7 +268,7 @@ fn pages_table(out: &mut String, pages: &PagesTable) {
     );
     for row in &pages.rows {
         let pool = if row.buffer_pool_bytes > 0 { format_bytes(row.buffer_pool_bytes as f64) } else { "–".into() };
-        let _ = write!(out, "<tr><td>{}</td><td class=\"num\">{pool}</td>", esc(&row.mode));
+        let _ = write!(out, "<tr><td>{}</td><td class=\"num\">{pool}</td>", esc(row.mode.name()));
         match (&row.error, row.supported) {
             (Some(error), _) => {
                 let _ = writeln!(out, "<td colspan=\"8\">not measured: {}</td></tr>", esc(error));
@@ -300,6 +300,7 @@ fn pages_table(out: &mut String, pages: &PagesTable) {
 mod tests {
     use super::*;
     use crate::pages::PagesRow;
+    use syncbench_engine::pages::Mode;
 
     #[test]
     fn results_are_grouped_by_section_and_close_then_sync_is_answered_in_words() {
@@ -339,15 +340,15 @@ mod tests {
         let pages = PagesTable {
             rows: vec![
                 PagesRow {
-                    mode: "fpw".into(),
+                    mode: Mode::Fpw,
                     buffer_pool_bytes: 64 << 20,
                     supported: true,
                     tps: 2600.0,
                     fpi_share: 0.93,
                     ..PagesRow::default()
                 },
-                PagesRow { mode: "atomic".into(), supported: false, ..PagesRow::default() },
-                PagesRow { mode: "dw".into(), error: Some("EIO: <disk>".into()), ..PagesRow::default() },
+                PagesRow { mode: Mode::Atomic, supported: false, ..PagesRow::default() },
+                PagesRow { mode: Mode::Dw, error: Some("EIO: <disk>".into()), ..PagesRow::default() },
             ],
             ..PagesTable::default()
         };

@@ -49,7 +49,7 @@ fn every_command_s_v1_file_reads_into_today_s_type_without_losing_a_field() {
     let commit = read_back::<syncbench::commit::CommitPayload>("commit.json");
     assert_eq!(commit.payload.commit.points.len(), 4, "clients 1,4 with and without group commit");
     let pages = read_back::<syncbench::pages::PagesPayload>("pages.json");
-    let modes: Vec<&str> = pages.payload.pages.rows.iter().map(|r| r.mode.as_str()).collect();
+    let modes: Vec<&str> = pages.payload.pages.rows.iter().map(|r| r.mode.name()).collect();
     assert_eq!(modes, ["none", "fpw", "dw", "atomic"]);
     read_back::<syncbench::cmd::probe::ProbePayload>("probe.json");
     let advise = read_back::<syncbench::advise::AdvisePayload>("advise.json");
