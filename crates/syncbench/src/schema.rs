@@ -201,4 +201,63 @@ mod tests {
         assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339_from_unix(1_795_219_200 + 3_723), "2026-11-21T01:02:03Z");
     }
+
+    /// Every serde struct in the crate's source, with its field names.
+    fn serde_structs() -> Vec<(String, std::collections::BTreeSet<String>)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let (mut dirs, mut found) = (vec![root.clone()], Vec::new());
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()) {
+                if entry.is_dir() {
+                    dirs.push(entry);
+                } else if entry.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&entry).unwrap();
+                    let lines: Vec<&str> = text.lines().collect();
+                    for (i, line) in lines.iter().enumerate() {
+                        let Some(rest) =
+                            line.trim_start().strip_prefix("pub struct ").or(line.trim_start().strip_prefix("struct "))
+                        else {
+                            continue;
+                        };
+                        let derives = lines[i.saturating_sub(4)..i].join(" ");
+                        if !rest.ends_with('{') || !(derives.contains("Serialize") || derives.contains("Deserialize")) {
+                            continue;
+                        }
+                        let indent = line.len() - line.trim_start().len();
+                        let fields = lines[i + 1..]
+                            .iter()
+                            .take_while(|l| !(l.trim() == "}" && l.len() - l.trim_start().len() == indent))
+                            .filter_map(|l| l.trim().trim_start_matches("pub ").split_once(':').map(|(name, _)| name))
+                            .filter(|name| {
+                                name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                            })
+                            .map(str::to_string)
+                            .collect();
+                        let name = rest.split([' ', '<']).next().unwrap_or_default();
+                        found.push((format!("{}: {name}", entry.strip_prefix(&root).unwrap().display()), fields));
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn each_payload_type_is_defined_once() {
+        // A reader's own copy of a writer's type (the same fields under the same or another name) is how a
+        // file one command accepts came to be refused by another. Two serde structs where one's four or
+        // more fields are all fields of the other are such a copy.
+        let structs = serde_structs();
+        assert!(structs.len() > 30, "the scan found {} serde structs", structs.len());
+        let mut copies = Vec::new();
+        for (i, (a, fa)) in structs.iter().enumerate() {
+            for (b, fb) in &structs[i + 1..] {
+                let (small, big) = if fa.len() <= fb.len() { (fa, fb) } else { (fb, fa) };
+                if small.len() >= 4 && small.is_subset(big) {
+                    copies.push(format!("{a} ~ {b}"));
+                }
+            }
+        }
+        assert!(copies.is_empty(), "payload types defined twice: {copies:?}");
+    }
 }
