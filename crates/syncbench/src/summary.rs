@@ -49,6 +49,57 @@ pub fn next_command(json: Option<&std::path::Path>, dir: &std::path::Path) -> St
     }
 }
 
+/// The opening lines of `commit`'s output: the worst verdict, one client's ceiling and the best point with
+/// their intervals.
+pub fn commit_answer(results: &crate::commit::CommitResults, verdicts: &[Verdict]) -> String {
+    let mut out = format!("answer:\n  {}\n", verdict_line(verdicts));
+    let rate = |p: &crate::commit::CommitPoint| match p.ci95_rel {
+        Some(ci) => format!("{:.0} commits/s ±{:.0}%", p.commits_per_s, (ci * 100.0).max(1.0)),
+        None => format!("{:.0} commits/s", p.commits_per_s),
+    };
+    let one =
+        results.points.iter().filter(|p| p.clients == 1).max_by(|a, b| a.commits_per_s.total_cmp(&b.commits_per_s));
+    if let Some(p) = one {
+        out.push_str(&format!("  one client: {} with {} (one sync per commit at best)\n", rate(p), results.method));
+    }
+    if let Some(best) = results.points.iter().max_by(|a, b| a.commits_per_s.total_cmp(&b.commits_per_s)) {
+        let log = if best.group_commit { "group commit" } else { "one sync per commit" };
+        out.push_str(&format!(
+            "  best point: {} at {} clients, delay {} µs, {log} ({:.1} commits per sync)\n",
+            rate(best),
+            best.clients,
+            best.commit_delay_us,
+            best.commits_per_sync
+        ));
+    }
+    out.push_str(&format!(
+        "  noise: each point in {} rounds, the points in a new order every round; ± from the spread between rounds\n",
+        crate::commit::ROUNDS
+    ));
+    out
+}
+
+/// The opening lines of `pages`' output: the worst verdict and each protection's cost against `none`.
+pub fn pages_answer(table: &crate::pages::PagesTable, verdicts: &[Verdict]) -> String {
+    let mut out = format!("answer:\n  {}\n", verdict_line(verdicts));
+    for r in table.rows.iter().filter(|r| r.supported && r.mode != "none") {
+        let base = table.rows.iter().find(|b| b.mode == "none" && b.buffer_pool_bytes == r.buffer_pool_bytes);
+        let versus = match base {
+            Some(b) if b.tps > 0.0 => format!("{:+.0}% tps vs none", (r.tps / b.tps - 1.0) * 100.0),
+            _ => "no none row to compare with".to_string(),
+        };
+        let caveat = if r.checkpoints == 0 { " — NO CHECKPOINT: the log only" } else { "" };
+        out.push_str(&format!(
+            "  {} ({}): {:.0} tps, {versus}{caveat}\n",
+            r.mode,
+            format_size(r.buffer_pool_bytes),
+            r.tps
+        ));
+    }
+    out.push_str("  noise: one run per mode, no interval — a difference of a few % is not established\n");
+    out
+}
+
 /// `verdict: CRITICAL not_durable_tmpfs — tmpfs keeps everything in memory.` (first sentence only).
 pub fn verdict_line(verdicts: &[Verdict]) -> String {
     let Some(worst) = verdicts.iter().max_by_key(|v| v.severity) else {
@@ -243,6 +294,41 @@ mod tests {
         insta::assert_snapshot!("run_answer_mock_seed_1", answer);
         let before_table = text.lines().take_while(|l| !l.starts_with("(a) ")).count();
         assert!(before_table <= 40, "{before_table} lines before the first table:\n{text}");
+    }
+
+    #[test]
+    fn commit_and_pages_answers_say_their_point_and_their_noise() {
+        use crate::commit::{CommitPoint, CommitResults};
+        let point = |clients, rate, group| CommitPoint {
+            clients,
+            commits_per_s: rate,
+            group_commit: group,
+            commits_per_sync: 2.0,
+            ..Default::default()
+        };
+        let results = CommitResults {
+            method: "fdatasync".into(),
+            durable: true,
+            record_size_bytes: 256,
+            leader_extra_batches: 0,
+            record_log_bytes: 296,
+            points: vec![point(1, 156.0, true), point(64, 30010.0, true)],
+        };
+        let text = commit_answer(&results, &[]);
+        assert!(text.contains("one client: 156 commits/s with fdatasync"), "{text}");
+        assert!(text.contains("best point: 30010 commits/s at 64 clients, delay 0 µs, group commit"), "{text}");
+        let row = |mode: &str, tps, checkpoints| crate::pages::PagesRow {
+            mode: mode.into(),
+            supported: true,
+            buffer_pool_bytes: 128 << 20,
+            tps,
+            checkpoints,
+            ..Default::default()
+        };
+        let table =
+            crate::pages::PagesTable { rows: vec![row("none", 4000.0, 1), row("dw", 3400.0, 0)], ..Default::default() };
+        let text = pages_answer(&table, &[]);
+        assert!(text.contains("  dw (128 MiB): 3400 tps, -15% tps vs none — NO CHECKPOINT: the log only\n"), "{text}");
     }
 
     #[test]

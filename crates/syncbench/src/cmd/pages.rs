@@ -99,7 +99,8 @@ pub fn main(args: Args) -> Outcome {
     verdicts.extend(crate::pages::verdicts(&table.rows));
     let envelope = Envelope::new(started_at, environment, verdicts, PagesPayload { pages: table });
     crate::export::write_all(&envelope, &args.paths.export)?;
-    crate::export::print_human(&args.paths.export, &render::to_table(&envelope.payload.pages))?;
+    let answer = crate::summary::pages_answer(&envelope.payload.pages, &envelope.verdicts);
+    crate::export::print_human(&args.paths.export, &(answer + "\n" + &render::to_table(&envelope.payload.pages)))?;
     Ok(ExitCode::SUCCESS)
 }
 
