@@ -360,9 +360,13 @@ mod tests {
         let runs = run("r.json", vec![case("fsync", 1.0, true)]);
         let commit = RunFile {
             name: "c.json".into(),
-            commit: Some(crate::report::input::CommitPayload {
-                points: vec![crate::report::input::CommitPoint::default()],
-                ..Default::default()
+            commit: Some(crate::commit::CommitResults {
+                method: "fdatasync".into(),
+                durable: true,
+                record_size_bytes: 256,
+                leader_extra_batches: 0,
+                record_log_bytes: 296,
+                points: vec![crate::commit::CommitPoint::default()],
             }),
             ..RunFile::default()
         };

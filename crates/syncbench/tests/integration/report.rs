@@ -629,6 +629,7 @@ fn the_page_checks_catch_overlapping_text_and_repeated_colours() {
     let problems = legend_colour_problems(&old_legend);
     assert!(problems[0].contains("22 legend entries"), "{problems:?}");
     assert!(problems.len() > 1);
+}
 
 #[test]
 fn compare_refuses_files_of_different_kinds_and_files_with_nothing_to_compare() {
