@@ -72,10 +72,12 @@ pub fn commit_answer(results: &crate::commit::CommitResults, verdicts: &[Verdict
             best.commits_per_sync
         ));
     }
-    out.push_str(&format!(
-        "  noise: each point in {} rounds, the points in a new order every round; ± from the spread between rounds\n",
-        crate::commit::ROUNDS
-    ));
+    let rounds = results.points.first().map_or(0, |p| p.rounds_commits_per_s.len());
+    out.push_str(&if rounds > 1 {
+        format!("  noise: each point in {rounds} rounds, the points in a new order every round; ± from their spread\n")
+    } else {
+        "  noise: one round per point (--secs under 1 s), no interval\n".to_string()
+    });
     out
 }
 

@@ -163,14 +163,23 @@ pub fn space_needed_bytes() -> u64 {
 /// round, so a device that changes speed for a while shows as spread (`ci95_rel`), not as a difference
 /// between points (issue #16).
 pub const ROUNDS: u32 = 3;
+/// A round shorter than this measures mostly its edges (a flush that ends after the window, a late wake-up
+/// under load): shorter `--secs` get fewer rounds, down to one.
+pub const MIN_ROUND_SECS: f64 = 0.5;
+
+/// Rounds for `secs` per point.
+pub fn rounds_for(secs: f64) -> u32 {
+    ((secs / MIN_ROUND_SECS) as u32).clamp(1, ROUNDS)
+}
 
 /// Measure every point of `plan` in a fresh directory under `root` (which the caller created and owns), in
 /// [`ROUNDS`] rounds. `progress` is called before each point's round. Stops with an error at the first
 /// point that fails.
 pub fn measure_all(plan: &Plan, root: &Path, progress: impl Fn(usize, &PointSpec)) -> anyhow::Result<CommitResults> {
-    let round_plan = Plan { secs: plan.secs / f64::from(ROUNDS), ..plan.clone() };
+    let n_rounds = rounds_for(plan.secs);
+    let round_plan = Plan { secs: plan.secs / f64::from(n_rounds), ..plan.clone() };
     let mut rounds: Vec<Vec<CommitPoint>> = vec![Vec::new(); plan.points.len()];
-    for round in 0..ROUNDS {
+    for round in 0..n_rounds {
         for i in crate::rounds::order(plan.points.len(), round) {
             let spec = &plan.points[i];
             progress(i, spec);
@@ -247,6 +256,14 @@ pub fn verdicts(plan: &Plan, environment: &probe::Environment, points: &[CommitP
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_points_get_fewer_rounds() {
+        assert_eq!(
+            (rounds_for(0.2), rounds_for(1.0), rounds_for(1.5), rounds_for(3.0), rounds_for(60.0)),
+            (1, 2, 3, 3, 3)
+        );
+    }
 
     #[test]
     fn rounds_pool_into_one_point_with_their_spread_as_the_interval() {
