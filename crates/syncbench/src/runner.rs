@@ -13,8 +13,11 @@ mod offsets;
 pub use clock::{BestClock, MonotonicClock, TscClock};
 pub use disk::PreparedDir;
 pub use mock::MockTiming;
+pub(crate) use mock::splitmix64;
 pub use offsets::OffsetPlan;
 
+use crate::disturbance::{CaseDisturbance, Monitor, OurWork};
+use crate::rounds::Pooled;
 use crate::schema::CaseResult;
 use crate::stats::Samples;
 use crate::suite::Case;
@@ -49,6 +52,21 @@ impl RunBudget {
             min_secs: case_secs * 0.2,
             min_samples: 30,
             ci95_target_rel: 0.02,
+        }
+    }
+}
+
+impl RunBudget {
+    /// One round's share of this budget when a case runs in `rounds` rounds: the times divided, the
+    /// minimum sample count too (at least 10, so a round's own interval means something).
+    pub fn per_round(&self, rounds: u32) -> RunBudget {
+        let r = f64::from(rounds.max(1));
+        RunBudget {
+            case_secs: self.case_secs / r,
+            warmup_secs: self.warmup_secs / r,
+            min_secs: self.min_secs / r,
+            min_samples: (self.min_samples / u64::from(rounds.max(1))).max(10),
+            ci95_target_rel: self.ci95_target_rel,
         }
     }
 }
@@ -101,6 +119,9 @@ pub struct Measurement {
     pub stop: StopReason,
     /// Commits run during warmup.
     pub warmup_ops: u64,
+    /// (commits, ns) of the first and the second half of the timed loop, split at the 16-commit
+    /// checkpoint nearest half its time: drift inside the round shows as two different rates.
+    pub halves: [(u64, u64); 2],
 }
 
 /// Where a measurement failed.
@@ -127,6 +148,8 @@ pub fn measure<E: CommitExecutor, C: Clock>(
     // read per commit would cost more (60-200 ns on this VM) than the bookkeeping it keeps out of the
     // interval (computing the next offsets and recording the previous sample: ~10-20 ns, no syscalls).
     let mut end_ns = start_ns;
+    // Every 16th commit's (count, elapsed ns): a few hundred entries at most per round.
+    let mut checkpoints: Vec<(u64, u64)> = Vec::new();
     let stop = loop {
         if !exec.prepare_next() {
             break StopReason::FileFull;
@@ -138,6 +161,9 @@ pub fn measure<E: CommitExecutor, C: Clock>(
         if now_ns >= deadline_ns {
             break StopReason::Budget;
         }
+        if samples.count().is_multiple_of(16) {
+            checkpoints.push((samples.count(), now_ns - start_ns));
+        }
         // The CI needs a square root: check it every 16 commits, once the minimums are met.
         if samples.count().is_multiple_of(16)
             && samples.count() >= budget.min_samples
@@ -147,7 +173,21 @@ pub fn measure<E: CommitExecutor, C: Clock>(
             break StopReason::Converged;
         }
     };
-    Ok(Measurement { samples, duration_ns: end_ns - start_ns, stop, warmup_ops })
+    let halves = split_halves(&checkpoints, samples.count(), end_ns - start_ns);
+    Ok(Measurement { samples, duration_ns: end_ns - start_ns, stop, warmup_ops, halves })
+}
+
+/// The checkpoint nearest half the duration splits the loop into two halves of (commits, ns); with no
+/// checkpoint inside the loop, everything is the first half.
+fn split_halves(checkpoints: &[(u64, u64)], ops: u64, duration_ns: u64) -> [(u64, u64); 2] {
+    let half_ns = duration_ns / 2;
+    let split = checkpoints
+        .iter()
+        .filter(|(n, t)| *n < ops && *t < duration_ns)
+        .min_by_key(|(_, t)| t.abs_diff(half_ns))
+        .copied()
+        .unwrap_or((ops, duration_ns));
+    [split, (ops - split.0, duration_ns - split.1)]
 }
 
 fn warm_up<E: CommitExecutor, C: Clock>(exec: &mut E, clock: &mut C, budget: &RunBudget) -> Result<u64, MeasureError> {
@@ -187,6 +227,140 @@ pub fn run_case(case: &Case, budget: &RunBudget, target: &Target<'_>) -> CaseRes
         Ok(m) => result_from(case, &m),
         Err(failure) => failed_result(case, failure),
     }
+}
+
+/// Measure one round of a case. The mock gives every round its own seed, deterministically.
+fn measure_round(case: &Case, budget: &RunBudget, target: &Target<'_>, round: u32) -> Result<Measurement, CaseFailure> {
+    match target {
+        Target::Disk(dir) => disk::run(case, budget, dir),
+        Target::Mock(mock) => {
+            let seed = mock.seed ^ u64::from(round).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            Ok(MockTiming { seed }.run(case, budget))
+        }
+    }
+}
+
+/// Where a plan stands after one round of one case.
+pub struct Progress<'a> {
+    /// Case-rounds finished, of `total`.
+    pub done: usize,
+    /// Case-rounds in the plan.
+    pub total: usize,
+    /// The case that just ran a round, and its index in the plan.
+    pub case: &'a Case,
+    /// Index of `case` in the plan (and in `results`).
+    pub index: usize,
+    /// Every case's result so far, from the rounds it finished (`None` before its first).
+    pub results: &'a [Option<CaseResult>],
+}
+
+/// A case being measured round by round.
+#[derive(Default)]
+struct CaseRounds {
+    rounds: Vec<Measurement>,
+    disturbance: CaseDisturbance,
+    /// A refused or failed round decides the case: a failed sync is never averaged away.
+    failed: Option<CaseResult>,
+}
+
+/// Measure every case in `rounds` short rounds, each case's `budget` split over them, the cases in a new
+/// order every round (see [`crate::rounds`]). `monitor` watches the device and CPU steal on real runs;
+/// `observe` sees the results after every case-round (progress, and what Ctrl-C exports).
+pub fn run_plan(
+    cases: &[Case],
+    rounds: u32,
+    budget: &RunBudget,
+    target: &Target<'_>,
+    monitor: Option<&Monitor>,
+    observe: &mut dyn FnMut(Progress<'_>),
+) -> Vec<CaseResult> {
+    let rounds = rounds.max(1);
+    let round_budget = budget.per_round(rounds);
+    let mut state: Vec<CaseRounds> = cases.iter().map(|_| CaseRounds::default()).collect();
+    let mut results: Vec<Option<CaseResult>> = vec![None; cases.len()];
+    let total = cases.len() * rounds as usize;
+    let mut done = 0;
+    for round in 0..rounds {
+        for i in crate::rounds::order(cases.len(), round) {
+            let (case, st) = (&cases[i], &mut state[i]);
+            done += 1;
+            if st.failed.is_none() {
+                let window = monitor.map(Monitor::start);
+                match measure_round(case, &round_budget, target, round) {
+                    Ok(m) => {
+                        if let (Some(mon), Some(w)) = (monitor, window) {
+                            let commits = m.samples.count() + m.warmup_ops;
+                            let ours = OurWork { commits, bytes: commits * case.bytes_per_commit() };
+                            mon.finish(w, ours, round as usize + 1, &mut st.disturbance);
+                        }
+                        st.rounds.push(m);
+                    }
+                    Err(failure) => st.failed = Some(failed_result(case, failure)),
+                }
+                results[i] = Some(match &st.failed {
+                    Some(f) => f.clone(),
+                    None => result_from_rounds(case, &st.rounds, &st.disturbance, rounds),
+                });
+            }
+            observe(Progress { done, total, case, index: i, results: &results });
+        }
+    }
+    results.into_iter().zip(cases).map(|(r, case)| r.unwrap_or_else(|| empty_result(case))).collect()
+}
+
+/// [`run_plan`] with a progress bar on stderr (when it is a terminal), every case's result so far kept in
+/// `partial` for Ctrl-C.
+pub fn run_plan_with_progress(
+    cases: &[Case],
+    rounds: u32,
+    budget: &RunBudget,
+    target: &Target<'_>,
+    monitor: Option<&Monitor>,
+    partial: &crate::partial::Partial,
+) -> Vec<CaseResult> {
+    let bar = crate::output::stderr_is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new((cases.len() * rounds.max(1) as usize) as u64);
+        let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar
+    });
+    let results = run_plan(cases, rounds, budget, target, monitor, &mut |p| {
+        partial.update(p.index, p.results[p.index].as_ref());
+        if let Some(bar) = &bar {
+            bar.set_message(format!("{} {}", p.case.section.name(), p.case.label.trim()));
+            bar.set_position(p.done as u64);
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    results
+}
+
+/// A case's result from its rounds so far.
+pub fn result_from_rounds(
+    case: &Case,
+    rounds: &[Measurement],
+    disturbance: &CaseDisturbance,
+    planned: u32,
+) -> CaseResult {
+    let pooled = Pooled::of(rounds);
+    let m = Measurement {
+        samples: pooled.samples.clone(),
+        duration_ns: pooled.duration_ns,
+        stop: pooled.stop,
+        warmup_ops: pooled.warmup_ops,
+        halves: [(0, 0); 2],
+    };
+    let mut r = result_from(case, &m);
+    r.ci95_rel = pooled.ci95_rel();
+    r.ci95_rel_within = Some(if pooled.ci95_rel_within.is_finite() { pooled.ci95_rel_within } else { 1.0 });
+    r.rounds_ops_per_s = pooled.round_rates.clone();
+    r.latency_ns_p10 = (pooled.samples.count() > 0).then(|| pooled.samples.quantile_ns(0.10));
+    r.drift = pooled.drift.clone();
+    r.disturbances = disturbance.named(planned as usize);
+    r
 }
 
 /// Why a case produced no numbers.

@@ -62,6 +62,10 @@ pub struct RunPayload {
     pub pattern: String,
     /// One entry per measured case.
     pub results: Vec<CaseResult>,
+    /// Interrupted (Ctrl-C, SIGTERM) before every round of every case ran: the results are what was
+    /// finished, each case from the rounds it completed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// Latency percentiles of one case, in nanoseconds.
@@ -141,6 +145,23 @@ pub struct CaseResult {
     /// Commits run before timing started (not counted in `ops`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub warmup_ops: u64,
+    /// Commits per second of each round, in the order the rounds ran (the case is measured in several
+    /// short rounds, the cases reordered every round; `ci95_rel` counts the spread between them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds_ops_per_s: Vec<f64>,
+    /// The part of `ci95_rel` from the commits alone, as if they were independent draws (within rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_rel_within: Option<f64>,
+    /// 10th percentile of commit latency, ns (the fast phase of a device that alternates between phases;
+    /// absent in files from before rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns_p10: Option<u64>,
+    /// A change of speed during the case (between rounds or halves of them), in a sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<String>,
+    /// What else touched the device or the CPU while this case ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbances: Vec<crate::disturbance::Disturbance>,
 }
 
 /// Any syncbench document as `report` and `compare` read it: `run`'s cases, and `commit`'s and `pages`'s

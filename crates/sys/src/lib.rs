@@ -245,6 +245,24 @@ pub fn free_bytes(path: &Path) -> io::Result<u64> {
     Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
+/// Whether this process may write `path` (a file to overwrite, or a directory to create a file in):
+/// `access(W_OK)`, which also reports EROFS for a read-only file system.
+pub fn check_writable(path: &Path) -> io::Result<()> {
+    Ok(rustix::fs::access(path, rustix::fs::Access::WRITE_OK)?)
+}
+
+/// Try to take a `flock` on `fd` without waiting: exclusive, or shared. `Ok(false)` when another open file
+/// holds a conflicting lock (EWOULDBLOCK).
+pub fn try_flock(fd: impl AsFd, exclusive: bool) -> io::Result<bool> {
+    use rustix::fs::FlockOperation;
+    let op = if exclusive { FlockOperation::NonBlockingLockExclusive } else { FlockOperation::NonBlockingLockShared };
+    match rustix::fs::flock(fd, op) {
+        Ok(()) => Ok(true),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Whether the file system holding `path` is mounted read-only.
 pub fn is_read_only_fs(path: &Path) -> io::Result<bool> {
     let st = rustix::fs::statvfs(path)?;

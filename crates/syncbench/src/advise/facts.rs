@@ -208,34 +208,96 @@ pub fn dur(ns: f64) -> String {
 }
 
 /// The chosen method against every other scored one, one sentence each, and, when the default was kept
-/// although another measured faster, why (the margin). Each sentence starts with a space.
+/// although another measured faster, why — in words that agree with the numbers just given: below the
+/// margin, or beyond it but inside the measurement's intervals. Each sentence starts with a space.
 pub fn compare_with_rest(chosen: &Rate, scored: &[Rate], default: &str, margin: f64) -> String {
     let mut text = String::new();
     for other in scored.iter().filter(|r| r.method != chosen.method) {
         text.push_str(&format!(" {}.", compare(chosen, other)));
     }
-    if chosen.method == default && scored.iter().any(|r| r.method != default && r.ops_per_s > chosen.ops_per_s) {
-        let pct = margin * 100.0;
-        text.push_str(&format!(" The faster alternative is within {pct:.0}% or the noise, so the default stays."));
+    let faster = scored
+        .iter()
+        .filter(|r| r.method != default && r.ops_per_s > chosen.ops_per_s)
+        .max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));
+    if let (true, Some(best)) = (chosen.method == default, faster) {
+        text.push(' ');
+        text.push_str(&kept_default(best, chosen, margin));
     }
     text
 }
 
-/// "a is 12% faster than b" / "within 3% of b".
-pub fn compare(a: &Rate, b: &Rate) -> String {
-    let pct = (a.ops_per_s / b.ops_per_s - 1.0) * 100.0;
-    if pct.abs() < 1.0 {
-        format!("{} and {} are within 1% ({} vs {})", a.method, b.method, per_s(a.ops_per_s), per_s(b.ops_per_s))
-    } else if pct > 0.0 {
-        format!("{} is {pct:.0}% faster than {} ({} vs {})", a.method, b.method, per_s(a.ops_per_s), per_s(b.ops_per_s))
+/// Why `default` stays although `faster` measured faster: "open_sync measured 4% faster, less than the 5%
+/// a change must gain, so the default stays." or "… 25% faster, but within the intervals (±30%, ±12%) …".
+pub fn kept_default(faster: &Rate, default: &Rate, margin: f64) -> String {
+    let pct = (faster.ops_per_s / default.ops_per_s - 1.0) * 100.0;
+    if pct <= margin * 100.0 {
+        format!(
+            "{} measured {pct:.0}% faster, less than the {:.0}% a change must gain, so the default stays.",
+            faster.method,
+            margin * 100.0
+        )
     } else {
         format!(
-            "{} is {:.0}% slower than {} ({} vs {})",
-            a.method,
-            -pct,
-            b.method,
-            per_s(a.ops_per_s),
-            per_s(b.ops_per_s)
+            "{} measured {pct:.0}% faster, but that is within the two measurements' 95% intervals (±{}, ±{}): \
+             not a difference this run can vouch for, so the default stays.",
+            faster.method,
+            pct_text(faster.ci95_rel),
+            pct_text(default.ci95_rel)
         )
+    }
+}
+
+fn pct_text(rel: f64) -> String {
+    format!("{:.0}%", (rel * 100.0).max(1.0))
+}
+
+/// Commits/s with its interval: `4891/s ±3%`.
+pub fn rate_text(r: &Rate) -> String {
+    format!("{} ±{}", per_s(r.ops_per_s), pct_text(r.ci95_rel))
+}
+
+/// "a is 12% faster than b (5200/s ±3% vs 4600/s ±4%)" / "within 1%".
+pub fn compare(a: &Rate, b: &Rate) -> String {
+    let pct = (a.ops_per_s / b.ops_per_s - 1.0) * 100.0;
+    let numbers = format!("({} vs {})", rate_text(a), rate_text(b));
+    if pct.abs() < 1.0 {
+        format!("{} and {} are within 1% {numbers}", a.method, b.method)
+    } else if pct > 0.0 {
+        format!("{} is {pct:.0}% faster than {} {numbers}", a.method, b.method)
+    } else {
+        format!("{} is {:.0}% slower than {} {numbers}", a.method, -pct, b.method)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rate(method: &str, ops_per_s: f64, ci95_rel: f64) -> Rate {
+        Rate { method: method.into(), ops_per_s, ci95_rel, evidence: Vec::new() }
+    }
+
+    #[test]
+    fn a_kept_default_is_worded_by_the_numbers_it_gives() {
+        // Issue #16: "fdatasync is 25% slower than open_sync … within 5% or the noise" contradicted itself.
+        let (default, faster) = (rate("fdatasync", 1000.0, 0.20), rate("open_sync", 1250.0, 0.15));
+        let text = compare_with_rest(&default, &[default.clone(), faster.clone()], "fdatasync", 0.05);
+        assert!(text.contains("fdatasync is 20% slower than open_sync (1000/s ±20% vs 1250/s ±15%)"), "{text}");
+        assert!(
+            text.contains(
+                "open_sync measured 25% faster, but that is within the two measurements' 95% intervals (±15%, ±20%)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("within 5%"), "{text}");
+        let close = rate("open_sync", 1030.0, 0.01);
+        let text = compare_with_rest(&default, &[default.clone(), close], "fdatasync", 0.05);
+        assert!(
+            text.ends_with("open_sync measured 3% faster, less than the 5% a change must gain, so the default stays."),
+            "{text}"
+        );
+        // A chosen method that is not the default needs no excuse.
+        let text = compare_with_rest(&faster, &[default.clone(), faster.clone()], "fdatasync", 0.05);
+        assert!(!text.contains("stays"), "{text}");
     }
 }

@@ -11,10 +11,11 @@ mod postgres;
 mod render;
 mod rocksdb;
 mod sqlite;
+pub mod versions;
 
 pub use etcd::{ETCD_P99_LIMIT_NS, ETCD_WRITE_BYTES};
 pub use facts::{Facts, Rate};
-pub use render::to_text;
+pub use render::{answer, body, to_text};
 
 use crate::probe::Environment;
 use crate::schema::CaseResult;

@@ -2,7 +2,7 @@
 //! innodb_doublewrite) and MariaDB ≥ 11 (innodb_log_file_buffering / _write_through,
 //! innodb_data_file_buffering / _write_through).
 
-use super::facts::{Facts, Rate, compare, compare_with_rest, dur, per_s};
+use super::facts::{Facts, Rate, compare, compare_with_rest, dur, kept_default, per_s};
 use super::{DatabaseAdvice, Setting, Version};
 
 const MARGIN: f64 = 0.05;
@@ -79,13 +79,20 @@ fn flush_method(f: &Facts<'_>, caveats: &mut Vec<String>) -> Option<Setting> {
             ("O_DSYNC", format!("The redo log opened O_SYNC (what InnoDB's O_DSYNC mode does) beats write+fsync: {}. Data files stay buffered in this mode.", compare(o, &fsync)))
         }
         (false, Some(false)) => ("fsync", format!("{}, so data pages cannot bypass the page cache; fsync is the remaining safe mode.", f.no_direct_reason())),
-        (false, _) => ("O_DIRECT", "Data files bypass the page cache (no double buffering with the buffer pool); the redo log keeps write+fsync, which measured at least as fast as O_SYNC here".to_string()),
+        (false, _) => ("O_DIRECT", "Data files bypass the page cache (no double buffering with the buffer pool); the redo log keeps write+fsync".to_string()),
     };
     if value == "O_DIRECT" {
-        if let Some(o) = &osync {
-            reason.push_str(&format!(": {}.", compare(&fsync, o)));
-        } else {
-            reason.push('.');
+        match &osync {
+            Some(o) if o.ops_per_s > fsync.ops_per_s => {
+                reason.push_str(&format!(
+                    ": the redo log opened O_SYNC did not win clearly. {}",
+                    kept_default(o, &fsync, MARGIN)
+                ));
+            }
+            Some(o) => {
+                reason.push_str(&format!(", which measured at least as fast as O_SYNC here: {}.", compare(&fsync, o)))
+            }
+            None => reason.push('.'),
         }
     }
     caveats.push(format!(
@@ -106,11 +113,16 @@ fn use_fdatasync(f: &Facts<'_>) -> Option<Setting> {
     let fdatasync = f.wal_score("fdatasync")?;
     let on = fdatasync.ops_per_s > fsync.ops_per_s * (1.0 + MARGIN.max(fsync.ci95_rel + fdatasync.ci95_rel));
     let mut reason = format!("{}.", compare(&fdatasync, &fsync));
-    reason.push_str(if on {
-        " fdatasync skips the timestamp update that fsync forces, and measured faster here (MySQL ≥ 8.0.26)."
+    if on {
+        reason.push_str(
+            " fdatasync skips the timestamp update that fsync forces, and measured faster here (MySQL ≥ 8.0.26).",
+        );
+    } else if fdatasync.ops_per_s > fsync.ops_per_s {
+        reason.push(' ');
+        reason.push_str(&kept_default(&fdatasync, &fsync, MARGIN));
     } else {
-        " No measurable gain here, so the default stays."
-    });
+        reason.push_str(" fdatasync measured no faster here, so the default stays.");
+    }
     let evidence = [fsync.evidence, fdatasync.evidence].concat();
     Some(Setting { name: "innodb_use_fdatasync".into(), value: if on { "ON" } else { "OFF" }.into(), reason, evidence })
 }

@@ -58,27 +58,42 @@ fn recycle(f: &Facts<'_>, caveats: &mut Vec<String>) -> Setting {
     let over = f.file_state_case("fdatasync", "overwrite");
     let append = f.file_state_case("fdatasync", "append");
     let (value, reason, ev) = match (over, append) {
-        (Some(o), Some(a)) if !f.copy_on_write() && o.ops_per_s > a.ops_per_s * (1.0 + RECYCLE_GAIN) => (
-            "4",
-            format!(
-                "Overwriting an already-written WAL file avoids a metadata update per sync: fdatasync measured {} \
+        (Some(o), Some(a))
+            if !f.copy_on_write() && o.ops_per_s > a.ops_per_s * (1.0 + RECYCLE_GAIN.max(o.ci95_rel + a.ci95_rel)) =>
+        {
+            (
+                "4",
+                format!(
+                    "Overwriting an already-written WAL file avoids a metadata update per sync: fdatasync measured {} \
                  overwriting vs {} appending ({:.0}% faster).",
-                per_s(o.ops_per_s),
-                per_s(a.ops_per_s),
-                (o.ops_per_s / a.ops_per_s - 1.0) * 100.0
-            ),
-            vec![evidence(o), evidence(a)],
-        ),
-        (Some(o), Some(a)) => (
-            "0",
-            format!(
-                "Overwriting measured no clear gain over appending here ({} vs {}){}; keep the default.",
-                per_s(o.ops_per_s),
-                per_s(a.ops_per_s),
-                if f.copy_on_write() { ", and a copy-on-write file system reallocates anyway" } else { "" }
-            ),
-            vec![evidence(o), evidence(a)],
-        ),
+                    per_s(o.ops_per_s),
+                    per_s(a.ops_per_s),
+                    (o.ops_per_s / a.ops_per_s - 1.0) * 100.0
+                ),
+                vec![evidence(o), evidence(a)],
+            )
+        }
+        (Some(o), Some(a)) => {
+            let gain = (o.ops_per_s / a.ops_per_s - 1.0) * 100.0;
+            let why = if gain > RECYCLE_GAIN * 100.0 && !f.copy_on_write() {
+                format!(
+                    "Overwriting measured {gain:.0}% faster than appending ({} ±{:.0}% vs {} ±{:.0}%), but that is \
+                     within the two measurements' 95% intervals",
+                    per_s(o.ops_per_s),
+                    o.ci95_rel * 100.0,
+                    per_s(a.ops_per_s),
+                    a.ci95_rel * 100.0
+                )
+            } else {
+                format!(
+                    "Overwriting measured no clear gain over appending here ({} vs {})",
+                    per_s(o.ops_per_s),
+                    per_s(a.ops_per_s)
+                )
+            };
+            let cow = if f.copy_on_write() { ", and a copy-on-write file system reallocates anyway" } else { "" };
+            ("0", format!("{why}{cow}; keep the default."), vec![evidence(o), evidence(a)])
+        }
         _ => ("0", "The overwrite and append file states were not both measured; keep the default.".into(), vec![]),
     };
     if value != "0" {

@@ -1,6 +1,6 @@
 //! `syncbench advise`: the settings to use for each database, each with the measurement behind it.
 
-use crate::advise::{AdvisePayload, Database, Input, Target, Version};
+use crate::advise::{AdvisePayload, Database, Input, Target, Version, versions};
 use crate::exit::{Outcome, usage};
 use crate::method::SyncMethod;
 use crate::runner::{RunBudget, Target as RunTarget, run_case};
@@ -35,18 +35,61 @@ pub struct Args {
     pub quick: bool,
 }
 
-/// Parse `--for` into targets; an unknown name or version is a usage error.
+/// Parse `--for` into targets; an unknown name or version is a usage error. A database named without a
+/// version gets the installed one when a program here says which (`postgres --version`, …), else the
+/// current stable major; where the version came from is returned as notes for the output.
 pub fn parse_targets(names: &[String]) -> anyhow::Result<Vec<Target>> {
+    parse_targets_with(names, &detect).map(|(targets, _)| targets)
+}
+
+/// The installed version, unless SYNCBENCH_NO_VERSION_DETECT is set (tests that need a fixed version).
+fn detect(db: Database) -> Option<(Version, String)> {
+    if std::env::var_os("SYNCBENCH_NO_VERSION_DETECT").is_some() { None } else { versions::installed(db) }
+}
+
+/// [`parse_targets`] with the installed-version lookup given, and the notes on detected versions.
+pub fn parse_targets_with(
+    names: &[String],
+    installed: &dyn Fn(Database) -> Option<(Version, String)>,
+) -> anyhow::Result<(Vec<Target>, Vec<String>)> {
     let mut targets: Vec<Target> = Vec::new();
+    let mut notes = Vec::new();
     for item in names.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
         let (name, version) = item.split_once(':').map_or((item, None), |(n, v)| (n, Some(v)));
         let database = Database::parse(name).ok_or_else(|| {
             usage(format!("--for: unknown database {name:?}; use postgres, mysql, mariadb, sqlite, rocksdb or etcd"))
         })?;
         let version = match version {
-            Some(v) => Version::parse(v)
-                .ok_or_else(|| usage(format!("--for {item}: version {v:?} is not a number like 16 or 8.4")))?,
-            None => database.default_version(),
+            Some(v) => {
+                let version = Version::parse(v)
+                    .ok_or_else(|| usage(format!("--for {item}: version {v:?} is not a number like 16 or 8.4")))?;
+                if !versions::is_known(database, version) {
+                    return Err(usage(format!(
+                        "--for {item}: {} {v} is not a version these rules know; known: {}",
+                        database.name(),
+                        versions::known_list(database)
+                    )));
+                }
+                version
+            }
+            None => match installed(database) {
+                Some((v, source)) if versions::is_known(database, v) => {
+                    notes.push(format!("{} {v}: the installed version ({source})", database.name()));
+                    v
+                }
+                Some((v, source)) => {
+                    let d = database.default_version();
+                    notes.push(format!(
+                        "{} {v} is installed ({source}) but not a version these rules know ({}); advising for {d} — \
+                         give --for {}:VERSION",
+                        database.name(),
+                        versions::known_list(database),
+                        database.name()
+                    ));
+                    d
+                }
+                None => database.default_version(),
+            },
         };
         if !targets.iter().any(|t| t.database == database) {
             targets.push(Target { database, version });
@@ -55,12 +98,12 @@ pub fn parse_targets(names: &[String]) -> anyhow::Result<Vec<Target>> {
     if targets.is_empty() {
         return Err(usage("--for: name at least one database"));
     }
-    Ok(targets)
+    Ok((targets, notes))
 }
 
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
-    let targets = parse_targets(&args.databases)?;
+    let (targets, version_notes) = parse_targets_with(&args.databases, &detect)?;
     if let Some(json) = &args.json {
         crate::export::ExportArgs { json: Some(json.clone()), ..Default::default() }.validate()?;
     }
@@ -74,7 +117,12 @@ pub fn main(args: Args) -> Outcome {
     };
     let input = Input { environment: &environment, verdicts: &verdicts, results: &results };
     let advice = crate::advise::advise(&input, &targets);
-    let text = disturbed_measurement(&verdicts) + &crate::advise::to_text(&advice);
+    let versions: String = version_notes.iter().map(|n| format!("  version: {n}\n")).collect();
+    let text = crate::advise::answer(&advice)
+        + &versions
+        + "\n"
+        + &disturbed_measurement(&verdicts)
+        + &crate::advise::body(&advice);
     let to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
     if to_stdout {
         eprint!("{text}")
@@ -110,21 +158,17 @@ fn measure(args: &Args, targets: &[Target]) -> anyhow::Result<Measured> {
     let need = (crate::workdir::RUN_FILES_BYTES, "syncbench advise", "its test files");
     let dir = crate::workdir::check(&args.dir, Some(need))?;
     let environment = crate::probe::collect(&dir);
+    let _lock = crate::disturbance::DirLock::take(&dir)?;
     let prepared = crate::workdir::prepare_run_file(&dir, &environment.fs_type)?;
     let case_secs = if args.quick { RunBudget::QUICK_CASE_SECS } else { RunBudget::DEFAULT_CASE_SECS };
-    let budget = RunBudget::per_case(case_secs / 2.0);
+    let rounds = if args.quick { crate::rounds::QUICK_ROUNDS } else { crate::rounds::DEFAULT_ROUNDS };
+    // 1.5 × run's time per case, in rounds: the methods are compared across the whole measurement, so a
+    // device that changes speed for a while neither favours one method nor hides as a confident difference.
+    let budget = RunBudget::per_case(case_secs * 1.5);
     let steal = crate::probe::steal::StealMeter::start();
-    let cases = advise_cases();
-    let rounds: Vec<Vec<CaseResult>> = (0..ROUNDS)
-        .map(|round| {
-            let mut results: Vec<Option<CaseResult>> = vec![None; cases.len()];
-            for i in rotated(cases.len(), round) {
-                results[i] = Some(run_case(&cases[i], &budget, &RunTarget::Disk(&prepared)));
-            }
-            results.into_iter().flatten().collect()
-        })
-        .collect();
-    let mut results = merge_rounds(rounds);
+    let monitor = crate::disturbance::Monitor::new(&environment);
+    let target = RunTarget::Disk(&prepared);
+    let mut results = crate::runner::run_plan(&advise_cases(), rounds, &budget, &target, Some(&monitor), &mut |_| {});
     if targets.iter().any(|t| t.database == Database::Etcd) {
         let secs = if args.quick { 1.0 } else { 5.0 };
         // A p99 needs many samples: no early stop on a tight mean.
@@ -135,44 +179,6 @@ fn measure(args: &Args, targets: &[Target]) -> anyhow::Result<Measured> {
     let mut verdicts = crate::probe::verdicts(&environment, &results);
     verdicts.extend(steal.pct().and_then(|pct| crate::probe::steal::verdict(pct, "the measurement")));
     Ok((environment, verdicts, results, "measured".to_string(), dir.display().to_string()))
-}
-
-/// Rounds over the cases: the methods are compared across time as well as within one window, so a
-/// device or host that changes speed for a while (this test VM's flush time is bimodal) neither favours
-/// one method nor hides as a confident difference.
-const ROUNDS: usize = 3;
-
-/// The case indices of one round, starting at a different case each round so none always runs first.
-fn rotated(len: usize, round: usize) -> impl Iterator<Item = usize> {
-    let start = if len == 0 { 0 } else { round * len / ROUNDS % len };
-    (0..len).map(move |i| (start + i) % len)
-}
-
-/// One result per case from its rounds: the round with the median commits/s stands for the case, and its
-/// `ci95_rel` widens to half the spread between rounds when that is larger, so the rules' noise margin
-/// covers drift over time. A round that failed or was refused decides the case: a failed sync is never
-/// averaged away.
-fn merge_rounds(rounds: Vec<Vec<CaseResult>>) -> Vec<CaseResult> {
-    let Some(len) = rounds.first().map(Vec::len) else { return Vec::new() };
-    assert!(rounds.iter().all(|r| r.len() == len), "every round measures every case");
-    let mut by_case: Vec<Vec<CaseResult>> = vec![Vec::new(); len];
-    for round in rounds {
-        for (i, result) in round.into_iter().enumerate() {
-            by_case[i].push(result);
-        }
-    }
-    by_case.into_iter().map(merge_case).collect()
-}
-
-fn merge_case(mut results: Vec<CaseResult>) -> CaseResult {
-    if let Some(bad) = results.iter().position(|r| !r.supported || r.error.is_some() || r.ops == 0) {
-        return results.swap_remove(bad);
-    }
-    results.sort_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));
-    let (low, high) = (results[0].ops_per_s, results[results.len() - 1].ops_per_s);
-    let mut median = results.swap_remove(results.len() / 2);
-    median.ci95_rel = median.ci95_rel.max((high - low) / 2.0 / median.ops_per_s);
-    median
 }
 
 fn advise_cases() -> Vec<Case> {
@@ -215,36 +221,22 @@ fn etcd_case() -> Case {
 mod tests {
     use super::*;
 
-    fn result(ops_per_s: f64, ci95_rel: f64) -> CaseResult {
-        CaseResult { supported: true, ops: 100, ops_per_s, ci95_rel, ..CaseResult::default() }
-    }
-
     #[test]
-    fn rounds_start_at_different_cases_and_cover_all() {
-        let orders: Vec<Vec<usize>> = (0..ROUNDS).map(|r| rotated(6, r).collect()).collect();
-        assert_eq!(orders[0], [0, 1, 2, 3, 4, 5]);
-        assert_eq!(orders[1], [2, 3, 4, 5, 0, 1]);
-        assert_eq!(orders[2], [4, 5, 0, 1, 2, 3]);
-        assert_eq!(rotated(0, 1).count(), 0);
-    }
-
-    #[test]
-    fn merged_case_is_the_median_round_with_the_spread_as_noise() {
-        let rounds = vec![vec![result(100.0, 0.01)], vec![result(140.0, 0.01)], vec![result(120.0, 0.02)]];
-        let merged = merge_rounds(rounds);
-        assert_eq!(merged[0].ops_per_s, 120.0);
-        // (140 - 100) / 2 / 120
-        assert!((merged[0].ci95_rel - 1.0 / 6.0).abs() < 1e-9, "{}", merged[0].ci95_rel);
-        // Agreeing rounds keep the case's own interval.
-        let merged =
-            merge_rounds(vec![vec![result(100.0, 0.03)], vec![result(100.5, 0.01)], vec![result(100.2, 0.01)]]);
-        assert_eq!((merged[0].ops_per_s, merged[0].ci95_rel), (100.2, 0.01_f64.max(0.5 / 2.0 / 100.2)));
-    }
-
-    #[test]
-    fn a_failed_round_decides_the_case() {
-        let failed = CaseResult { error: Some("EIO: fdatasync failed".into()), ..result(0.0, 0.0) };
-        let merged = merge_rounds(vec![vec![result(100.0, 0.01)], vec![failed], vec![result(100.0, 0.01)]]);
-        assert_eq!(merged[0].error.as_deref(), Some("EIO: fdatasync failed"));
+    fn detected_versions_are_used_and_noted_and_unknown_ones_refused() {
+        let installed = |db: Database| {
+            (db == Database::Postgres).then(|| (Version::new(15, 4), "`postgres --version`".to_string()))
+        };
+        let names = vec!["postgres".to_string(), "sqlite".to_string()];
+        let (targets, notes) = parse_targets_with(&names, &installed).unwrap();
+        assert_eq!(targets[0].version, Version::new(15, 4));
+        assert_eq!(targets[1].version, Database::Sqlite.default_version());
+        assert_eq!(notes, vec!["postgres 15.4: the installed version (`postgres --version`)".to_string()]);
+        let err = parse_targets_with(&["postgres:99".to_string()], &installed).unwrap_err();
+        assert!(err.downcast_ref::<crate::exit::UsageError>().is_some());
+        assert_eq!(err.to_string(), "--for postgres:99: postgres 99 is not a version these rules know; known: 12-18");
+        let odd = |_: Database| Some((Version::new(42, 0), "x".to_string()));
+        let (targets, notes) = parse_targets_with(&["postgres".to_string()], &odd).unwrap();
+        assert_eq!(targets[0].version, Database::Postgres.default_version());
+        assert!(notes[0].contains("not a version these rules know"), "{notes:?}");
     }
 }

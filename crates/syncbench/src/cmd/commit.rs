@@ -142,7 +142,8 @@ fn write_outputs(args: &Args, envelope: &Envelope<CommitPayload>) -> anyhow::Res
     crate::export::write_all(envelope, &args.export)?;
     let results = &envelope.payload.commit;
     let header = probe::render::header(&envelope.environment, &envelope.verdicts);
-    crate::export::print_human(&args.export, &format!("{header}\n{}", render::to_table(results)))
+    let answer = crate::summary::commit_answer(results, &envelope.verdicts);
+    crate::export::print_human(&args.export, &format!("{answer}\n{header}\n{}", render::to_table(results)))
 }
 
 #[cfg(test)]

@@ -26,9 +26,7 @@ pub struct Args {
 pub fn main(args: Args) -> Outcome {
     validate(&args)?;
     let runs = args.inputs.iter().map(|path| input::load(path)).collect::<anyhow::Result<Vec<_>>>()?;
-    if runs.iter().all(|r| r.results.is_empty()) {
-        return Err(usage("none of the files has run results to compare; give files written by syncbench run --json"));
-    }
+    compare::check_inputs(&runs)?;
     let comparison = compare::compare(&runs);
     let to_stdout = |dest: &Option<PathBuf>| dest.as_deref() == Some(Path::new("-"));
     if !to_stdout(&args.markdown) && !to_stdout(&args.json) {
@@ -55,6 +53,7 @@ fn validate(args: &Args) -> anyhow::Result<()> {
         if output.is_dir() {
             return Err(usage(format!("{} is a directory; give a file name for the export", output.display())));
         }
+        crate::export::validate_target("output", output)?;
         let clobbers_input =
             args.inputs.iter().any(|i| matches!((i.canonicalize(), output.canonicalize()), (Ok(a), Ok(b)) if a == b));
         if clobbers_input {

@@ -25,7 +25,8 @@ pub struct Args {
     /// Concurrent clients.
     #[arg(long, default_value_t = 4)]
     pub clients: usize,
-    /// Seconds per mode (default 10, 3 with --quick).
+    /// Seconds per mode (default 10; with --quick 1.2 × --checkpoint-secs, at least 3 and at most 30, so each
+    /// mode completes a checkpoint).
     #[arg(long)]
     pub secs: Option<f64>,
     /// Short runs.
@@ -98,7 +99,8 @@ pub fn main(args: Args) -> Outcome {
     verdicts.extend(crate::pages::verdicts(&table.rows));
     let envelope = Envelope::new(started_at, environment, verdicts, PagesPayload { pages: table });
     crate::export::write_all(&envelope, &args.paths.export)?;
-    crate::export::print_human(&args.paths.export, &render::to_table(&envelope.payload.pages))?;
+    let answer = crate::summary::pages_answer(&envelope.payload.pages, &envelope.verdicts);
+    crate::export::print_human(&args.paths.export, &(answer + "\n" + &render::to_table(&envelope.payload.pages)))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -115,7 +117,8 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
     args.paths.export.validate()?;
     let modes = parse_modes(&args.mode)?;
     let pools_bytes = args.buffer_pool.split(',').map(pool_size).collect::<anyhow::Result<Vec<_>>>()?;
-    let secs = args.secs.unwrap_or(if args.quick { 3.0 } else { 10.0 });
+    let quick_secs = (args.checkpoint_secs * 1.2).clamp(3.0, 30.0);
+    let secs = args.secs.unwrap_or(if args.quick { quick_secs } else { 10.0 });
     if !(secs > 0.0 && secs <= 86_400.0) {
         return Err(usage(format!("--secs {secs} is not in (0, 86400]")));
     }

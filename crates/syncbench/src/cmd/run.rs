@@ -6,11 +6,10 @@
 use crate::exit::{CheckFailed, Outcome, usage};
 use crate::export::ExportArgs;
 use crate::method::SyncMethod;
-use crate::output;
 use crate::probe;
-use crate::runner::{MockTiming, RunBudget, Target, run_case};
+use crate::runner::{MockTiming, RunBudget, Target};
 use crate::schema::{CaseResult, Envelope, RunPayload};
-use crate::suite::{self, Case, PlanOptions, Section};
+use crate::suite::{self, PlanOptions, Section};
 use crate::workdir;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +43,10 @@ pub struct Args {
     /// pg_test_fsync.
     #[arg(long, value_name = "PATTERN", default_value = "sequential")]
     pub pattern: String,
+    /// Rounds per case, 1-50 [default: 5, or 3 with --quick]. Each case's time is split over the rounds and
+    /// the cases run in a new order every round; the interval counts the spread between rounds.
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<String>,
     /// Print a log2 latency histogram under each case.
     #[arg(long)]
     pub histogram: bool,
@@ -60,8 +63,10 @@ pub struct Args {
 pub struct Options {
     /// Absolute target directory.
     pub dir: PathBuf,
-    /// Per-case budget.
+    /// Per-case budget (all rounds together).
     pub budget: RunBudget,
+    /// Rounds per case.
+    pub rounds: u32,
     /// Which cases.
     pub plan: PlanOptions,
     /// Histograms in the table.
@@ -93,6 +98,8 @@ impl Options {
         if suite::plan(&plan).is_empty() {
             return Err(usage("no case left: none of the --methods is measured in the chosen --sections"));
         }
+        let default_rounds = if args.quick { crate::rounds::QUICK_ROUNDS } else { crate::rounds::DEFAULT_ROUNDS };
+        let rounds = args.rounds.as_deref().map_or(Ok(default_rounds), crate::rounds::parse_flag)?;
         let mock = args.mock_timing.as_deref().map(parse_seed).transpose()?;
         args.exports.validate()?;
         let dir = workdir::check(
@@ -102,6 +109,7 @@ impl Options {
         Ok(Options {
             dir,
             budget: RunBudget::per_case(secs),
+            rounds,
             plan,
             histogram: args.histogram,
             exports: args.exports.clone(),
@@ -163,24 +171,29 @@ pub fn main(args: Args) -> Outcome {
     let started_at = crate::schema::now_rfc3339();
     let environment = probe::collect(&opts.dir);
     let cases = suite::plan(&opts.plan);
-    // Steal is measured on real runs only: the mock's output must not depend on the machine.
-    let (results, steal_pct) = match opts.mock {
-        Some(mock) => (run_all(&cases, &opts.budget, &Target::Mock(mock)), None),
+    let partial = crate::partial::Partial::new(cases.len());
+    let run = |target: &Target<'_>, monitor| {
+        crate::runner::run_plan_with_progress(&cases, opts.rounds, &opts.budget, target, monitor, &partial)
+    };
+    // Steal and disturbances are measured on real runs only: the mock's output must not depend on the machine.
+    let (results, steal_pct, leftover) = match opts.mock {
+        Some(mock) => (run(&Target::Mock(mock), None), None, None),
         None => {
+            let lock = crate::disturbance::DirLock::take(&opts.dir)?;
             let prepared = workdir::prepare_run_file(&opts.dir, &environment.fs_type)?;
-            let steal = probe::steal::StealMeter::start();
-            (run_all(&cases, &opts.budget, &Target::Disk(&prepared)), steal.pct())
+            let (o, env, at, note) = (opts.clone(), environment.clone(), started_at.clone(), lock.leftover_note());
+            partial.on_interrupt(move |results| {
+                if let Err(e) = report(&o, env.clone(), at.clone(), results, (None, note.clone()), true) {
+                    eprintln!("syncbench: {e:#}");
+                }
+            });
+            let (monitor, steal) = (crate::disturbance::Monitor::new(&environment), probe::steal::StealMeter::start());
+            (run(&Target::Disk(&prepared), Some(&monitor)), steal.pct(), lock.leftover_note())
             // `prepared` is dropped here: the overwrite file is removed before anything is printed.
         }
     };
-    let mut verdicts = probe::verdicts(&environment, &results);
-    verdicts.extend(steal_pct.and_then(|pct| probe::steal::verdict(pct, "the measurement")));
-    let text = crate::export::text::run(&text_options(&opts), &environment, &verdicts, &results);
-    crate::export::print_human(&opts.exports, &text)?;
-    let payload =
-        RunPayload { dir: opts.dir.display().to_string(), pattern: opts.plan.pattern.name().to_string(), results };
-    let envelope = Envelope::new(started_at, environment, verdicts, payload);
-    crate::export::write_all(&envelope, &opts.exports)?;
+    partial.finish();
+    let envelope = report(&opts, environment, started_at, results, (steal_pct, leftover), false)?;
     let failed: Vec<&CaseResult> =
         envelope.payload.results.iter().filter(|r| r.supported && r.error.is_some()).collect();
     match failed.first() {
@@ -196,15 +209,36 @@ pub fn main(args: Args) -> Outcome {
     }
 }
 
-fn run_all(cases: &[Case], budget: &RunBudget, target: &Target<'_>) -> Vec<CaseResult> {
-    let label = |case: &Case| format!("{} {}", case.section.name(), case.label.trim());
-    output::with_progress(cases, label, |case| run_case(case, budget, target))
+/// Verdicts, the text (answer first) and the exports of `results`; `partial` when interrupted.
+fn report(
+    opts: &Options,
+    environment: probe::Environment,
+    started_at: String,
+    results: Vec<CaseResult>,
+    (steal_pct, leftover): (Option<f64>, Option<String>),
+    partial: bool,
+) -> anyhow::Result<Envelope<RunPayload>> {
+    let mut verdicts = probe::verdicts(&environment, &results);
+    verdicts.extend(steal_pct.and_then(|pct| probe::steal::verdict(pct, "the measurement")));
+    let next = crate::summary::next_command(opts.exports.json.as_deref(), &opts.dir);
+    let ctx = crate::summary::RunContext { verdicts: &verdicts, next, partial, leftover };
+    let text_opts = text_options(opts, crate::summary::run_summary(&results, &ctx));
+    crate::export::print_human(
+        &opts.exports,
+        &crate::export::text::run(&text_opts, &environment, &verdicts, &results),
+    )?;
+    let (dir, pattern) = (opts.dir.display().to_string(), opts.plan.pattern.name().to_string());
+    let envelope = Envelope::new(started_at, environment, verdicts, RunPayload { dir, pattern, results, partial });
+    crate::export::write_all(&envelope, &opts.exports)?;
+    Ok(envelope)
 }
 
-/// What the human-readable text needs of the options.
-fn text_options(opts: &Options) -> crate::export::text::RunTextOptions {
+/// What the human-readable text needs of the options, and the answer that opens it.
+fn text_options(opts: &Options, answer: String) -> crate::export::text::RunTextOptions {
     crate::export::text::RunTextOptions {
         mock: opts.mock.is_some(),
+        answer,
+        rounds: opts.rounds,
         case_secs: opts.budget.case_secs,
         pattern: opts.plan.pattern.name(),
         size_bytes: opts.plan.size_bytes,

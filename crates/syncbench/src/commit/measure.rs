@@ -151,6 +151,8 @@ fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> Comm
         latency_ns: all.latency(),
         duration_s: window.duration_s,
         cpu_steal_pct: window.steal_pct,
+        rounds_commits_per_s: Vec::new(),
+        ci95_rel: None,
     }
 }
 

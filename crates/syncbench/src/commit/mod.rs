@@ -72,6 +72,13 @@ pub struct CommitPoint {
     /// in /proc/stat), in percent; absent where the kernel does not report it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_steal_pct: Option<f64>,
+    /// Commits per second of each round, in the order they ran (every point is measured in [`ROUNDS`]
+    /// short rounds, the points in a new order every round).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds_commits_per_s: Vec<f64>,
+    /// Half-width of the 95% interval of `commits_per_s`, relative: Student's t over the round rates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_rel: Option<f64>,
 }
 
 /// When a delaying leader stops waiting early (`--commit-delay-count`).
@@ -152,16 +159,35 @@ pub fn space_needed_bytes() -> u64 {
     SEGMENTS_IN_USE * SEGMENT_BYTES
 }
 
-/// Measure every point of `plan` in a fresh directory under `root` (which the caller created and owns).
-/// `progress` is called before each point. Stops with an error at the first point that fails.
+/// Rounds per point: each point's `--secs` is split over them, and the points run in a new order every
+/// round, so a device that changes speed for a while shows as spread (`ci95_rel`), not as a difference
+/// between points (issue #16).
+pub const ROUNDS: u32 = 3;
+/// A round shorter than this measures mostly its edges (a flush that ends after the window, a late wake-up
+/// under load): shorter `--secs` get fewer rounds, down to one.
+pub const MIN_ROUND_SECS: f64 = 0.5;
+
+/// Rounds for `secs` per point.
+pub fn rounds_for(secs: f64) -> u32 {
+    ((secs / MIN_ROUND_SECS) as u32).clamp(1, ROUNDS)
+}
+
+/// Measure every point of `plan` in a fresh directory under `root` (which the caller created and owns), in
+/// [`ROUNDS`] rounds. `progress` is called before each point's round. Stops with an error at the first
+/// point that fails.
 pub fn measure_all(plan: &Plan, root: &Path, progress: impl Fn(usize, &PointSpec)) -> anyhow::Result<CommitResults> {
-    let mut points = Vec::with_capacity(plan.points.len());
-    for (i, spec) in plan.points.iter().enumerate() {
-        progress(i, spec);
-        let point = measure::point(plan, spec, &root.join(format!("point-{i}")));
-        // Ctrl-C: the signal thread is removing our files (which may have failed this point).
-        crate::cleanup::stop_if_interrupted();
-        points.push(point?);
+    let n_rounds = rounds_for(plan.secs);
+    let round_plan = Plan { secs: plan.secs / f64::from(n_rounds), ..plan.clone() };
+    let mut rounds: Vec<Vec<CommitPoint>> = vec![Vec::new(); plan.points.len()];
+    for round in 0..n_rounds {
+        for i in crate::rounds::order(plan.points.len(), round) {
+            let spec = &plan.points[i];
+            progress(i, spec);
+            let point = measure::point(&round_plan, spec, &root.join(format!("point-{i}-{round}")));
+            // Ctrl-C: the signal thread is removing our files (which may have failed this point).
+            crate::cleanup::stop_if_interrupted();
+            rounds[i].push(point?);
+        }
     }
     Ok(CommitResults {
         method: plan.method.name().to_string(),
@@ -169,8 +195,38 @@ pub fn measure_all(plan: &Plan, root: &Path, progress: impl Fn(usize, &PointSpec
         record_size_bytes: plan.record_size as u64,
         leader_extra_batches: plan.leader_extra_batches,
         record_log_bytes: syncbench_engine::wal::record::encoded_len(plan.record_size) as u64,
-        points,
+        points: rounds.into_iter().map(|r| pool(&r)).collect(),
     })
+}
+
+/// One point from its rounds: commits, syncs and time summed; the latency summary of the round with the
+/// median rate (the rounds' histograms are not kept); steal weighted by time; the interval from the
+/// spread of the round rates.
+fn pool(rounds: &[CommitPoint]) -> CommitPoint {
+    let duration_s: f64 = rounds.iter().map(|p| p.duration_s).sum();
+    let commits: u64 = rounds.iter().map(|p| p.commits).sum();
+    let syncs: f64 = rounds.iter().map(|p| p.syncs_per_s * p.duration_s).sum();
+    let sync_ns: f64 = rounds.iter().map(|p| p.sync_latency_ns_mean * p.syncs_per_s * p.duration_s).sum();
+    let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
+    let rates: Vec<f64> = rounds.iter().map(|p| p.commits_per_s).collect();
+    let mut by_rate: Vec<&CommitPoint> = rounds.iter().collect();
+    by_rate.sort_by(|a, b| a.commits_per_s.total_cmp(&b.commits_per_s));
+    let steal: Vec<(f64, f64)> = rounds.iter().filter_map(|p| Some((p.cpu_steal_pct?, p.duration_s))).collect();
+    let steal_time: f64 = steal.iter().map(|(_, d)| d).sum();
+    let commits_per_s = per_s(commits as f64);
+    CommitPoint {
+        commits,
+        commits_per_s,
+        syncs_per_s: per_s(syncs),
+        commits_per_sync: if syncs > 0.0 { commits as f64 / syncs } else { 0.0 },
+        sync_latency_ns_mean: if syncs > 0.0 { sync_ns / syncs } else { 0.0 },
+        latency_ns: by_rate[by_rate.len() / 2].latency_ns,
+        duration_s,
+        cpu_steal_pct: (steal_time > 0.0).then(|| steal.iter().map(|(s, d)| s * d).sum::<f64>() / steal_time),
+        ci95_rel: crate::rounds::between_rel(&rates, commits_per_s),
+        rounds_commits_per_s: rates,
+        ..rounds[0].clone()
+    }
 }
 
 /// A `cpu_steal` warning for the point that lost the most CPU time to the hypervisor, if it lost enough.
@@ -200,6 +256,40 @@ pub fn verdicts(plan: &Plan, environment: &probe::Environment, points: &[CommitP
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_points_get_fewer_rounds() {
+        assert_eq!(
+            (rounds_for(0.2), rounds_for(1.0), rounds_for(1.5), rounds_for(3.0), rounds_for(60.0)),
+            (1, 2, 3, 3, 3)
+        );
+    }
+
+    #[test]
+    fn rounds_pool_into_one_point_with_their_spread_as_the_interval() {
+        let round = |commits: u64, syncs_per_s: f64, p50: u64, steal| CommitPoint {
+            clients: 1,
+            commits,
+            commits_per_s: commits as f64,
+            syncs_per_s,
+            sync_latency_ns_mean: 1000.0,
+            latency_ns: LatencyNs { p50, ..LatencyNs::default() },
+            duration_s: 1.0,
+            cpu_steal_pct: steal,
+            ..CommitPoint::default()
+        };
+        let p =
+            pool(&[round(100, 100.0, 10, Some(0.0)), round(300, 150.0, 30, None), round(200, 200.0, 20, Some(30.0))]);
+        assert_eq!((p.clients, p.commits, p.duration_s), (1, 600, 3.0));
+        assert_eq!(p.commits_per_s, 200.0);
+        assert_eq!(p.syncs_per_s, 150.0);
+        assert!((p.commits_per_sync - 600.0 / 450.0).abs() < 1e-12);
+        assert_eq!(p.latency_ns.p50, 20, "the median round's summary");
+        assert_eq!(p.cpu_steal_pct, Some(15.0));
+        assert_eq!(p.rounds_commits_per_s, vec![100.0, 300.0, 200.0]);
+        // t(2) = 4.303, s = 100, /√3, /200.
+        assert!((p.ci95_rel.unwrap() - 4.303 * 100.0 / 3f64.sqrt() / 200.0).abs() < 1e-9);
+    }
 
     #[test]
     fn steal_is_reported_for_the_worst_point_only_past_the_threshold() {

@@ -2,6 +2,7 @@
 //! commits/s is divided by the baseline's with its uncertainty (`ratio`), environments are diffed
 //! (`environment`), and the result is written as a table, Markdown or JSON (`render`).
 
+pub mod changed;
 pub mod environment;
 pub mod join;
 pub mod ratio;
@@ -29,6 +30,9 @@ pub struct Comparison {
     pub only_in_some: Vec<OnlyIn>,
     /// Environment properties that differ.
     pub environment_differences: Vec<Difference>,
+    /// Why the environment changed between the runs beyond what differs on purpose (disturbances, reference
+    /// cases), one sentence each; empty when there is no sign of it.
+    pub environment_changed: Vec<String>,
     /// One summary per candidate.
     pub summaries: Vec<Summary>,
 }
@@ -79,6 +83,12 @@ pub struct Summary {
     pub not_comparable: usize,
     /// Geometric mean of the ratios of durable cases (a typical speed factor), when there are any.
     pub durable_geometric_mean_ratio: Option<f64>,
+    /// The overall direction: the 95% interval of the geometric mean against 1.
+    pub direction: Option<Direction>,
+    /// Relative half-width of the geometric mean's 95% interval (from the cases' intervals).
+    pub durable_geometric_mean_ci95_rel: Option<f64>,
+    /// The summary in one sentence with its direction: "B is 1.52× faster than A over 14 durable cases …".
+    pub headline: String,
     /// The durable case that gained most, beyond noise.
     pub largest_gain: Option<Extreme>,
     /// The durable case that lost most, beyond noise.
@@ -116,6 +126,7 @@ pub fn compare(runs: &[RunFile]) -> Comparison {
         })
         .collect();
     let summaries = (1..runs.len()).map(|i| summarize(&files[i], &cases, i - 1)).collect();
+    let environment_changed = changed::changes(runs, &cases);
     Comparison {
         schema: crate::schema::SCHEMA,
         command: "compare",
@@ -123,6 +134,7 @@ pub fn compare(runs: &[RunFile]) -> Comparison {
         cases,
         only_in_some,
         environment_differences: environment::differences(runs),
+        environment_changed,
         summaries,
     }
 }
@@ -142,6 +154,22 @@ fn summarize(candidate: &str, cases: &[ComparedCase], index: usize) -> Summary {
         shared.iter().filter(|c| c.case.durable).filter_map(|c| Some((*c, c.ratios[index].as_ref()?))).collect();
     let geometric_mean = (!durable.is_empty())
         .then(|| (durable.iter().map(|(_, r)| r.ratio.ratio.ln()).sum::<f64>() / durable.len() as f64).exp());
+    // The mean of n log-ratios, each known to ±rel_i (95%): ±√Σrel_i² / n if the cases' noises were
+    // independent — they are not when the device changed speed under all of them, so the interval is at
+    // least Student's t over the spread of the log-ratios themselves.
+    let gm_ci95_rel = (!durable.is_empty()).then(|| {
+        let n = durable.len() as f64;
+        let propagated = durable.iter().map(|(_, r)| (r.ratio.ci95 / r.ratio.ratio).powi(2)).sum::<f64>().sqrt() / n;
+        let logs: Vec<f64> = durable.iter().map(|(_, r)| r.ratio.ratio.ln()).collect();
+        let mean = logs.iter().sum::<f64>() / n;
+        let spread = if logs.len() < 2 {
+            0.0
+        } else {
+            let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            (crate::stats::t95(logs.len() as u64 - 1) * sd / n.sqrt()).exp_m1()
+        };
+        propagated.max(spread)
+    });
     let extreme = |direction: Direction, pick_max: bool| {
         durable
             .iter()
@@ -152,7 +180,13 @@ fn summarize(candidate: &str, cases: &[ComparedCase], index: usize) -> Summary {
             })
             .map(|(c, r)| Extreme { case: case_name(&c.case.key, c.case.durable), text: r.text.clone() })
     };
+    let direction =
+        geometric_mean.zip(gm_ci95_rel).and_then(|(gm, rel)| Ratio::of(1.0, 0.0, gm, rel)).map(|r| r.direction);
+    let headline = headline(index + 1, durable.len(), geometric_mean, gm_ci95_rel, direction);
     Summary {
+        direction,
+        durable_geometric_mean_ci95_rel: gm_ci95_rel,
+        headline,
         candidate: candidate.to_string(),
         faster: count(Direction::Faster),
         slower: count(Direction::Slower),
@@ -161,6 +195,70 @@ fn summarize(candidate: &str, cases: &[ComparedCase], index: usize) -> Summary {
         durable_geometric_mean_ratio: geometric_mean,
         largest_gain: extreme(Direction::Faster, true),
         largest_loss: extreme(Direction::Slower, false),
+    }
+}
+
+/// "B is 1.52× faster than A over 14 durable cases (geometric mean of commits/s, 95% interval 1.40–1.65×)".
+fn headline(index: usize, n: usize, gm: Option<f64>, rel: Option<f64>, direction: Option<Direction>) -> String {
+    let b = char::from(b'A' + (index % 26) as u8);
+    let (Some(gm), Some(rel), Some(direction)) = (gm, rel, direction) else {
+        return format!("{b} and A share no durable case with a value on both sides");
+    };
+    let digits = if gm * rel < 0.02 { 3 } else { 2 };
+    let interval = format!("95% interval {:.digits$}–{:.digits$}×", gm * (1.0 - rel), gm * (1.0 + rel));
+    let cases = if n == 1 { "1 durable case".to_string() } else { format!("{n} durable cases") };
+    match direction {
+        Direction::Faster => {
+            format!("{b} is {gm:.2}× faster than A over {cases} (geometric mean of commits/s, {interval})")
+        }
+        Direction::Slower => format!(
+            "{b} is {:.2}× slower than A over {cases} (geometric mean of commits/s {gm:.2}×, {interval})",
+            1.0 / gm
+        ),
+        Direction::WithinNoise => {
+            format!("{b} and A are within noise of each other over {cases} (geometric mean {gm:.2}×, {interval})")
+        }
+    }
+}
+
+/// Refuse, before comparing, files that are not alike or that hold nothing to compare: one line each.
+pub fn check_inputs(runs: &[RunFile]) -> anyhow::Result<()> {
+    let kinds: Vec<Option<&str>> = runs.iter().map(kind).collect();
+    for (run, kind) in runs.iter().zip(&kinds) {
+        if kind.is_none() {
+            return Err(crate::exit::usage(format!(
+                "{} has no run results, commit points or pages rows — nothing to compare or chart (a probe,                  trace or fsync-errors file?); give files written by syncbench run --json",
+                run.name
+            )));
+        }
+    }
+    if let Some(i) = kinds.iter().position(|k| *k != kinds[0]) {
+        let (a, b) = (kinds[0].unwrap_or_default(), kinds[i].unwrap_or_default());
+        return Err(crate::exit::usage(format!(
+            "{} is a {a} file and {} a {b} file: compare compares like with like — give files of one kind",
+            runs[0].name, runs[i].name
+        )));
+    }
+    match kinds[0] {
+        Some("run") | None => Ok(()),
+        Some(other) => Err(crate::exit::usage(format!(
+            "{} is a {other} file: compare compares syncbench run results; chart {other} files with syncbench report",
+            runs[0].name
+        ))),
+    }
+}
+
+/// `run` when the file has run cases (advise's measured cases are run cases too; a file may carry a commit
+/// payload besides), else `commit` or `pages`; `None` when nothing is there.
+fn kind(run: &RunFile) -> Option<&'static str> {
+    if !run.results.is_empty() {
+        Some("run")
+    } else if run.commit.as_ref().is_some_and(|c| !c.points.is_empty()) {
+        Some("commit")
+    } else if run.pages.as_ref().is_some_and(|p| !p.rows.is_empty()) {
+        Some("pages")
+    } else {
+        None
     }
 }
 
@@ -224,10 +322,60 @@ mod tests {
         let s = &cmp.summaries[0];
         assert_eq!((s.faster, s.slower, s.within_noise, s.not_comparable), (1, 1, 1, 0));
         assert!((s.durable_geometric_mean_ratio.unwrap() - 1.0).abs() < 1e-12, "2× and 0.5× average to 1×");
+        assert_eq!(s.direction, Some(Direction::WithinNoise));
+        assert!(
+            s.headline.starts_with("B and A are within noise of each other over 2 durable cases"),
+            "{}",
+            s.headline
+        );
         assert_eq!(s.largest_gain.as_ref().unwrap().text, "2.00 ± 0.03× faster");
         assert_eq!(s.largest_loss.as_ref().unwrap().text, "2.00 ± 0.03× slower");
         assert_eq!(cmp.only_in_some.len(), 1);
         assert_eq!(cmp.only_in_some[0].present_in, vec!["b".to_string()]);
+    }
+
+    #[test]
+    fn the_headline_says_the_direction_over_the_cases() {
+        let a = run(
+            "a",
+            vec![case("fsync", 1000.0, true), case("fdatasync", 2000.0, true), case("open_sync", 800.0, true)],
+        );
+        let b = run(
+            "b",
+            vec![case("fsync", 1500.0, true), case("fdatasync", 3100.0, true), case("open_sync", 1150.0, true)],
+        );
+        let s = &compare(&[a.clone(), b.clone()]).summaries[0];
+        assert_eq!(s.direction, Some(Direction::Faster));
+        assert!(
+            s.headline.starts_with("B is 1.50× faster than A over 3 durable cases (geometric mean"),
+            "{}",
+            s.headline
+        );
+        let back = &compare(&[b, a]).summaries[0];
+        assert!(back.headline.starts_with("B is 1.50× slower than A over 3 durable cases"), "{}", back.headline);
+    }
+
+    #[test]
+    fn files_of_different_kinds_or_with_nothing_to_compare_are_refused() {
+        let runs = run("r.json", vec![case("fsync", 1.0, true)]);
+        let commit = RunFile {
+            name: "c.json".into(),
+            commit: Some(crate::commit::CommitResults {
+                method: "fdatasync".into(),
+                durable: true,
+                record_size_bytes: 256,
+                leader_extra_batches: 0,
+                record_log_bytes: 296,
+                points: vec![crate::commit::CommitPoint::default()],
+            }),
+            ..RunFile::default()
+        };
+        let empty = RunFile { name: "p.json".into(), ..RunFile::default() };
+        let message = |files: &[RunFile]| check_inputs(files).unwrap_err().to_string();
+        assert!(message(&[runs.clone(), commit.clone()]).starts_with("r.json is a run file and c.json a commit file"));
+        assert!(message(&[commit.clone(), commit]).contains("chart commit files with syncbench report"));
+        assert!(message(&[runs.clone(), empty]).starts_with("p.json has no run results"));
+        assert!(check_inputs(&[runs.clone(), runs]).is_ok());
     }
 
     #[test]

@@ -77,10 +77,12 @@ fn summary_lines(cmp: &Comparison, index: usize, s: &Summary) -> Vec<String> {
     if s.not_comparable > 0 {
         let _ = write!(counts, ", {} not comparable (no value on one side)", s.not_comparable);
     }
-    if cmp.environment_differences.is_empty() {
+    if cmp.environment_differences.is_empty() && cmp.environment_changed.is_empty() {
         counts.push_str("; same environment");
+    } else if !cmp.environment_changed.is_empty() {
+        counts.push_str("; environment changed (see above)");
     }
-    let mut lines = vec![counts];
+    let mut lines = vec![s.headline.clone(), counts];
     if let Some(mean) = s.durable_geometric_mean_ratio {
         lines.push(format!("durable methods, geometric mean of the ratios: {mean:.2}×"));
     }
@@ -102,6 +104,14 @@ fn only_in_line(cmp: &Comparison, present_in: &[String]) -> String {
 /// The terminal rendering.
 pub fn text(cmp: &Comparison) -> String {
     let mut out = String::new();
+    // The answer first: each candidate's direction, and whether the machine changed under the runs.
+    for s in &cmp.summaries {
+        let _ = writeln!(out, "{}", s.headline);
+    }
+    for line in &cmp.environment_changed {
+        let _ = writeln!(out, "environment changed: {line}");
+    }
+    out.push('\n');
     for line in files_legend(cmp) {
         let _ = writeln!(out, "{line}");
     }
@@ -162,6 +172,12 @@ pub fn markdown(cmp: &Comparison) -> String {
     let mut out = String::from("## syncbench compare\n\n");
     for line in files_legend(cmp) {
         let _ = writeln!(out, "- {}", md_escape(&line));
+    }
+    for s in &cmp.summaries {
+        let _ = writeln!(out, "\n**{}**", md_escape(&s.headline));
+    }
+    for line in &cmp.environment_changed {
+        let _ = writeln!(out, "\n**environment changed:** {}", md_escape(line));
     }
     out.push_str("\n### Environment differences\n\n");
     if cmp.environment_differences.is_empty() {

@@ -72,7 +72,9 @@ impl ExportArgs {
     }
 }
 
-fn validate_target(flag: &str, path: &Path) -> anyhow::Result<()> {
+/// One export destination, checked before anything is measured: not a directory, its directory exists,
+/// and this process can write there (a file that exists must be writable too).
+pub fn validate_target(flag: &str, path: &Path) -> anyhow::Result<()> {
     if path == Path::new("-") {
         return Ok(());
     }
@@ -82,6 +84,19 @@ fn validate_target(flag: &str, path: &Path) -> anyhow::Result<()> {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
         return Err(usage(format!("{flag} {}: directory {} does not exist", path.display(), parent.display())));
+    }
+    let target = if path.exists() { path } else { parent };
+    if let Err(e) = syncbench_sys::check_writable(target) {
+        let why = match e.raw_os_error() {
+            Some(libc::EROFS) => "is on a read-only file system".to_string(),
+            Some(libc::EACCES | libc::EPERM) => "is not writable (permission denied)".to_string(),
+            _ => format!("cannot be written ({e})"),
+        };
+        return Err(usage(format!(
+            "{flag} {}: {} {why} — choose a writable location before measuring",
+            path.display(),
+            target.display()
+        )));
     }
     Ok(())
 }

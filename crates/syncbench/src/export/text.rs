@@ -8,6 +8,10 @@ use crate::schema::CaseResult;
 pub struct RunTextOptions {
     /// Mock timing: the numbers are simulated, and the title says so.
     pub mock: bool,
+    /// The answer that opens the text (`summary::run_summary`; empty for none).
+    pub answer: String,
+    /// Rounds per case.
+    pub rounds: u32,
     /// Time budget per case, in seconds.
     pub case_secs: f64,
     /// `sequential` or `rewrite`.
@@ -31,14 +35,26 @@ pub fn run(
     // environment alone; then the tables; then the verdicts that need the measurements (an implausible
     // flush rate, fsync much slower than fdatasync, CPU steal).
     let (from_env, from_results) = split_verdicts(env, verdicts);
-    let mut text = format!("syncbench run{timing}\n{}", probe::render::environment_tree(env));
+    let mut text = format!("syncbench run{timing}\n");
+    if !opts.answer.is_empty() {
+        text.push_str(&opts.answer);
+        text.push('\n');
+    }
+    text.push_str(&probe::render::environment_tree(env));
     if !from_env.is_empty() || from_results.is_empty() {
         text.push('\n');
         text.push_str(&probe::render::verdict_list(&from_env));
         text.push('\n');
     }
-    text.push_str(&format!("{} cases, up to {} s each, pattern {}\n", results.len(), opts.case_secs, opts.pattern));
+    text.push_str(&format!(
+        "{} cases in {} rounds (order changed every round), up to {} s each in all, pattern {}\n",
+        results.len(),
+        opts.rounds,
+        opts.case_secs,
+        opts.pattern
+    ));
     text.push_str(&crate::table::render(results, opts.size_bytes, opts.histogram));
+    text.push_str(&crate::summary::case_notes(results));
     if !from_results.is_empty() {
         text.push('\n');
         let list = probe::render::verdict_list(&from_results);
@@ -64,8 +80,15 @@ mod tests {
 
     #[test]
     fn environment_verdicts_come_before_the_tables_measured_ones_after() {
-        let opts =
-            RunTextOptions { mock: true, case_secs: 0.4, pattern: "sequential", size_bytes: 8192, histogram: false };
+        let opts = RunTextOptions {
+            mock: true,
+            answer: "answer:\n".into(),
+            rounds: 5,
+            case_secs: 0.4,
+            pattern: "sequential",
+            size_bytes: 8192,
+            histogram: false,
+        };
         let disk = probe::Device {
             name: "sda".into(),
             kind: "disk".into(),
@@ -100,9 +123,10 @@ mod tests {
         let text = run(&opts, &env, &verdicts, &results);
         let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("no {needle:?} in\n{text}"));
         // nobarrier follows from the mount options alone; the flush rate needs the measurement.
+        assert!(at("answer:") < at("/data"), "{text}");
         assert!(at("/data") < at("[flushes_disabled]"), "{text}");
-        assert!(at("[flushes_disabled]") < at("1 cases, up to"), "{text}");
-        assert!(at("1 cases, up to") < at("(a) "), "{text}");
+        assert!(at("[flushes_disabled]") < at("1 cases in 5 rounds"), "{text}");
+        assert!(at("1 cases in 5 rounds") < at("(a) "), "{text}");
         assert!(at("(a) ") < at("verdicts from the measurements:"), "{text}");
         assert!(at("verdicts from the measurements:") < at("[implausible_flush_rate]"), "{text}");
         assert_eq!(text.matches("[flushes_disabled]").count(), 1, "{text}");

@@ -155,5 +155,56 @@ pub fn to_table(t: &PagesTable) -> String {
     }
     out += "\nnone is unsafe (no torn-page protection); data KiB = page bytes written per transaction \
             (home + double-write); fsyncs per transaction include the log.\n";
+    out += &no_checkpoint_note(t);
     out
+}
+
+/// Modes that completed no checkpoint wrote no data pages and (after the first) no full-page images: their
+/// rows compare WAL only, so "vs none" says little about torn-page protection. Said, with what to do.
+fn no_checkpoint_note(t: &PagesTable) -> String {
+    let without: Vec<String> = t
+        .rows
+        .iter()
+        .filter(|r| r.supported && r.checkpoints == 0)
+        .map(|r| format!("{} ({})", r.mode, format_size(r.buffer_pool_bytes)))
+        .collect();
+    if without.is_empty() {
+        return String::new();
+    }
+    format!(
+        "NO CHECKPOINT measured for {}: no data pages or double-write batches were written, so these rows \
+         compare the log only — run longer than --checkpoint-secs ({} s), e.g. --secs {}.\n",
+        without.join(", "),
+        t.checkpoint_secs,
+        (t.checkpoint_secs * 2.0).ceil()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_without_a_checkpoint_are_said_to_compare_the_log_only() {
+        let row = |mode: &str, checkpoints| PagesRow {
+            mode: mode.into(),
+            supported: true,
+            buffer_pool_bytes: 128 << 20,
+            tps: 1000.0,
+            checkpoints,
+            ..PagesRow::default()
+        };
+        let mut t =
+            PagesTable { checkpoint_secs: 5.0, rows: vec![row("none", 1), row("dw", 0)], ..PagesTable::default() };
+        let text = to_table(&t);
+        assert!(
+            text.contains(
+                "NO CHECKPOINT measured for dw (128 MiB): no data pages or double-write batches were written"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("run longer than --checkpoint-secs (5 s), e.g. --secs 10."), "{text}");
+        t.rows[1].checkpoints = 2;
+        assert!(!to_table(&t).contains("NO CHECKPOINT"));
+    }
 }

@@ -630,3 +630,46 @@ fn the_page_checks_catch_overlapping_text_and_repeated_colours() {
     assert!(problems[0].contains("22 legend entries"), "{problems:?}");
     assert!(problems.len() > 1);
 }
+
+#[test]
+fn compare_refuses_files_of_different_kinds_and_files_with_nothing_to_compare() {
+    let tmp = tempfile::tempdir().unwrap();
+    let probe_file = tmp.path().join("probe.json");
+    std::fs::write(&probe_file, r#"{"schema":"syncbench/v1","command":"syncbench probe","environment":{}}"#).unwrap();
+    for (files, mentions) in [
+        (vec![fixture("ext4.json"), fixture("measured-commit-ext4.json")], "compare compares like with like"),
+        (vec![fixture("measured-commit-ext4.json"), fixture("measured-commit-ext4.json")], "syncbench report"),
+        (vec![fixture("ext4.json"), probe_file.clone()], "nothing to compare or chart"),
+    ] {
+        let out = syncbench().arg("compare").args(&files).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{files:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(mentions), "{files:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn compare_says_the_environment_changed_when_one_run_was_disturbed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("ext4.json")).unwrap()).unwrap();
+    let quiet = tmp.path().join("quiet.json");
+    std::fs::write(&quiet, doc.to_string()).unwrap();
+    doc["results"][1]["disturbances"] =
+        serde_json::json!([{"kind": "device_io", "detail": "vda served requests that were not this case's"}]);
+    let disturbed = tmp.path().join("disturbed.json");
+    std::fs::write(&disturbed, doc.to_string()).unwrap();
+    let out = syncbench().arg("compare").arg(&quiet).arg(&disturbed).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first_lines: Vec<&str> = text.lines().take(2).collect();
+    assert!(first_lines[0].starts_with("B and A are within noise of each other over"), "{text}");
+    assert_eq!(
+        first_lines[1],
+        "environment changed: the runs were not equally disturbed: A undisturbed; B disturbed in 1 case(s) (device_io)"
+    );
+    let same = syncbench().arg("compare").arg(&quiet).arg(&quiet).output().unwrap();
+    assert!(!String::from_utf8_lossy(&same.stdout).contains("environment changed"));
+}

@@ -293,3 +293,101 @@ fn broken_pipe_exits_quietly() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Wait until `dir` holds the run's own files (it has started measuring), at most 20 s.
+fn wait_for_start(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while leftovers(dir).iter().all(|n| n.contains("lock")) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_prints_and_exports_the_finished_rounds_marked_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("partial.json");
+    let bin = assert_cmd::cargo::cargo_bin("syncbench");
+    // One case in 10 rounds of 0.75 to 3.15 s each (warmup 0.15 s, then at least 0.6 s, at most the
+    // round's 3 s): 6 s after the test file appears (its preparation takes a second or two) at least one
+    // round has finished, and all ten cannot have (at least 7.5 s).
+    let child = std::process::Command::new(bin)
+        .args(["run", "--secs", "30", "--rounds", "10", "--sections", "e", "--methods", "write", "--json"])
+        .arg(&json)
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_start(dir.path());
+    std::thread::sleep(Duration::from_secs(6));
+    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("PARTIAL: interrupted"), "{stdout}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["partial"], true);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    for r in results {
+        let rounds = r["rounds_ops_per_s"].as_array().unwrap().len();
+        assert!((1..10).contains(&rounds), "the finished rounds, not all ten: {r}");
+        assert!(r["ops"].as_u64().unwrap() > 0);
+    }
+    assert!(leftovers(dir.path()).is_empty(), "left behind: {:?}", leftovers(dir.path()));
+}
+
+#[test]
+fn a_second_syncbench_in_the_same_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("syncbench");
+    let mut first = std::process::Command::new(bin)
+        .args(["run", "--secs", "30", "--sections", "e", "--methods", "write"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_start(dir.path());
+    let second = syncbench().args(["run", "--sections", "a"]).arg(dir.path()).output().unwrap();
+    let _ = std::process::Command::new("kill").args(["-INT", &first.id().to_string()]).status();
+    let _ = first.wait();
+    assert_eq!(second.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("another syncbench") && err.contains(&format!("pid {}", first.id())), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(leftovers(dir.path()).is_empty(), "left behind: {:?}", leftovers(dir.path()));
+}
+
+#[test]
+fn leftovers_of_a_killed_run_are_reported_with_the_command_to_remove_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // pid 999999999 cannot exist (pid_max is at most 2^22): a run killed with SIGKILL left this.
+    let stale = dir.path().join(".syncbench-run-999999999-0");
+    std::fs::write(&stale, b"left by a killed run").unwrap();
+    let out = syncbench()
+        .args(["run", "--secs", "0.05", "--rounds", "1", "--sections", "e", "--methods", "write"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (stderr, stdout) = (String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    let rm = format!("rm -rf -- {}", stale.display());
+    assert!(stderr.contains("1 leftover .syncbench-* file(s)") && stderr.contains(&rm), "{stderr}");
+    assert!(stdout.contains(&rm), "the answer repeats it: {stdout}");
+    assert_eq!(std::fs::read(&stale).unwrap(), b"left by a killed run", "reported, never touched");
+}
+
+#[test]
+fn an_unwritable_export_destination_is_refused_before_measuring() {
+    let Some(m) = mount_or_skip("a read-only tmpfs", &["-t", "tmpfs", "-o", "ro,size=4m", "tmpfs"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let json = m.point.join("out.json");
+    let out = syncbench().args(["run", "--json"]).arg(&json).arg(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--json") && err.contains("read-only file system"), "{err}");
+    assert!(leftovers(dir.path()).is_empty());
+}

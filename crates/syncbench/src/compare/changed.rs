@@ -1,0 +1,64 @@
+//! Whether the machine changed between the runs, beyond what was meant to differ: one run disturbed (other
+//! I/O on its device, CPU steal) and another not, or the reference cases — writes that never reach the
+//! device, so the storage cannot explain them — at different speeds. Either way a ratio measures the
+//! environment as much as the storage, and `compare` says so before its numbers.
+
+use super::ComparedCase;
+use super::ratio::{Direction, Ratio};
+use crate::report::input::RunFile;
+
+/// A reference case differing by at least this factor (and beyond noise) means the CPU/memory changed.
+const REFERENCE_FACTOR: f64 = 1.25;
+
+/// One sentence per reason the environment changed between file 0 and the others (empty: no sign).
+pub fn changes(runs: &[RunFile], cases: &[ComparedCase]) -> Vec<String> {
+    let mut out = Vec::new();
+    let disturbed: Vec<(usize, Vec<&str>)> = runs.iter().map(disturbance).collect();
+    let letters = |i: usize| char::from(b'A' + (i % 26) as u8);
+    let any_disturbed = disturbed.iter().any(|(n, _)| *n > 0);
+    let all_same = disturbed.windows(2).all(|w| (w[0].0 > 0) == (w[1].0 > 0) && w[0].1 == w[1].1);
+    if any_disturbed && !all_same {
+        let parts: Vec<String> = disturbed
+            .iter()
+            .enumerate()
+            .map(|(i, (n, kinds))| match n {
+                0 => format!("{} undisturbed", letters(i)),
+                _ => format!("{} disturbed in {n} case(s) ({})", letters(i), kinds.join(", ")),
+            })
+            .collect();
+        out.push(format!("the runs were not equally disturbed: {}", parts.join("; ")));
+    }
+    for c in cases.iter().filter(|c| c.case.key.method == "write") {
+        for (i, r) in c.ratios.iter().enumerate() {
+            let Some(r) = r else { continue };
+            if r.ratio.direction != Direction::WithinNoise && factor(&r.ratio) >= REFERENCE_FACTOR {
+                out.push(format!(
+                    "the reference case {} (page cache only, no device) differs in {}: {} — the CPU or memory \
+                     was not the same, so every ratio includes that",
+                    super::case_name(&c.case.key, c.case.durable),
+                    letters(i + 1),
+                    r.text
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn factor(r: &Ratio) -> f64 {
+    r.ratio.max(1.0 / r.ratio)
+}
+
+/// Cases with a disturbance named, and the kinds (sorted), plus `cpu_steal` when a steal verdict is on.
+fn disturbance(run: &RunFile) -> (usize, Vec<&str>) {
+    let n = run.results.iter().filter(|c| !c.disturbances.is_empty()).count();
+    let mut kinds: Vec<&str> =
+        run.results.iter().flat_map(|c| c.disturbances.iter().map(|d| d.kind.as_str())).collect();
+    let steal_verdict = run.verdicts.iter().any(|v| v.code == "cpu_steal");
+    if steal_verdict {
+        kinds.push("cpu_steal");
+    }
+    kinds.sort();
+    kinds.dedup();
+    (if n == 0 && steal_verdict { 1 } else { n }, kinds)
+}
