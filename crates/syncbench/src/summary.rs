@@ -6,6 +6,7 @@
 use crate::schema::CaseResult;
 use crate::suite::format_size;
 use crate::verdict::{Severity, Verdict};
+use syncbench_engine::pages::Mode;
 
 /// What the summary of `run` needs besides the results.
 pub struct RunContext<'a> {
@@ -84,8 +85,8 @@ pub fn commit_answer(results: &crate::commit::CommitResults, verdicts: &[Verdict
 /// The opening lines of `pages`' output: the worst verdict and each protection's cost against `none`.
 pub fn pages_answer(table: &crate::pages::PagesTable, verdicts: &[Verdict]) -> String {
     let mut out = format!("answer:\n  {}\n", verdict_line(verdicts));
-    for r in table.rows.iter().filter(|r| r.supported && r.mode != "none") {
-        let base = table.rows.iter().find(|b| b.mode == "none" && b.buffer_pool_bytes == r.buffer_pool_bytes);
+    for r in table.rows.iter().filter(|r| r.supported && r.mode != Mode::None) {
+        let base = table.rows.iter().find(|b| b.mode == Mode::None && b.buffer_pool_bytes == r.buffer_pool_bytes);
         let versus = match base {
             Some(b) if b.tps > 0.0 => format!("{:+.0}% tps vs none", (r.tps / b.tps - 1.0) * 100.0),
             _ => "no none row to compare with".to_string(),
@@ -320,7 +321,7 @@ mod tests {
         assert!(text.contains("one client: 156 commits/s with fdatasync"), "{text}");
         assert!(text.contains("best point: 30010 commits/s at 64 clients, delay 0 µs, group commit"), "{text}");
         let row = |mode: &str, tps, checkpoints| crate::pages::PagesRow {
-            mode: mode.into(),
+            mode: Mode::from_name(mode).expect("a mode name"),
             supported: true,
             buffer_pool_bytes: 128 << 20,
             tps,

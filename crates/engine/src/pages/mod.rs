@@ -34,6 +34,13 @@ pub enum Mode {
     Atomic,
 }
 
+/// Written as the name users type, so tables and messages read `fpw`, not `Fpw`.
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Mode {
     /// Every mode, in the order reports list them.
     pub const ALL: [Mode; 4] = [Mode::None, Mode::Fpw, Mode::Dw, Mode::Atomic];

@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn modes_without_a_checkpoint_are_said_to_compare_the_log_only() {
         let row = |mode: &str, checkpoints| PagesRow {
-            mode: mode.into(),
+            mode: syncbench_engine::pages::Mode::from_name(mode).expect("a mode name"),
             supported: true,
             buffer_pool_bytes: 128 << 20,
             tps: 1000.0,
