@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use syncbench_engine::{FileOptions, Storage, StorageFile, WriteSync};
+use syncbench_storage::{FileOptions, Storage, StorageFile, WriteSync};
 
 /// Which file system's promises the simulator keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
