@@ -185,6 +185,47 @@ impl Inode {
         copy_padded(&mut self.disk[start..end], &self.cache, start);
     }
 
+    /// Whether the first `end` bytes as readers see them are exactly what is on disk (a power loss now
+    /// would keep them): the disk size covers them and no dirty or failed sector below `end` differs.
+    pub fn durable_prefix_matches(&self, end: u64, sector_bytes: u64) -> bool {
+        if self.disk_size_bytes < end || self.len() < end {
+            return false;
+        }
+        let last = end.div_ceil(sector_bytes);
+        self.dirty.range(..last).chain(self.stale.range(..last)).all(|&s| {
+            let start = (s * sector_bytes) as usize;
+            let stop = (((s + 1) * sector_bytes).min(end)) as usize;
+            (start..stop).all(|i| self.disk.get(i).copied().unwrap_or(0) == self.cache[i])
+        })
+    }
+
+    /// The bytes on disk at `offset..offset + len` (zeros where nothing was written).
+    pub fn read_disk(&self, offset: u64, len: usize) -> Vec<u8> {
+        let mut out = vec![0; len];
+        copy_padded(&mut out, &self.disk, offset as usize);
+        out
+    }
+
+    /// Media damage: the disk (and, as this is a crash image with nothing cached, the cache) now holds
+    /// `bytes` at `offset`, inside the durable size.
+    pub fn damage(&mut self, offset: u64, bytes: &[u8]) {
+        let end = (offset as usize + bytes.len()).min(self.disk_size_bytes as usize);
+        if end <= offset as usize {
+            return;
+        }
+        let bytes = &bytes[..end - offset as usize];
+        grow_zeroed(&mut self.disk, end);
+        self.disk[offset as usize..end].copy_from_slice(bytes);
+        if self.cache.len() >= end {
+            self.cache[offset as usize..end].copy_from_slice(bytes);
+        }
+    }
+
+    /// The size recorded on disk.
+    pub fn disk_len(&self) -> u64 {
+        self.disk_size_bytes
+    }
+
     /// Whether the size changed since the last successful sync.
     pub fn size_dirty(&self) -> bool {
         self.size_dirty

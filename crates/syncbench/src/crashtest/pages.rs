@@ -1,41 +1,54 @@
-//! The TPC-B workload on the page store under crashes: transfers are submitted and committed by several
-//! simulated clients (one thread, interleaved), checkpoints and buffer-pool evictions write pages through
-//! the torn-page protection (`fpw`, `dw`, or `none`), and after every crash recovery must give a bank
-//! whose history is a gap-free prefix holding every acknowledged transfer, whose balances add up, and
-//! whose every page passes its checksum (recovery refuses a torn page it cannot repair).
+//! The TPC-B workload on the page store under crashes: several clients submit and commit transfers;
+//! while the log flushes, other clients commit on their own threads, and while a checkpoint or the
+//! background flusher writes pages, other clients submit transfers (deterministically: see `clients`).
+//! Checkpoints run while transactions are open, the buffer pool is smaller than the pages the bank
+//! dirties (evictions write pages through the protection path: `fpw`, `dw`, `atomic` or `none`), and
+//! simfs checks the write-ahead rule at every page write. After every crash recovery must give a bank
+//! whose history is a gap-free prefix holding every acknowledged transfer (and every transfer an earlier
+//! recovery returned), whose balances add up, and whose every page passes its checksum.
 
-use super::Scenario;
+use super::clients::{Committers, Injecting};
+use super::coverage::Coverage;
+use super::damage::Target;
 use super::history::{History, UnitId};
-use std::path::Path;
-use std::sync::OnceLock;
-use syncbench_engine::pages::{FaultSwitches, Mode, StoreConfig};
-use syncbench_engine::wal::FaultSwitches as LogFaults;
+use super::wal::log_damage_targets;
+use super::Scenario;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use syncbench_engine::pages::{FaultSwitches, Lsn, Mode, StoreConfig, page};
+use syncbench_engine::wal::{FaultSwitches as LogFaults, segment_file_name};
 use syncbench_engine::workload::{Bank, BankConfig, Transfer};
-use syncbench_simfs::{SimConfig, SimFs, SimRng};
+use syncbench_simfs::{OpKind, SimConfig, SimFs, SimRng, WriteAheadRule};
 
 const DIR: &str = "/db/bank";
 const PAGE_BYTES: usize = 8192;
-/// Pages per double-write batch; the pool holds the minimum the store accepts (2 × batch + 16), fewer
-/// than the bank's pages, so evictions write pages between checkpoints too.
-const DW_BATCH_PAGES: usize = 4;
+/// Pages per double-write batch; the pool holds the minimum the store accepts (2 × batch + 16 = 20
+/// frames), fewer than the pages a generation dirties between checkpoints, so evictions write pages.
+const DW_BATCH_PAGES: usize = 2;
 /// Log segment size: the log's minimum, so that runs create and retire segments (its default of 16 MiB
 /// would dominate every crash point and never fill).
 const WAL_SEGMENT_BYTES: u64 = 16 << 10;
+/// A leader writes at most this much per flush (flush horizons matter).
+const MAX_GROUP_BYTES: usize = 4096;
 
 /// The page-store crash scenario.
 pub struct PagesScenario {
     /// Torn-page protection.
     pub mode: Mode,
-    /// Workload seed.
-    pub seed: u64,
     /// TPC-B scale (branches).
     pub scale: u32,
     /// Accounts per branch (TPC-B has 100,000; tests use fewer).
     pub accounts_per_branch: u32,
-    /// Transfers per run.
+    /// Transfers per generation.
     pub transfers: u32,
+    /// Transfers between checkpoints.
+    pub checkpoint_every: u32,
     /// Simulated clients.
     pub clients: u32,
+    /// Whether other clients commit during flushes and submit during page writes.
+    pub concurrent: bool,
     /// Deliberate bugs of the page store.
     pub faults: FaultSwitches,
     /// Deliberate bugs of its write-ahead log.
@@ -44,18 +57,42 @@ pub struct PagesScenario {
     base: OnceLock<Result<SimFs, String>>,
 }
 
+/// What the workload is doing, for the hook.
+#[derive(Default)]
+struct Phase {
+    /// A checkpoint or the flusher runs: page writes happen without the store's pool lock held.
+    pages_unlocked: AtomicBool,
+    /// The workload waits in a commit.
+    committing: AtomicBool,
+}
+
+/// What one generation's clients share with the operation hook.
+struct Shared {
+    rng: SimRng,
+    /// Submitted, not yet committed by anyone: (txn id, LSN).
+    pending: Vec<(UnitId, Lsn)>,
+    submitted: Vec<(UnitId, Vec<u8>)>,
+    submits_during_page_writes: u64,
+    error: Option<String>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl PagesScenario {
     /// TPC-B scale 1 (one branch) with `accounts_per_branch` accounts (the CLI's default is 2,000; TPC-B
-    /// proper has 100,000), 48 transfers from 4 clients; 192 with `dw`, whose log holds no page images, so
-    /// that it too fills a log segment and creates the next one (the directory operations under test).
-    pub fn new(mode: Mode, seed: u64, accounts_per_branch: u32, faults: FaultSwitches) -> PagesScenario {
+    /// proper has 100,000), 48 transfers per generation from 4 clients, a checkpoint every 24; 96 with
+    /// `dw`, whose log holds no page images, so that it too fills a log segment and creates the next one.
+    pub fn new(mode: Mode, accounts_per_branch: u32, faults: FaultSwitches) -> PagesScenario {
         PagesScenario {
             mode,
-            seed,
             scale: 1,
             accounts_per_branch,
-            transfers: if mode == Mode::Dw { 192 } else { 48 },
+            transfers: if mode == Mode::Dw { 96 } else { 48 },
+            checkpoint_every: 24,
             clients: 4,
+            concurrent: true,
             faults,
             log_faults: LogFaults::default(),
             base: OnceLock::new(),
@@ -74,6 +111,7 @@ impl PagesScenario {
         config.buffer_pool_bytes = (2 * DW_BATCH_PAGES + 16) * PAGE_BYTES;
         // Small log segments: every run and recovery creates and zero-fills them on the simulated disk.
         config.wal.segment_bytes = WAL_SEGMENT_BYTES;
+        config.wal.max_group_bytes = MAX_GROUP_BYTES;
         config.faults = self.faults;
         config.wal.faults = self.log_faults;
         config
@@ -88,7 +126,7 @@ impl PagesScenario {
     fn base(&self) -> Result<&SimFs, String> {
         self.base
             .get_or_init(|| {
-                let fs = SimFs::new(SimConfig::default());
+                let fs = SimFs::new(SimConfig { atomic_write_max_bytes: self.atomic_write_max_bytes(), ..SimConfig::default() });
                 syncbench_engine::Storage::create_dir_all(&fs, Path::new(DIR)).map_err(|e| e.to_string())?;
                 let mut config = self.store_config();
                 config.faults = FaultSwitches::default();
@@ -102,32 +140,167 @@ impl PagesScenario {
             .map_err(Clone::clone)
     }
 
-    fn run_inner(&self, fs: &SimFs, history: &mut History) -> Result<(), String> {
+    /// The hook: while the log writes or syncs, another client commits a pending transfer on its own
+    /// thread; while a checkpoint or the flusher writes a page (`pages_unlocked`: the store's pool lock
+    /// is not held), another client submits a transfer.
+    fn hook(
+        &self,
+        bank: &Arc<Bank<SimFs>>,
+        fs: &SimFs,
+        shared: &Arc<Mutex<Shared>>,
+        committers: &Committers,
+        phase: &Arc<Phase>,
+    ) -> syncbench_simfs::OpHook {
+        let (bank, fs, shared) = (Arc::clone(bank), fs.clone(), Arc::clone(shared));
+        let (committers, phase) = (committers.clone(), Arc::clone(phase));
+        let injecting = Arc::new(Injecting::default());
+        let clients = u64::from(self.clients);
+        let wal_dir = PathBuf::from(DIR).join("wal");
+        Arc::new(move |kind: OpKind, path: &Path| {
+            let in_log = path.starts_with(&wal_dir);
+            // Committers only while the workload itself commits: it waits for them as soon as its commit
+            // returns, so one woken to lead the next flush never runs beside the workload.
+            let flushing = in_log && matches!(kind, OpKind::Write | OpKind::Sync) && phase.committing.load(Ordering::SeqCst);
+            let page_write = !in_log && kind == OpKind::Write && phase.pages_unlocked.load(Ordering::SeqCst);
+            if !flushing && !page_write {
+                return;
+            }
+            injecting.run(|| {
+                let mut sh = lock(&shared);
+                if page_write && sh.rng.chance(1, 2) {
+                    let transfer = bank.pick(|| sh.rng.next_u64());
+                    match bank.submit(transfer) {
+                        Ok((id, lsn)) => {
+                            sh.submitted.push((id, encode(transfer)));
+                            sh.pending.push((id, lsn));
+                            sh.submits_during_page_writes += 1;
+                        }
+                        Err(e) => {
+                            sh.error.get_or_insert(e.to_string());
+                        }
+                    }
+                }
+                if flushing && !sh.pending.is_empty() && committers.running() < clients && sh.rng.chance(1, 2) {
+                    let n = sh.pending.len() as u64;
+                    let pick = sh.rng.below(n) as usize;
+                    let (id, lsn) = sh.pending.remove(pick);
+                    drop(sh);
+                    let b = Arc::clone(&bank);
+                    let waiting = || bank.store().log().waiting_commits();
+                    committers.spawn(id, &fs, move || b.commit(lsn).map_err(|e| e.to_string()), &waiting);
+                }
+            });
+        })
+    }
+
+    fn run_inner(&self, fs: &SimFs, history: &mut History, seed: u64, coverage: &mut Coverage) -> Result<(), String> {
         let bank = Bank::open(fs.clone(), Path::new(DIR), self.store_config(), self.bank_config())
             .map_err(|e| format!("cannot open the bank: {e}"))?;
-        let mut rng = SimRng::new(self.seed);
+        let bank = Arc::new(bank);
+        let shared = Arc::new(Mutex::new(Shared {
+            rng: SimRng::new(seed ^ 0x5EED),
+            pending: Vec::new(),
+            submitted: Vec::new(),
+            submits_during_page_writes: 0,
+            error: None,
+        }));
+        let committers = Committers::default();
+        let phase = Arc::new(Phase::default());
+        if self.concurrent {
+            fs.set_op_hook(Some(self.hook(&bank, fs, &shared, &committers, &phase)));
+        }
+        let before = bank.store().stats();
+        let result = self.transfers(&bank, fs, history, seed, &shared, &committers, &phase, coverage);
+        fs.set_op_hook(None);
+        let _ = bank.store().log().flush_to(bank.store().log().last_lsn());
+        committers.join_all();
+        let mut sh = lock(&shared);
+        for (id, bytes) in std::mem::take(&mut sh.submitted) {
+            history.submit(id, bytes);
+        }
+        record_completions(&committers, history, fs);
+        let after = bank.store().stats();
+        coverage.eviction_writes += after.eviction_writes - before.eviction_writes;
+        coverage.submits_during_page_writes += sh.submits_during_page_writes;
+        coverage.commits_overlapping_flush += committers.overlapped_flush();
+        result.and(sh.error.take().map_or(Ok(()), Err))
+    }
+
+    #[allow(clippy::too_many_arguments)] // the generation's shared pieces, passed once
+    fn transfers(
+        &self,
+        bank: &Arc<Bank<SimFs>>,
+        fs: &SimFs,
+        history: &mut History,
+        seed: u64,
+        shared: &Arc<Mutex<Shared>>,
+        committers: &Committers,
+        phase: &Phase,
+        coverage: &mut Coverage,
+    ) -> Result<(), String> {
+        let store = bank.store();
+        let waiting = || store.log().waiting_commits();
+        let pages_io = |f: &dyn Fn() -> std::io::Result<usize>| {
+            phase.pages_unlocked.store(true, Ordering::SeqCst);
+            let r = f();
+            phase.pages_unlocked.store(false, Ordering::SeqCst);
+            committers.quiesce(&waiting);
+            r.map_err(|e| e.to_string())
+        };
+        let mut rng = SimRng::new(seed);
         let mut done = 0;
         while done < self.transfers {
             // A few clients submit, then each waits for its commit (the first one's flush covers all).
             let joining = (1 + rng.below(u64::from(self.clients)) as u32).min(self.transfers - done);
-            let mut batch = Vec::new();
             for _ in 0..joining {
                 let transfer = bank.pick(|| rng.next_u64());
-                let (txn_id, lsn) = bank.submit(transfer).map_err(|e| e.to_string())?;
-                history.submit(txn_id, encode(transfer));
-                batch.push((txn_id, lsn));
+                let (id, lsn) = bank.submit(transfer).map_err(|e| e.to_string())?;
+                let mut sh = lock(shared);
+                sh.submitted.push((id, encode(transfer)));
+                sh.pending.push((id, lsn));
             }
-            for (txn_id, lsn) in batch {
-                bank.commit(lsn).map_err(|e| e.to_string())?;
-                history.ack(txn_id, fs);
-            }
+            committers.quiesce(&waiting);
             done += joining;
-            if done % 16 < joining {
+            let checkpoint_due = done % self.checkpoint_every < joining;
+            // Now and then the checkpoint comes while these transfers are still uncommitted.
+            if checkpoint_due && rng.coin() {
+                coverage.checkpoints_with_open_transactions += 1;
                 fs.mark("checkpoint");
-                bank.store().checkpoint().map_err(|e| e.to_string())?;
+                pages_io(&|| store.checkpoint().map(|_| 0))?;
+            }
+            if rng.chance(1, 3) {
+                let written = pages_io(&|| store.flush_ahead())?;
+                coverage.background_flush_pages += written as u64;
+            }
+            loop {
+                let Some((id, lsn)) = lock(shared).pending.first().copied() else { break };
+                lock(shared).pending.retain(|p| p.0 != id);
+                let errors_before = fs.stats().writeback_errors;
+                phase.committing.store(true, Ordering::SeqCst);
+                let result = bank.commit(lsn);
+                committers.quiesce(&waiting);
+                phase.committing.store(false, Ordering::SeqCst);
+                record_completions(committers, history, fs);
+                result.map_err(|e| e.to_string())?;
+                history.ack_started_after(id, errors_before, fs);
+                history.acked_lsn_max = history.acked_lsn_max.max(lsn);
+            }
+            if checkpoint_due {
+                fs.mark("checkpoint");
+                pages_io(&|| store.checkpoint().map(|_| 0))?;
             }
         }
         Ok(())
+    }
+}
+
+/// Record the commits other clients' threads finished (in transaction order).
+fn record_completions(committers: &Committers, history: &mut History, fs: &SimFs) {
+    for done in committers.take_completions() {
+        match done.result {
+            Ok(()) => history.ack_started_after(done.id, done.errors_before, fs),
+            Err(e) => history.engine_failed(e),
+        }
     }
 }
 
@@ -138,6 +311,11 @@ fn encode(t: Transfer) -> Vec<u8> {
     out.extend_from_slice(&t.bid.to_le_bytes());
     out.extend_from_slice(&t.delta.to_le_bytes());
     out
+}
+
+fn is_page_file(path: &Path) -> bool {
+    path.parent() == Some(Path::new(DIR))
+        && path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("data-") || n == "doublewrite")
 }
 
 impl Scenario for PagesScenario {
@@ -156,26 +334,90 @@ impl Scenario for PagesScenario {
         }
     }
 
-    fn run(&self, _variant: usize, fs: &SimFs, history: &mut History) {
-        if let Err(e) = self.base().and_then(|_| self.run_inner(fs, history)) {
+    fn run(&self, _variant: usize, fs: &SimFs, history: &mut History, seed: u64, coverage: &mut Coverage) {
+        if let Err(e) = self.base().and_then(|_| self.run_inner(fs, history, seed, coverage)) {
             history.engine_failed(e);
         }
     }
 
-    fn recover(&self, _variant: usize, fs: &SimFs) -> Result<Self::State, String> {
+    fn recover(&self, _variant: usize, fs: &SimFs, coverage: &mut Coverage) -> Result<Self::State, String> {
         let bank = Bank::open(fs.clone(), Path::new(DIR), self.store_config(), self.bank_config())
             .map_err(|e| e.to_string())?;
+        let stats = bank.store().stats();
+        coverage.dw_restored_pages += stats.dw_restored_pages;
+        coverage.redo_records += stats.redo_records;
+        coverage.torn_tails_zeroed += u64::from(bank.store().log().stats().stale_tail_bytes_zeroed > 0);
         bank.check_invariants()?;
         bank.history_txn_ids().map_err(|e| format!("cannot read the history: {e}"))
     }
 
     fn check(&self, history: &History, state: &Self::State) -> Result<(), String> {
-        // Transfers are submitted in id order from one thread: the history must be ids 1..=n, no gap.
+        // The bank numbers transactions 1, 2, ... in history order: the history must be ids 1..=n, no gap.
         if let Some((row, id)) = state.iter().enumerate().find(|(row, id)| **id != *row as u64 + 1) {
             return Err(format!("history row {row} holds transaction {id}, expected {}", row + 1));
         }
         let recovered = state.iter().map(|id| (*id, history.submitted.get(id).cloned().unwrap_or_default())).collect();
         history.check_units(&recovered)
+    }
+
+    fn settle(&self, history: &mut History, state: &Self::State) {
+        let units: BTreeSet<UnitId> = state.iter().copied().collect();
+        history.settle(&units);
+        // The bank gives the ids of lost transfers to the next ones.
+        history.forget_above(state.len() as u64);
+    }
+
+    fn write_ahead_rule(&self) -> Option<Arc<WriteAheadRule>> {
+        Some(Arc::new(WriteAheadRule {
+            is_page_file: Box::new(is_page_file),
+            page_bytes: PAGE_BYTES,
+            page_lsn: Box::new(page::lsn),
+            log_position: Box::new(|lsn| {
+                let dir = PathBuf::from(DIR).join("wal");
+                (dir.join(segment_file_name(lsn / WAL_SEGMENT_BYTES)), lsn % WAL_SEGMENT_BYTES)
+            }),
+        }))
+    }
+
+    fn damage_targets(&self, image: &SimFs, history: &History) -> Vec<Target> {
+        let end = history.acked_lsn_max.saturating_sub(super::wal::DAMAGE_MARGIN_BYTES);
+        let mut targets = log_damage_targets(&PathBuf::from(DIR).join("wal"), WAL_SEGMENT_BYTES, end);
+        // Pages: a flipped bit or a misdirected sector breaks a checksum; a lost write of a whole valid
+        // page does not, so it is not aimed at pages.
+        for (path, len) in image.durable_files() {
+            let dw = path.file_name().is_some_and(|n| n == "doublewrite");
+            if is_page_file(&path) && (dw == (self.mode == Mode::Dw)) {
+                targets.push(Target { path, start: 0, end: len, lost_write_detectable: false });
+            }
+        }
+        targets
+    }
+
+    fn required_coverage(&self) -> Vec<&'static str> {
+        let mut required = vec![
+            "process_crashes",
+            "recoveries_of_recoveries",
+            "recoveries_interrupted",
+            "redo_records",
+            "eviction_writes",
+            "checkpoints_with_open_transactions",
+            "wal_rule_checks",
+            "media_damage",
+            "media_damage_reported",
+        ];
+        if self.concurrent {
+            required.extend(["commits_overlapping_flush", "submits_during_page_writes"]);
+        }
+        match self.mode {
+            Mode::Dw => required.push("dw_restored_pages"),
+            Mode::Atomic => required.push("atomic_writes_in_flight_at_crash"),
+            _ => {}
+        }
+        required
+    }
+
+    fn atomic_write_max_bytes(&self) -> u64 {
+        PAGE_BYTES as u64
     }
 }
 
