@@ -347,6 +347,13 @@ impl Scenario for PagesScenario {
         coverage.dw_restored_pages += stats.dw_restored_pages;
         coverage.redo_records += stats.redo_records;
         coverage.torn_tails_zeroed += u64::from(bank.store().log().stats().stale_tail_bytes_zeroed > 0);
+        let (wal_dir, end) = (PathBuf::from(DIR).join("wal"), bank.store().log().last_lsn());
+        if let Some(lsn) = super::wal::stale_record_after(fs, &wal_dir, WAL_SEGMENT_BYTES, end) {
+            return Err(format!(
+                "recovery ended the log at LSN {end} but left a valid record of an interrupted flush at LSN \
+                 {lsn} (a stale tail a later crash can bring back)"
+            ));
+        }
         bank.check_invariants()?;
         bank.history_txn_ids().map_err(|e| format!("cannot read the history: {e}"))
     }

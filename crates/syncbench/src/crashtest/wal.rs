@@ -267,9 +267,13 @@ fn record_completions(
     acked
 }
 
-/// A record's bytes: its unit id, then seeded filler of 16..=700 bytes so records straddle sectors.
+/// A record's bytes: its unit id, then seeded filler of 16..=700 bytes so records straddle sectors. Half
+/// the records take one of three fixed sizes: a record written after a recovery then often ends exactly
+/// where a record of the interrupted flush before the crash began, which is what lets a stale tail that
+/// recovery did not zero chain on to the new records and come back.
 fn client_payload(id: UnitId, rng: &mut SimRng) -> Vec<u8> {
-    let len = 16 + rng.below(685) as usize;
+    const SIZES: [usize; 3] = [16, 200, 684];
+    let len = if rng.coin() { SIZES[rng.below(3) as usize] } else { 16 + rng.below(685) as usize };
     let mut payload = id.to_le_bytes().to_vec();
     payload.extend((0..len).map(|i| (id as usize * 31 + i * 7) as u8));
     payload
@@ -278,6 +282,25 @@ fn client_payload(id: UnitId, rng: &mut SimRng) -> Vec<u8> {
 fn unit_of(payload: &[u8]) -> Result<UnitId, String> {
     let bytes: [u8; 8] = payload.get(..8).and_then(|b| b.try_into().ok()).ok_or("a record too short to be ours")?;
     Ok(UnitId::from_le_bytes(bytes))
+}
+
+/// A record that still validates behind the end a completed recovery found (`end`): the remains of an
+/// interrupted flush that recovery should have zeroed. Left there, a later crash can chain them on to new
+/// records and bring back what this recovery declared lost. Returns its LSN.
+pub fn stale_record_after(fs: &SimFs, dir: &Path, segment_bytes: u64, end: Lsn) -> Option<Lsn> {
+    use syncbench_engine::wal::record;
+    for n in end / segment_bytes.. {
+        let Ok(data) = fs.read_file(&dir.join(segment_file_name(n))) else { break };
+        let base = n * segment_bytes;
+        let mut at = end.saturating_sub(base).next_multiple_of(record::RECORD_ALIGN as u64) as usize;
+        while at + record::HEADER_BYTES <= data.len() {
+            if record::decode(&data[at..], base + at as u64, n).is_ok() {
+                return Some(base + at as u64);
+            }
+            at += record::RECORD_ALIGN;
+        }
+    }
+    None
 }
 
 /// The log files a damaged sector may be in: every byte of the log up to `end` (exclusive).
@@ -309,6 +332,13 @@ impl Scenario for WalScenario {
     fn recover(&self, variant: usize, fs: &SimFs, coverage: &mut Coverage) -> Result<Self::State, String> {
         let (wal, records) = Wal::open(fs.clone(), Path::new(DIR), self.config(variant)).map_err(|e| e.to_string())?;
         coverage.torn_tails_zeroed += u64::from(wal.stats().stale_tail_bytes_zeroed > 0);
+        if let Some(lsn) = stale_record_after(fs, Path::new(DIR), SEGMENT_BYTES, wal.appended_lsn()) {
+            return Err(format!(
+                "recovery ended the log at LSN {} but left a valid record of an interrupted flush at LSN {lsn} \
+                 (a stale tail a later crash can bring back)",
+                wal.appended_lsn()
+            ));
+        }
         coverage.redo_records += records.len() as u64;
         if let Some(r) = records.iter().find(|r| r.kind != KIND_CLIENT) {
             return Err(format!("recovery returned a record of kind {} at LSN {}", r.kind, r.lsn));
