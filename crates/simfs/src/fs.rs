@@ -392,6 +392,9 @@ impl SimFs {
         s.crash_after_mark = None;
         s.atomic_in_flight = None;
         s.crash_kind = CrashKind::Power;
+        // Writeback failures injected for the dead process's run are not carried into the next one.
+        s.fail_writeback_numbers.clear();
+        s.fail_next_writeback_of.clear();
     }
 
     /// Call `hook` before every counted storage operation (None: stop).

@@ -706,6 +706,9 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
 
     /// Wait until the record at `lsn` is durable (group commit).
     pub fn commit(&self, lsn: Lsn) -> PageResult<()> {
+        // Fail-stop: after any failure (a data-file sync in another client's eviction, say) nothing more
+        // is acknowledged. Found by crashtest's concurrent clients.
+        self.check_poison()?;
         let flushed = self.log.commit(lsn);
         self.poison(flushed)
     }

@@ -396,7 +396,11 @@ fn run_point<S: Scenario>(
         summary.points_crashed_mid_run += u64::from(fs.crashed());
         let what = |message: String| format!("generation {generation}: {message}");
 
-        let image = match crash.kind {
+        // After a failed writeback the page cache no longer tells the truth (Linux marks the failed pages
+        // clean and a new process's fsync reports nothing once the error was seen): the machine is
+        // rebooted, not just the process restarted.
+        let kind = if stats.writeback_errors > 0 { CrashKind::Power } else { crash.kind };
+        let image = match kind {
             CrashKind::Process => {
                 coverage.process_crashes += 1;
                 fs.restart_process();
