@@ -23,15 +23,24 @@ pub struct Completion {
     pub errors_before: u64,
 }
 
-/// Committers running on their own threads. Clones share them (the operation hook starts committers
-/// while the workload waits for others).
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Committers running on their own threads (a small pool, started on first use). Clones share them (the
+/// operation hook starts committers while the workload waits for others).
 #[derive(Clone, Default)]
 pub struct Committers {
-    threads: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    pool: Arc<Mutex<Pool>>,
     started: Arc<AtomicU64>,
     finished: Arc<AtomicU64>,
     completions: Arc<Mutex<Vec<Completion>>>,
     overlapped_flush: Arc<AtomicU64>,
+}
+
+#[derive(Default)]
+struct Pool {
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+    receiver: Option<Arc<Mutex<std::sync::mpsc::Receiver<Job>>>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -39,8 +48,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Committers {
-    /// Start `commit` on a new thread and wait until it returned or sleeps in the log (`waiting` is the
-    /// log's count of sleeping commits).
+    /// Start `commit` on a pool thread and wait until it returned or sleeps in the log (`waiting` is the
+    /// log's count of sleeping commits). A new thread joins the pool when every one is busy.
     pub fn spawn(
         &self,
         id: UnitId,
@@ -52,16 +61,38 @@ impl Committers {
         let errors_before = fs.stats().writeback_errors;
         let asleep_before = waiting();
         let returned = Arc::new(AtomicBool::new(false));
+        let busy = self.running();
         self.started.fetch_add(1, Ordering::SeqCst);
         let done = Arc::clone(&returned);
-        let thread = std::thread::spawn(move || {
+        let job: Job = Box::new(move || {
             let result = commit();
             lock(&completions).push(Completion { id, result, errors_before });
             done.store(true, Ordering::SeqCst);
             finished.fetch_add(1, Ordering::SeqCst);
         });
-        lock(&self.threads).push(thread);
-        // The caller may itself be a committer leading a flush: wait for the new thread alone. Nobody
+        {
+            let mut pool = lock(&self.pool);
+            if pool.jobs.is_none() {
+                let (tx, rx) = std::sync::mpsc::channel::<Job>();
+                pool.jobs = Some(tx);
+                pool.receiver = Some(Arc::new(Mutex::new(rx)));
+            }
+            // Every committer asleep or running holds a thread: add one when none is idle.
+            if pool.threads.len() as u64 <= busy {
+                let rx = Arc::clone(pool.receiver.as_ref().expect("set above"));
+                pool.threads.push(std::thread::spawn(move || {
+                    loop {
+                        let next = lock(&rx).recv();
+                        match next {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    }
+                }));
+            }
+            let _ = pool.jobs.as_ref().expect("set above").send(job);
+        }
+        // The caller may itself be a committer leading a flush: wait for the new commit alone. Nobody
         // else can fall asleep or wake meanwhile (the caller's flush is in progress).
         loop {
             if returned.load(Ordering::SeqCst) {
@@ -91,9 +122,14 @@ impl Committers {
     }
 
     /// Wait for every committer to return (the caller has made sure a flush covers them or the log is
-    /// dead).
+    /// dead) and stop the pool.
     pub fn join_all(&self) {
-        let threads = std::mem::take(&mut *lock(&self.threads));
+        let (jobs, threads) = {
+            let mut pool = lock(&self.pool);
+            pool.receiver = None;
+            (pool.jobs.take(), std::mem::take(&mut pool.threads))
+        };
+        drop(jobs);
         for t in threads {
             let _ = t.join();
         }
