@@ -185,20 +185,6 @@ impl Inode {
         copy_padded(&mut self.disk[start..end], &self.cache, start);
     }
 
-    /// Whether the first `end` bytes as readers see them are exactly what is on disk (a power loss now
-    /// would keep them): the disk size covers them and no dirty or failed sector below `end` differs.
-    pub fn durable_prefix_matches(&self, end: u64, sector_bytes: u64) -> bool {
-        if self.disk_size_bytes < end || self.len() < end {
-            return false;
-        }
-        let last = end.div_ceil(sector_bytes);
-        self.dirty.range(..last).chain(self.stale.range(..last)).all(|&s| {
-            let start = (s * sector_bytes) as usize;
-            let stop = (((s + 1) * sector_bytes).min(end)) as usize;
-            (start..stop).all(|i| self.disk.get(i).copied().unwrap_or(0) == self.cache[i])
-        })
-    }
-
     /// The bytes on disk at `offset..offset + len` (zeros where nothing was written).
     pub fn read_disk(&self, offset: u64, len: usize) -> Vec<u8> {
         let mut out = vec![0; len];

@@ -420,6 +420,9 @@ fn run_point<S: Scenario>(
                     if let (Err(e), false) = (&interrupted, image.crashed()) {
                         return Err(fail(crash_op, what(format!("recovery failed: {e}"))));
                     }
+                    if let Some(v) = image.write_ahead_violations().first() {
+                        return Err(fail(crash_op, what(format!("during an interrupted recovery: {v}"))));
+                    }
                     image = image.crash_image(rng.next_u64()).0;
                 }
                 image

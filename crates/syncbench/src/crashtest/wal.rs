@@ -303,6 +303,27 @@ pub fn stale_record_after(fs: &SimFs, dir: &Path, segment_bytes: u64, end: Lsn) 
     None
 }
 
+/// Whether the log in `dir` holds, in what a power loss now would keep (`durable` reads that), a
+/// chain of valid records from the start of the segment of `lsn - 1` that reaches `lsn` (the end of
+/// the record a page carrying `lsn` depends on). Earlier segments are taken as durable.
+pub fn durable_to(durable: &dyn Fn(&Path) -> Option<Vec<u8>>, dir: &Path, segment_bytes: u64, lsn: Lsn) -> bool {
+    use syncbench_engine::wal::record;
+    let n = (lsn - 1) / segment_bytes;
+    let Some(data) = durable(&dir.join(segment_file_name(n))) else { return false };
+    let base = n * segment_bytes;
+    let mut at = 0usize;
+    while base + (at as u64) < lsn {
+        if segment_bytes as usize - at < record::HEADER_BYTES {
+            return true; // the rest of the segment is too short for a record: the log continues after it
+        }
+        match data.get(at..).map(|rest| record::decode(rest, base + at as u64, n)) {
+            Some(Ok((_, payload))) => at += record::encoded_len(payload.len()),
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// The log files a damaged sector may be in: every byte of the log up to `end` (exclusive).
 pub fn log_damage_targets(dir: &Path, segment_bytes: u64, end: u64) -> Vec<Target> {
     (0..end.div_ceil(segment_bytes))
@@ -393,27 +414,68 @@ impl Scenario for WalScenario {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crashtest::{ExploreOptions, explore};
+    use crate::crashtest::{ExploreOptions, Failure, explore};
     use syncbench_simfs::Profile;
 
     fn opts(profile: Profile, fsync_errors: bool, points: u64) -> ExploreOptions {
-        ExploreOptions { seed: 11, points, only_point: None, profile, fsync_errors, accounts_per_branch: 2000 }
+        ExploreOptions { fsync_errors, ..ExploreOptions::new(11, points, profile) }
     }
 
-    /// A failure found at a crash point (not a workload that could not even run without faults).
-    fn assert_caught_by_a_crash(failure: &crate::crashtest::Failure) {
+    /// A failure found at a crash point (not a workload that could not even run without faults, nor a
+    /// coverage shortfall).
+    fn assert_caught_by_a_crash(failure: &Failure) {
         assert!(failure.crash_op > 0, "{failure:?}");
         assert!(!failure.message.contains("without any fault injected"), "{failure:?}");
     }
 
+    fn caught(faults: FaultSwitches, profile: Profile, fsync_errors: bool, points: u64) -> Failure {
+        let failure = explore(&WalScenario::new(faults), &opts(profile, fsync_errors, points), |_| {}).unwrap_err();
+        assert_caught_by_a_crash(&failure);
+        failure
+    }
+
     #[test]
-    fn the_log_survives_crashes_under_both_profiles_and_fsync_errors() {
-        let wal = WalScenario::new(11, FaultSwitches::default());
+    fn the_log_survives_crashes_under_both_profiles_and_fsync_errors_and_reaches_every_key_path() {
+        let wal = WalScenario::new(FaultSwitches::default());
         for (profile, errors) in [(Profile::Strict, false), (Profile::Ext4, false), (Profile::Strict, true)] {
-            let summary = explore(&wal, &opts(profile, errors, 120), |_| {}).unwrap();
-            assert_eq!(summary.points, 120);
+            let summary = explore(&wal, &opts(profile, errors, 200), |_| {}).unwrap();
+            assert_eq!(summary.points, 200);
+            assert_eq!(summary.cycles, 600, "three generations per point");
             assert!(summary.acks_per_run > 30);
+            // Coverage is enforced by explore itself from 200 points on; check the enforcement ran.
+            assert!(summary.coverage.missing(&wal.required_coverage()).is_empty(), "{:?}", summary.coverage);
         }
+    }
+
+    #[test]
+    fn a_series_that_never_reaches_a_key_path_fails() {
+        // Without concurrent clients no commit overlaps a flush: requiring it must fail the series.
+        let serial = WalScenario { concurrent: false, ..WalScenario::new(FaultSwitches::default()) };
+        struct Demanding(WalScenario);
+        impl Scenario for Demanding {
+            type State = <WalScenario as Scenario>::State;
+            fn variants(&self) -> Vec<String> {
+                self.0.variants()
+            }
+            fn run(&self, v: usize, fs: &SimFs, h: &mut History, seed: u64, c: &mut Coverage) {
+                self.0.run(v, fs, h, seed, c)
+            }
+            fn recover(&self, v: usize, fs: &SimFs, c: &mut Coverage) -> Result<Self::State, String> {
+                self.0.recover(v, fs, c)
+            }
+            fn check(&self, h: &History, s: &Self::State) -> Result<(), String> {
+                self.0.check(h, s)
+            }
+            fn settle(&self, h: &mut History, s: &Self::State) {
+                self.0.settle(h, s)
+            }
+            fn required_coverage(&self) -> Vec<&'static str> {
+                vec!["commits_overlapping_flush"]
+            }
+        }
+        let failure = explore(&Demanding(serial), &opts(Profile::Strict, false, 200), |_| {}).unwrap_err();
+        assert_eq!(failure.variant, "coverage");
+        assert!(failure.message.contains("commits_overlapping_flush"), "{failure:?}");
     }
 
     /// Regression, found by this simulator: `truncate_before` used to rename or remove several segments and
@@ -427,29 +489,70 @@ mod tests {
             rounds: 64,
             checkpoint_every_rounds: 32,
             redo_lag_commits: 1,
-            ..WalScenario::new(11, FaultSwitches::default())
+            ..WalScenario::new(FaultSwitches::default())
         };
-        explore(&wal, &opts(Profile::Strict, false, 2000), |_| {}).unwrap();
+        explore(&wal, &opts(Profile::Strict, false, 400), |_| {}).unwrap();
     }
 
     #[test]
     fn skipping_the_log_sync_is_caught() {
-        let wal = WalScenario::new(11, FaultSwitches { skip_log_sync: true, ..FaultSwitches::default() });
-        let failure = explore(&wal, &opts(Profile::Strict, false, 300), |_| {}).unwrap_err();
-        assert_caught_by_a_crash(&failure);
+        caught(FaultSwitches { skip_log_sync: true, ..FaultSwitches::default() }, Profile::Strict, false, 300);
     }
 
     #[test]
     fn skipping_the_directory_fsync_is_caught() {
-        let wal = WalScenario::new(11, FaultSwitches { skip_dir_fsync: true, ..FaultSwitches::default() });
-        let failure = explore(&wal, &opts(Profile::Strict, false, 300), |_| {}).unwrap_err();
-        assert_caught_by_a_crash(&failure);
+        caught(FaultSwitches { skip_dir_fsync: true, ..FaultSwitches::default() }, Profile::Strict, false, 300);
     }
 
     #[test]
     fn retrying_fsync_after_an_error_is_caught() {
-        let wal = WalScenario::new(11, FaultSwitches { retry_fsync_after_error: true, ..FaultSwitches::default() });
-        let failure = explore(&wal, &opts(Profile::Strict, true, 300), |_| {}).unwrap_err();
+        let faults = FaultSwitches { retry_fsync_after_error: true, ..FaultSwitches::default() };
+        let failure = caught(faults, Profile::Strict, true, 300);
         assert!(failure.message.contains("after a sync had failed"), "{failure:?}");
+    }
+
+    /// Concurrency: a commit that arrives while its record's flush is writing returns before the sync.
+    #[test]
+    fn an_acknowledgement_a_step_too_early_is_caught_by_overlapping_commits() {
+        let faults = FaultSwitches { ack_when_written: true, ..FaultSwitches::default() };
+        let failure = caught(faults, Profile::Strict, false, 200);
+        assert!(failure.message.contains("missing"), "{failure:?}");
+        // Without the concurrent clients the bug is invisible: the series passes.
+        let serial = WalScenario { concurrent: false, ..WalScenario::new(faults) };
+        explore(&serial, &ExploreOptions { points: 100, ..opts(Profile::Strict, false, 100) }, |_| {}).unwrap();
+    }
+
+    /// Concurrency: a flush that publishes what was appended during it as durable.
+    #[test]
+    fn a_flush_horizon_off_by_a_batch_is_caught() {
+        let faults = FaultSwitches { flush_horizon_appended: true, ..FaultSwitches::default() };
+        let failure = caught(faults, Profile::Strict, false, 200);
+        assert!(failure.message.contains("missing"), "{failure:?}");
+    }
+
+    /// Generations: recovery that leaves an interrupted flush's valid records behind the end.
+    #[test]
+    fn a_stale_tail_left_behind_is_caught() {
+        let faults = FaultSwitches { keep_stale_tail: true, ..FaultSwitches::default() };
+        let failure = caught(faults, Profile::Strict, false, 300);
+        assert!(failure.message.contains("stale tail"), "{failure:?}");
+    }
+
+    /// Process crashes: recovery that trusts log bytes found only in the surviving page cache.
+    #[test]
+    fn trusting_unsynced_data_at_open_is_caught_after_a_process_crash() {
+        let faults = FaultSwitches { trust_unsynced_at_open: true, ..FaultSwitches::default() };
+        let failure = caught(faults, Profile::Strict, false, 300);
+        assert!(failure.message.contains("generation 1") || failure.message.contains("generation 2"), "{failure:?}");
+        let one = ExploreOptions { generations: 1, ..opts(Profile::Strict, false, 150) };
+        explore(&WalScenario::new(faults), &one, |_| {}).unwrap();
+    }
+
+    /// Media damage: recovery that treats a damaged record with later flushes behind it as the end.
+    #[test]
+    fn silent_truncation_at_a_damaged_record_is_caught() {
+        let faults = FaultSwitches { corruption_as_end: true, ..FaultSwitches::default() };
+        let failure = caught(faults, Profile::Strict, false, 300);
+        assert!(failure.message.contains("media damage"), "{failure:?}");
     }
 }
