@@ -30,8 +30,9 @@ const DW_BATCH_PAGES: usize = 2;
 /// Log segment size: the log's minimum, so that runs create and retire segments (its default of 16 MiB
 /// would dominate every crash point and never fill).
 const WAL_SEGMENT_BYTES: u64 = 16 << 10;
-/// A leader writes at most this much per flush (flush horizons matter).
-const MAX_GROUP_BYTES: usize = 4096;
+/// A leader writes at most this much per flush: a few transfers' records, so one commit's flush often
+/// leaves records for the next (flush horizons matter).
+const MAX_GROUP_BYTES: usize = 512;
 
 /// The page-store crash scenario.
 pub struct PagesScenario {
@@ -83,13 +84,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl PagesScenario {
     /// TPC-B scale 1 (one branch) with `accounts_per_branch` accounts (the CLI's default is 2,000; TPC-B
     /// proper has 100,000), 48 transfers per generation from 4 clients, a checkpoint every 24; 96 with
-    /// `dw`, whose log holds no page images, so that it too fills a log segment and creates the next one.
+    /// `dw` and `atomic`, whose logs hold no page images, so that they too fill log segments and create
+    /// new ones.
     pub fn new(mode: Mode, accounts_per_branch: u32, faults: FaultSwitches) -> PagesScenario {
         PagesScenario {
             mode,
             scale: 1,
             accounts_per_branch,
-            transfers: if mode == Mode::Dw { 96 } else { 48 },
+            transfers: if matches!(mode, Mode::Dw | Mode::Atomic) { 96 } else { 48 },
             checkpoint_every: 24,
             clients: 4,
             concurrent: true,
