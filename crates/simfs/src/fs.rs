@@ -57,7 +57,12 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { profile: Profile::Strict, sector_bytes: 512, evict_after_error: false, atomic_write_max_bytes: 65536 }
+        SimConfig {
+            profile: Profile::Strict,
+            sector_bytes: 512,
+            evict_after_error: false,
+            atomic_write_max_bytes: 65536,
+        }
     }
 }
 
@@ -90,6 +95,13 @@ pub enum OpKind {
 /// (a group-commit flush, a checkpoint's page write) at a point fixed by its seed.
 pub type OpHook = Arc<dyn Fn(OpKind, &Path) + Send + Sync>;
 
+/// The LSN a page image carries.
+pub type PageLsn = dyn Fn(&[u8]) -> u64 + Send + Sync;
+/// What a power loss now would keep of a file: its bytes, if its name is durable.
+pub type DurableFile<'a> = dyn Fn(&Path) -> Option<Vec<u8>> + 'a;
+/// Whether the log is durable up to an LSN, given a [`DurableFile`] reader.
+pub type LogDurableTo = dyn Fn(&DurableFile<'_>, u64) -> bool + Send + Sync;
+
 /// The write-ahead rule, checked by the simulator at every page write: a page (in a data file or the
 /// double-write area) may reach storage only once the log is durable up to the page's LSN. A page write
 /// that breaks it is recorded as a violation the moment it is issued, whatever the engine believes.
@@ -99,10 +111,10 @@ pub struct WriteAheadRule {
     /// Page size: writes to page files are whole, aligned pages.
     pub page_bytes: usize,
     /// The LSN a page image carries: the log must be durable BEFORE this position (0: not logged).
-    pub page_lsn: Box<dyn Fn(&[u8]) -> u64 + Send + Sync>,
+    pub page_lsn: Box<PageLsn>,
     /// Whether the log is durable up to `lsn`, given a reader of what a power loss now would keep of a
     /// file (its durable name and bytes; None if the name is not durable).
-    pub log_durable_to: Box<dyn Fn(&dyn Fn(&Path) -> Option<Vec<u8>>, u64) -> bool + Send + Sync>,
+    pub log_durable_to: Box<LogDurableTo>,
 }
 
 /// A note the harness puts on the operation timeline (e.g. "ack": a commit was just acknowledged).

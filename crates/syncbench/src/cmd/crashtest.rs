@@ -3,17 +3,17 @@
 //! summary (the library's `Summary`, serialised as is) → a line or JSON. A failure prints a one-line
 //! reproducer and exits 1.
 
+use crate::crashtest::bugs::EngineBug;
+use crate::crashtest::json::{CrashtestJson, FailureJson, Payload};
 use crate::crashtest::pages::PagesScenario;
 use crate::crashtest::wal::WalScenario;
 use crate::crashtest::{self, ExploreOptions, Failure, Summary};
 use crate::exit::{CheckFailed, Outcome, usage};
 use crate::probe::Environment;
 use crate::schema::{Envelope, now_rfc3339};
-use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use syncbench_engine::pages::{FaultSwitches as PageFaults, Mode as PageMode};
-use syncbench_engine::wal::FaultSwitches as LogFaults;
+use syncbench_engine::pages::Mode as PageMode;
 use syncbench_simfs::Profile;
 
 /// Accounts per branch unless `--accounts` says otherwise: small enough for thousands of points a minute.
@@ -43,37 +43,6 @@ pub enum ProfileArg {
     Strict,
     /// ext4 data=ordered: a file's fsync commits the journal (its create too); crashes keep a prefix.
     Ext4,
-}
-
-/// A deliberate engine bug, to show the crash test catches it (test-only; the engine's fault switches).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum EngineBug {
-    SkipDirFsync,
-    SkipLogSync,
-    RetryFsync,
-    AckWhenWritten,
-    FlushHorizonAppended,
-    KeepStaleTail,
-    TrustUnsyncedAtOpen,
-    CorruptionAsEnd,
-    DwSkipFsync,
-    DwReuseSlotBeforeHomeSync,
-    EvictSkipWriteAhead,
-    RedoSkipsFirstRecord,
-    AtomicPlainWrite,
-}
-
-impl EngineBug {
-    /// The page-store mode a page-store bug needs (None: any mode).
-    fn needs(self) -> Option<(&'static [Mode], &'static str)> {
-        const PAGES: &[Mode] = &[Mode::Fpw, Mode::Dw, Mode::Atomic, Mode::None];
-        match self {
-            EngineBug::DwSkipFsync | EngineBug::DwReuseSlotBeforeHomeSync => Some((&[Mode::Dw], "--mode dw")),
-            EngineBug::AtomicPlainWrite => Some((&[Mode::Atomic], "--mode atomic")),
-            EngineBug::EvictSkipWriteAhead | EngineBug::RedoSkipsFirstRecord => Some((PAGES, "a page-store mode")),
-            _ => None,
-        }
-    }
 }
 
 /// Flags of `syncbench crashtest`.
@@ -111,43 +80,6 @@ pub struct Args {
     pub engine_bug: Option<EngineBug>,
 }
 
-/// The JSON payload: `{"crashtest": {...}}`: the run's settings, the library's summary, the failure.
-#[derive(Debug, Serialize)]
-pub struct Payload<'a> {
-    /// The run.
-    pub crashtest: CrashtestJson<'a>,
-}
-
-/// One crash-test series.
-#[derive(Debug, Serialize)]
-pub struct CrashtestJson<'a> {
-    pub mode: String,
-    pub profile: String,
-    pub seed: u64,
-    pub points_requested: u64,
-    pub point: Option<u64>,
-    pub fsync_errors: bool,
-    pub generations: u32,
-    pub accounts_per_branch: u32,
-    pub engine_bug: Option<String>,
-    pub passed: bool,
-    #[serde(flatten)]
-    pub summary: &'a Summary,
-    pub failure: Option<FailureJson>,
-}
-
-/// A failing crash point (or a coverage failure: `variant` is `coverage`).
-#[derive(Debug, Serialize)]
-pub struct FailureJson {
-    pub point: u64,
-    pub crash_op: u64,
-    pub sector_bytes: u64,
-    pub variant: String,
-    pub message: String,
-    /// The command that reruns exactly this point.
-    pub reproducer: String,
-}
-
 fn value_name<T: clap::ValueEnum>(v: T) -> String {
     v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
 }
@@ -183,9 +115,9 @@ fn validate(args: &Args) -> anyhow::Result<()> {
     }
     if let Some(bug) = args.engine_bug
         && let Some((modes, name)) = bug.needs()
-        && !modes.contains(&args.mode)
+        && !modes.contains(&value_name(args.mode).as_str())
     {
-        return Err(usage(&format!("--engine-bug {} needs {name}", value_name(bug))));
+        return Err(usage(format!("--engine-bug {} needs {name}", value_name(bug))));
     }
     Ok(())
 }
@@ -270,32 +202,13 @@ fn profile_of(arg: ProfileArg) -> Profile {
 
 /// Explore the scenario of a mode, with an optional deliberate engine bug.
 fn explore_mode(args: &Args, opts: &ExploreOptions, progress: impl FnMut(u64)) -> (Summary, Option<Failure>) {
-    let bug = |b| args.engine_bug == Some(b);
-    // The log's bugs break the log of every mode: the page store commits through the same log.
-    let log_faults = LogFaults {
-        skip_dir_fsync: bug(EngineBug::SkipDirFsync),
-        skip_log_sync: bug(EngineBug::SkipLogSync),
-        retry_fsync_after_error: bug(EngineBug::RetryFsync),
-        ack_when_written: bug(EngineBug::AckWhenWritten),
-        flush_horizon_appended: bug(EngineBug::FlushHorizonAppended),
-        keep_stale_tail: bug(EngineBug::KeepStaleTail),
-        trust_unsynced_at_open: bug(EngineBug::TrustUnsyncedAtOpen),
-        corruption_as_end: bug(EngineBug::CorruptionAsEnd),
-    };
+    let (log_faults, faults) = EngineBug::switches(args.engine_bug);
     let page_mode = match args.mode {
         Mode::Wal => return crashtest::explore_all(&WalScenario::new(log_faults), opts, progress),
         Mode::Fpw => PageMode::Fpw,
         Mode::Dw => PageMode::Dw,
         Mode::Atomic => PageMode::Atomic,
         Mode::None => PageMode::None,
-    };
-    let faults = PageFaults {
-        dw_skip_fsync: bug(EngineBug::DwSkipFsync),
-        dw_reuse_slot_before_home_sync: bug(EngineBug::DwReuseSlotBeforeHomeSync),
-        evict_skip_write_ahead: bug(EngineBug::EvictSkipWriteAhead),
-        redo_skips_first_record: bug(EngineBug::RedoSkipsFirstRecord),
-        atomic_plain_write: bug(EngineBug::AtomicPlainWrite),
-        ..PageFaults::default()
     };
     let scenario = PagesScenario::new(page_mode, opts.accounts_per_branch, faults).with_log_faults(log_faults);
     crashtest::explore_all(&scenario, opts, progress)

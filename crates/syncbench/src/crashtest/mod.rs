@@ -10,10 +10,12 @@
 //! Every crash point is a pure function of (seed, point index, profile, fault mode), so a failure is
 //! reproduced exactly by `--seed S --point K`.
 
+pub mod bugs;
 pub mod clients;
 pub mod coverage;
 pub mod damage;
 pub mod history;
+pub mod json;
 pub mod pages;
 pub mod points;
 pub mod wal;

@@ -7,12 +7,12 @@
 //! whose history is a gap-free prefix holding every acknowledged transfer (and every transfer an earlier
 //! recovery returned), whose balances add up, and whose every page passes its checksum.
 
+use super::Scenario;
 use super::clients::{Committers, Injecting};
 use super::coverage::Coverage;
 use super::damage::Target;
 use super::history::{History, UnitId};
 use super::wal::log_damage_targets;
-use super::Scenario;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -128,7 +128,10 @@ impl PagesScenario {
     fn base(&self) -> Result<&SimFs, String> {
         self.base
             .get_or_init(|| {
-                let fs = SimFs::new(SimConfig { atomic_write_max_bytes: self.atomic_write_max_bytes(), ..SimConfig::default() });
+                let fs = SimFs::new(SimConfig {
+                    atomic_write_max_bytes: self.atomic_write_max_bytes(),
+                    ..SimConfig::default()
+                });
                 syncbench_engine::Storage::create_dir_all(&fs, Path::new(DIR)).map_err(|e| e.to_string())?;
                 let mut config = self.store_config();
                 config.faults = FaultSwitches::default();
@@ -162,7 +165,8 @@ impl PagesScenario {
             let in_log = path.starts_with(&wal_dir);
             // Committers only while the workload itself commits: it waits for them as soon as its commit
             // returns, so one woken to lead the next flush never runs beside the workload.
-            let flushing = in_log && matches!(kind, OpKind::Write | OpKind::Sync) && phase.committing.load(Ordering::SeqCst);
+            let flushing =
+                in_log && matches!(kind, OpKind::Write | OpKind::Sync) && phase.committing.load(Ordering::SeqCst);
             let page_write = !in_log && kind == OpKind::Write && phase.pages_unlocked.load(Ordering::SeqCst);
             if !flushing && !page_write {
                 return;

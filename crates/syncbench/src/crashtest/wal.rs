@@ -4,11 +4,11 @@
 //! acknowledged record (and everything an earlier recovery returned), byte for byte, in order, with no
 //! hole but the records earlier crashes lost, and nothing that was never appended or that was lost.
 
+use super::Scenario;
 use super::clients::{Committers, Injecting};
 use super::coverage::Coverage;
 use super::damage::Target;
 use super::history::{History, UnitId};
-use super::Scenario;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -73,7 +73,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl WalScenario {
     /// The scale used by the CLI and CI: 24 rounds of up to 4 clients per generation.
     pub fn new(faults: FaultSwitches) -> WalScenario {
-        WalScenario { rounds: 24, clients: 4, checkpoint_every_rounds: 8, redo_lag_commits: 6, concurrent: true, faults }
+        WalScenario {
+            rounds: 24,
+            clients: 4,
+            checkpoint_every_rounds: 8,
+            redo_lag_commits: 6,
+            concurrent: true,
+            faults,
+        }
     }
 
     fn config(&self, variant: usize) -> WalConfig {

@@ -29,7 +29,10 @@ fn assert_passes(mode: &str, runs: &[(&str, bool, &str)]) {
 
 #[test]
 fn wal_passes_2000_points_over_both_profiles_with_and_without_fsync_errors() {
-    assert_passes("wal", &[("strict", false, "500"), ("ext4", false, "500"), ("strict", true, "500"), ("ext4", true, "500")]);
+    assert_passes(
+        "wal",
+        &[("strict", false, "500"), ("ext4", false, "500"), ("strict", true, "500"), ("ext4", true, "500")],
+    );
 }
 
 /// 300 points (900 crash-and-recover cycles) for each profile, with and without fsync errors.
