@@ -246,7 +246,7 @@ impl PagesScenario {
     ) -> Result<(), String> {
         let store = bank.store();
         let waiting = || store.log().waiting_commits();
-        let pages_io = |f: &dyn Fn() -> std::io::Result<usize>| {
+        let pages_io = |f: &dyn Fn() -> syncbench_engine::pages::PageResult<usize>| {
             phase.pages_unlocked.store(true, Ordering::SeqCst);
             let r = f();
             phase.pages_unlocked.store(false, Ordering::SeqCst);
