@@ -13,15 +13,16 @@ catch() { # mode profile bug [flags]
     local out
     out=$("$BIN" crashtest --mode "$1" --profile "$2" --seed "$SEED" --points 2000 --engine-bug "$3" "${@:4}" 2>&1 >/dev/null || true)
     local point
-    point=$(sed -nE 's/.*check failed: crash point ([0-9]+) .*/\1/p' <<<"$out" | head -1)
+    point=$(sed -nE '0,/.*check failed: crash point ([0-9]+) .*/s//\1/p' <<<"$out" || true)
     printf '%-32s %-7s %-7s %s\n' "$3 ${*:4}" "$1" "$2" "${point:--}${out:+  # ${out:0:160}}"
 }
-for bug in skip-log-sync skip-dir-fsync ack-when-written flush-horizon-appended keep-stale-tail \
-    trust-unsynced-at-open corruption-as-end; do
+for bug in ${BUGS:-skip-log-sync skip-dir-fsync ack-when-written flush-horizon-appended keep-stale-tail \
+    trust-unsynced-at-open corruption-as-end}; do
     for mode in wal fpw dw atomic; do
         for profile in strict ext4; do catch "$mode" "$profile" "$bug"; done
     done
 done
+[ -n "${LOG_BUGS_ONLY:-}" ] && exit 0
 for mode in wal fpw dw atomic; do
     for profile in strict ext4; do catch "$mode" "$profile" retry-fsync --fsync-errors; done
 done
