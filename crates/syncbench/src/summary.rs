@@ -84,8 +84,9 @@ pub fn commit_answer(results: &crate::commit::CommitResults, verdicts: &[Verdict
 /// The opening lines of `pages`' output: the worst verdict and each protection's cost against `none`.
 pub fn pages_answer(table: &crate::pages::PagesTable, verdicts: &[Verdict]) -> String {
     let mut out = format!("answer:\n  {}\n", verdict_line(verdicts));
-    for r in table.rows.iter().filter(|r| r.supported && r.mode != "none") {
-        let base = table.rows.iter().find(|b| b.mode == "none" && b.buffer_pool_bytes == r.buffer_pool_bytes);
+    use syncbench_engine::pages::Mode;
+    for r in table.rows.iter().filter(|r| r.supported && r.mode != Mode::None) {
+        let base = table.rows.iter().find(|b| b.mode == Mode::None && b.buffer_pool_bytes == r.buffer_pool_bytes);
         let versus = match base {
             Some(b) if b.tps > 0.0 => format!("{:+.0}% tps vs none", (r.tps / b.tps - 1.0) * 100.0),
             _ => "no none row to compare with".to_string(),
@@ -93,7 +94,7 @@ pub fn pages_answer(table: &crate::pages::PagesTable, verdicts: &[Verdict]) -> S
         let caveat = if r.checkpoints == 0 { " — NO CHECKPOINT: the log only" } else { "" };
         out.push_str(&format!(
             "  {} ({}): {:.0} tps, {versus}{caveat}\n",
-            r.mode,
+            r.mode.name(),
             format_size(r.buffer_pool_bytes),
             r.tps
         ));
@@ -320,7 +321,7 @@ mod tests {
         assert!(text.contains("one client: 156 commits/s with fdatasync"), "{text}");
         assert!(text.contains("best point: 30010 commits/s at 64 clients, delay 0 µs, group commit"), "{text}");
         let row = |mode: &str, tps, checkpoints| crate::pages::PagesRow {
-            mode: mode.into(),
+            mode: syncbench_engine::pages::Mode::from_name(mode).unwrap(),
             supported: true,
             buffer_pool_bytes: 128 << 20,
             tps,

@@ -166,7 +166,7 @@ fn no_checkpoint_note(t: &PagesTable) -> String {
         .rows
         .iter()
         .filter(|r| r.supported && r.checkpoints == 0)
-        .map(|r| format!("{} ({})", r.mode, format_size(r.buffer_pool_bytes)))
+        .map(|r| format!("{} ({})", r.mode.name(), format_size(r.buffer_pool_bytes)))
         .collect();
     if without.is_empty() {
         return String::new();
@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn modes_without_a_checkpoint_are_said_to_compare_the_log_only() {
         let row = |mode: &str, checkpoints| PagesRow {
-            mode: mode.into(),
+            mode: syncbench_engine::pages::Mode::from_name(mode).unwrap(),
             supported: true,
             buffer_pool_bytes: 128 << 20,
             tps: 1000.0,
