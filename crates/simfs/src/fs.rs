@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use syncbench_engine::{FileOptions, Storage, StorageFile, WriteSync};
+use syncbench_storage::{FileOptions, Storage, StorageFile, WriteSync};
 
 /// Which file system's promises the simulator keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -49,12 +49,72 @@ pub struct SimConfig {
     /// Evict a file's clean pages right after a failed writeback, so reads at once return the old disk
     /// bytes (memory pressure at the worst moment: catches engines that trust the cache after an error).
     pub evict_after_error: bool,
+    /// The device's untorn-write limit (`statx` `atomic_write_unit_max`): an `RWF_ATOMIC` write up to
+    /// this size, aligned to it, is all or nothing; a larger or misaligned one fails with EINVAL, as on
+    /// Linux. 0: the device has no untorn writes (every `RWF_ATOMIC` write fails).
+    pub atomic_write_max_bytes: u64,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { profile: Profile::Strict, sector_bytes: 512, evict_after_error: false }
+        SimConfig {
+            profile: Profile::Strict,
+            sector_bytes: 512,
+            evict_after_error: false,
+            atomic_write_max_bytes: 65536,
+        }
     }
+}
+
+/// What the power cut (or the process death) at the crash operation does to the machine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CrashKind {
+    /// Power loss: what was not durable may be lost ([`SimFs::crash_image`]).
+    #[default]
+    Power,
+    /// The process dies: the page cache survives with every unsynced byte, and a new process may open
+    /// the files and see them ([`SimFs::restart_process`]).
+    Process,
+}
+
+/// The kind of storage operation about to run (for an [`OpHook`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// `write_at`.
+    Write,
+    /// `sync_data` or `sync_all`.
+    Sync,
+    /// `set_len`.
+    SetLen,
+    /// A create, rename, remove or directory fsync.
+    Namespace,
+}
+
+/// Called before each counted storage operation, outside the simulator's lock, with the operation's
+/// kind and file: a test harness uses it to interleave other clients' work with an operation in flight
+/// (a group-commit flush, a checkpoint's page write) at a point fixed by its seed.
+pub type OpHook = Arc<dyn Fn(OpKind, &Path) + Send + Sync>;
+
+/// The LSN a page image carries.
+pub type PageLsn = dyn Fn(&[u8]) -> u64 + Send + Sync;
+/// What a power loss now would keep of a file: its bytes, if its name is durable.
+pub type DurableFile<'a> = dyn Fn(&Path) -> Option<Vec<u8>> + 'a;
+/// Whether the log is durable up to an LSN, given a [`DurableFile`] reader.
+pub type LogDurableTo = dyn Fn(&DurableFile<'_>, u64) -> bool + Send + Sync;
+
+/// The write-ahead rule, checked by the simulator at every page write: a page (in a data file or the
+/// double-write area) may reach storage only once the log is durable up to the page's LSN. A page write
+/// that breaks it is recorded as a violation the moment it is issued, whatever the engine believes.
+pub struct WriteAheadRule {
+    /// Files holding pages.
+    pub is_page_file: Box<dyn Fn(&Path) -> bool + Send + Sync>,
+    /// Page size: writes to page files are whole, aligned pages.
+    pub page_bytes: usize,
+    /// The LSN a page image carries: the log must be durable BEFORE this position (0: not logged).
+    pub page_lsn: Box<PageLsn>,
+    /// Whether the log is durable up to `lsn`, given a reader of what a power loss now would keep of a
+    /// file (its durable name and bytes; None if the name is not durable).
+    pub log_durable_to: Box<LogDurableTo>,
 }
 
 /// A note the harness puts on the operation timeline (e.g. "ack": a commit was just acknowledged).
@@ -92,10 +152,17 @@ pub struct SimStats {
     pub writebacks: u64,
     /// Writebacks that failed by injection.
     pub writeback_errors: u64,
+    /// Page writes checked against the write-ahead rule.
+    pub wal_rule_checks: u64,
+    /// `RWF_ATOMIC` writes in flight when the power failed.
+    pub atomic_writes_in_flight_at_crash: u64,
 }
 
 struct OpenFd {
     ino: Ino,
+    /// The name it was opened by (for hooks and the write-ahead rule; the engine never renames a file it
+    /// writes pages to).
+    path: PathBuf,
     opts: FileOptions,
     /// This open file description's errseq sample.
     wb_err_sample: u64,
@@ -120,6 +187,13 @@ struct State {
     marks: Vec<Mark>,
     fail_writeback_numbers: BTreeSet<u64>,
     fail_next_writeback_of: BTreeSet<Ino>,
+    crash_kind: CrashKind,
+    /// Crash `extra` operations after the `nth` mark with `tag` from now on.
+    crash_after_mark: Option<(&'static str, u64, u64)>,
+    hook: Option<OpHook>,
+    wal_rule: Option<Arc<WriteAheadRule>>,
+    /// Write-ahead rule violations, in order.
+    violations: Vec<String>,
 }
 
 /// How an operation proceeds with respect to the crash point.
@@ -194,10 +268,39 @@ impl State {
         if self.inodes[ino].wb_err.check_and_advance(&mut open.wb_err_sample) { Err(eio()) } else { Ok(()) }
     }
 
-    fn open_fd(&mut self, ino: Ino, opts: FileOptions) -> usize {
+    fn open_fd(&mut self, ino: Ino, path: &Path, opts: FileOptions) -> usize {
         let wb_err_sample = self.inodes[ino].wb_err.sample();
-        self.fds.push(OpenFd { ino, opts, wb_err_sample });
+        self.fds.push(OpenFd { ino, path: path.to_path_buf(), opts, wb_err_sample });
         self.fds.len() - 1
+    }
+
+    /// Check a write of `buf` at `offset` to the file opened as `fd` against the write-ahead rule.
+    fn check_write_ahead(&mut self, fd: usize, buf: &[u8], offset: u64) {
+        let Some(rule) = self.wal_rule.clone() else { return };
+        let path = self.fds[fd].path.clone();
+        if !(rule.is_page_file)(&path) || rule.page_bytes == 0 {
+            return;
+        }
+        let first = offset.next_multiple_of(rule.page_bytes as u64) - offset;
+        for page in buf.get(first as usize..).unwrap_or_default().chunks_exact(rule.page_bytes) {
+            let lsn = (rule.page_lsn)(page);
+            if lsn == 0 {
+                continue;
+            }
+            self.stats.wal_rule_checks += 1;
+            let durable_file = |log: &Path| match (self.ns.durable_lookup(log), self.ns.lookup(log)) {
+                (Some(d), Some(l)) if d == l => Some(self.inodes[d].read_disk(0, self.inodes[d].disk_len() as usize)),
+                _ => None,
+            };
+            if !(rule.log_durable_to)(&durable_file, lsn) {
+                let op = self.stats.ops;
+                self.violations.push(format!(
+                    "write-ahead rule broken at storage op {op}: a page carrying LSN {lsn} was written to {} \
+                     while the log was not durable up to it",
+                    path.display(),
+                ));
+            }
+        }
     }
 
     fn lookup(&self, path: &Path) -> io::Result<Ino> {
@@ -263,6 +366,93 @@ impl SimFs {
         let mut s = self.lock();
         let op = s.stats.ops;
         s.marks.push(Mark { op, tag });
+        if let Some((want, nth, extra)) = s.crash_after_mark
+            && want == tag
+        {
+            if nth <= 1 {
+                s.crash_after_mark = None;
+                s.crash_at_op = Some(op + 1 + extra);
+            } else {
+                s.crash_after_mark = Some((want, nth - 1, extra));
+            }
+        }
+    }
+
+    /// Crash `extra + 1` operations after the `nth` (1-based) mark tagged `tag` made from now on (a crash
+    /// point in a later generation, whose timeline is not known in advance).
+    pub fn set_crash_after_mark(&self, tag: &'static str, nth: u64, extra: u64) {
+        self.lock().crash_after_mark = Some((tag, nth.max(1), extra));
+    }
+
+    /// What the crash does: a power loss (default) or the death of the process.
+    pub fn set_crash_kind(&self, kind: CrashKind) {
+        self.lock().crash_kind = kind;
+    }
+
+    /// The crash kind set for this file system.
+    pub fn crash_kind(&self) -> CrashKind {
+        self.lock().crash_kind
+    }
+
+    /// After a process crash: a new process starts. Everything in the page cache is still there (dirty
+    /// sectors, pending names, sizes); files must be opened again; no crash is armed any more.
+    pub fn restart_process(&self) {
+        let mut s = self.lock();
+        s.frozen = false;
+        s.crash_at_op = None;
+        s.crash_after_mark = None;
+        s.atomic_in_flight = None;
+        s.crash_kind = CrashKind::Power;
+        // Writeback failures injected for the dead process's run are not carried into the next one.
+        s.fail_writeback_numbers.clear();
+        s.fail_next_writeback_of.clear();
+    }
+
+    /// Call `hook` before every counted storage operation (None: stop).
+    pub fn set_op_hook(&self, hook: Option<OpHook>) {
+        self.lock().hook = hook;
+    }
+
+    /// Check every page write against `rule` from now on.
+    pub fn set_write_ahead_rule(&self, rule: Option<Arc<WriteAheadRule>>) {
+        self.lock().wal_rule = rule;
+    }
+
+    /// Write-ahead rule violations seen so far.
+    pub fn write_ahead_violations(&self) -> Vec<String> {
+        self.lock().violations.clone()
+    }
+
+    /// The named files and their durable sizes (on a crash image: what media damage can hit).
+    pub fn durable_files(&self) -> Vec<(PathBuf, u64)> {
+        let s = self.lock();
+        s.ns.live_names().map(|(p, &ino)| (p.clone(), s.inodes[ino].disk_len())).collect()
+    }
+
+    /// `len` bytes on disk at `offset` of the file at `path` (zeros where nothing was written).
+    pub fn read_durable(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let s = self.lock();
+        Ok(s.inodes[s.lookup(path)?].read_disk(offset, len))
+    }
+
+    /// Media damage on a crash image: the disk now holds `bytes` at `offset` of `path` (a flipped bit, a
+    /// lost or misdirected write), within the durable size.
+    pub fn damage(&self, path: &Path, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        let mut s = self.lock();
+        let ino = s.lookup(path)?;
+        s.inodes[ino].damage(offset, bytes);
+        Ok(())
+    }
+
+    fn hook(&self) -> Option<OpHook> {
+        let s = self.lock();
+        if s.frozen { None } else { s.hook.clone() }
+    }
+
+    fn before_op(&self, kind: OpKind, path: &Path) {
+        if let Some(hook) = self.hook() {
+            hook(kind, path);
+        }
     }
 
     /// The engine just acknowledged a commit: crash points right after this are the interesting ones.
@@ -347,6 +537,7 @@ impl SimFs {
             stats: s.stats,
             marks: s.marks.clone(),
             frozen: s.frozen,
+            wal_rule: s.wal_rule.clone(),
             ..State::default()
         };
         SimFs { state: Arc::new(Mutex::new(state)) }
@@ -415,6 +606,19 @@ impl SimFile {
         lock(&self.state)
     }
 
+    fn before_op(&self, kind: OpKind) {
+        let (hook, path) = {
+            let s = self.lock();
+            if s.frozen {
+                return;
+            }
+            (s.hook.clone(), s.fds[self.fd].path.clone())
+        };
+        if let Some(hook) = hook {
+            hook(kind, &path);
+        }
+    }
+
     /// Whether this description was opened with O_DSYNC (for tests).
     pub fn options(&self) -> FileOptions {
         let s = self.lock();
@@ -434,15 +638,25 @@ impl StorageFile for SimFile {
     }
 
     fn write_at(&self, buf: &[u8], offset: u64, sync: WriteSync) -> io::Result<()> {
+        self.before_op(OpKind::Write);
         let mut s = self.lock();
         let (ino, opts) = (s.fds[self.fd].ino, s.fds[self.fd].opts);
         if opts.direct && !is_direct_aligned(offset, buf.len()) {
             return Err(io::Error::from_raw_os_error(22)); // EINVAL, as O_DIRECT does
         }
+        // RWF_ATOMIC beyond the device's untorn unit, or not naturally aligned: EINVAL, never a torn write.
+        let len = buf.len() as u64;
+        if sync == WriteSync::AtomicDsync
+            && (len > s.config.atomic_write_max_bytes || !len.is_power_of_two() || !offset.is_multiple_of(len))
+        {
+            return Err(io::Error::from_raw_os_error(22));
+        }
         let sector = s.sector();
+        s.check_write_ahead(self.fd, buf, offset);
         if s.begin_op()? == Step::CrashNow {
             // In flight at power loss: its sectors are volatile (each old or new), unless it was untorn.
             if sync == WriteSync::AtomicDsync {
+                s.stats.atomic_writes_in_flight_at_crash += 1;
                 s.atomic_in_flight = Some(AtomicWrite { ino, offset, data: buf.to_vec() });
             } else {
                 s.inodes[ino].write(buf, offset, sector);
@@ -457,6 +671,7 @@ impl StorageFile for SimFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        self.before_op(OpKind::Sync);
         let mut s = self.lock();
         if s.begin_op()? == Step::CrashNow {
             return Err(power_lost());
@@ -465,6 +680,7 @@ impl StorageFile for SimFile {
     }
 
     fn sync_all(&self) -> io::Result<()> {
+        self.before_op(OpKind::Sync);
         let mut s = self.lock();
         if s.begin_op()? == Step::CrashNow {
             return Err(power_lost());
@@ -479,6 +695,7 @@ impl StorageFile for SimFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
+        self.before_op(OpKind::SetLen);
         let mut s = self.lock();
         let step = s.begin_op()?;
         let (ino, sector) = (s.fds[self.fd].ino, s.sector());
@@ -491,6 +708,7 @@ impl Storage for SimFs {
     type File = SimFile;
 
     fn create_new(&self, path: &Path, opts: FileOptions) -> io::Result<SimFile> {
+        self.before_op(OpKind::Namespace, path);
         let mut s = self.lock();
         s.check_alive()?;
         if s.ns.exists(path) {
@@ -506,7 +724,7 @@ impl Storage for SimFs {
         if step == Step::CrashNow {
             return Err(power_lost());
         }
-        let fd = s.open_fd(ino, opts);
+        let fd = s.open_fd(ino, path, opts);
         Ok(SimFile { state: Arc::clone(&self.state), fd })
     }
 
@@ -514,11 +732,12 @@ impl Storage for SimFs {
         let mut s = self.lock();
         s.check_alive()?;
         let ino = s.lookup(path)?;
-        let fd = s.open_fd(ino, opts);
+        let fd = s.open_fd(ino, path, opts);
         Ok(SimFile { state: Arc::clone(&self.state), fd })
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.before_op(OpKind::Namespace, from);
         let mut s = self.lock();
         s.check_alive()?;
         let ino = s.lookup(from)?;
@@ -531,6 +750,7 @@ impl Storage for SimFs {
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
+        self.before_op(OpKind::Namespace, path);
         let mut s = self.lock();
         s.check_alive()?;
         let ino = s.lookup(path)?;
@@ -540,6 +760,7 @@ impl Storage for SimFs {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.before_op(OpKind::Namespace, dir);
         let mut s = self.lock();
         if !s.ns.dir_exists(dir) {
             s.check_alive()?;

@@ -185,6 +185,33 @@ impl Inode {
         copy_padded(&mut self.disk[start..end], &self.cache, start);
     }
 
+    /// The bytes on disk at `offset..offset + len` (zeros where nothing was written).
+    pub fn read_disk(&self, offset: u64, len: usize) -> Vec<u8> {
+        let mut out = vec![0; len];
+        copy_padded(&mut out, &self.disk, offset as usize);
+        out
+    }
+
+    /// Media damage: the disk (and, as this is a crash image with nothing cached, the cache) now holds
+    /// `bytes` at `offset`, inside the durable size.
+    pub fn damage(&mut self, offset: u64, bytes: &[u8]) {
+        let end = (offset as usize + bytes.len()).min(self.disk_size_bytes as usize);
+        if end <= offset as usize {
+            return;
+        }
+        let bytes = &bytes[..end - offset as usize];
+        grow_zeroed(&mut self.disk, end);
+        self.disk[offset as usize..end].copy_from_slice(bytes);
+        if self.cache.len() >= end {
+            self.cache[offset as usize..end].copy_from_slice(bytes);
+        }
+    }
+
+    /// The size recorded on disk.
+    pub fn disk_len(&self) -> u64 {
+        self.disk_size_bytes
+    }
+
     /// Whether the size changed since the last successful sync.
     pub fn size_dirty(&self) -> bool {
         self.size_dirty

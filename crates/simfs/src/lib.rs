@@ -14,7 +14,9 @@ mod namespace;
 mod rng;
 
 pub use errseq::ErrSeq;
-pub use fs::{CrashReport, Mark, Profile, SimConfig, SimFile, SimFs, SimStats};
+pub use fs::{
+    CrashKind, CrashReport, Mark, OpHook, OpKind, Profile, SimConfig, SimFile, SimFs, SimStats, WriteAheadRule,
+};
 pub use inode::ResiduePolicy;
 pub use rng::SimRng;
 

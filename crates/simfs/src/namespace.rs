@@ -138,6 +138,16 @@ impl Namespace {
         }
     }
 
+    /// The file a durable name points to (what a power loss now would keep at least).
+    pub fn durable_lookup(&self, path: &Path) -> Option<Ino> {
+        self.durable.get(path).copied()
+    }
+
+    /// Every live name and its file.
+    pub fn live_names(&self) -> impl Iterator<Item = (&PathBuf, &Ino)> {
+        self.live.iter()
+    }
+
     /// Pending operations (not yet durable).
     pub fn pending_len(&self) -> usize {
         self.pending.len()

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use syncbench_engine::{FileOptions, Storage, StorageFile, WriteSync};
 
 fn fs(profile: Profile) -> SimFs {
-    let fs = SimFs::new(SimConfig { profile, sector_bytes: 512, evict_after_error: false });
+    let fs = SimFs::new(SimConfig { profile, sector_bytes: 512, ..SimConfig::default() });
     fs.create_dir_all(Path::new("/db")).unwrap();
     fs
 }
@@ -182,7 +182,7 @@ fn crash_at_op_k_freezes_everything_after() {
 #[test]
 fn an_in_flight_write_is_torn_at_sector_boundaries_unless_atomic() {
     for sector in [512u64, 4096] {
-        let fs = SimFs::new(SimConfig { profile: Profile::Strict, sector_bytes: sector, evict_after_error: false });
+        let fs = SimFs::new(SimConfig { profile: Profile::Strict, sector_bytes: sector, ..SimConfig::default() });
         fs.create_dir_all(Path::new("/db")).unwrap();
         let a = durable_file(&fs, "/db/a", &vec![b'o'; 16384]);
         fs.set_crash_at_op(Some(fs.stats().ops + 1));
@@ -326,4 +326,86 @@ fn double_write_flushes_leave_a_dw_flush_mark() {
     }
     fpw.store().checkpoint().unwrap();
     assert_eq!(dw_flush_marks(&other), 0, "no double-write area, no mark");
+}
+
+#[test]
+fn a_process_crash_keeps_the_page_cache_and_a_later_power_loss_does_not() {
+    let fs = fs(Profile::Strict);
+    let f = durable_file(&fs, "/db/a", b"old!");
+    fs.set_crash_kind(crate::CrashKind::Process);
+    fs.set_crash_at_op(Some(fs.stats().ops + 2));
+    f.write_at(b"new!", 0, WriteSync::None).unwrap();
+    assert!(f.sync_data().is_err(), "the process died at its sync");
+    assert!(fs.crashed());
+    fs.restart_process();
+    assert!(!fs.crashed());
+    let g = fs.open(&p("/db/a"), FileOptions::default()).unwrap();
+    let mut buf = [0u8; 4];
+    g.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"new!", "a new process sees the unsynced write");
+    let (image, _) = fs.crash_image_with(0, ResiduePolicy::None);
+    assert_eq!(content(&image, "/db/a").unwrap(), b"old!", "it was never durable");
+}
+
+#[test]
+fn a_crash_can_be_armed_after_the_nth_mark() {
+    let fs = fs(Profile::Strict);
+    let f = durable_file(&fs, "/db/a", b"x");
+    fs.set_crash_after_mark("ack", 2, 1);
+    fs.mark("ack");
+    f.write_at(b"1", 0, WriteSync::None).unwrap();
+    fs.mark("other");
+    fs.mark("ack");
+    f.write_at(b"2", 0, WriteSync::None).unwrap();
+    assert!(f.write_at(b"3", 0, WriteSync::None).is_err(), "the second operation after the second ack");
+}
+
+#[test]
+fn untorn_writes_beyond_the_device_unit_are_refused() {
+    let fs = SimFs::new(SimConfig { atomic_write_max_bytes: 4096, ..SimConfig::default() });
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    let f = fs.create_new(&p("/db/a"), FileOptions { dsync: false, direct: true }).unwrap();
+    assert!(f.write_at(&[1u8; 4096], 4096, WriteSync::AtomicDsync).is_ok());
+    let err = f.write_at(&[1u8; 8192], 0, WriteSync::AtomicDsync).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(22), "larger than the unit");
+    let err = f.write_at(&[1u8; 4096], 512, WriteSync::AtomicDsync).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(22), "not naturally aligned");
+}
+
+#[test]
+fn the_write_ahead_rule_flags_a_page_whose_log_is_not_durable_when_it_is_written() {
+    use std::sync::Arc;
+    let fs = fs(Profile::Strict);
+    let log = durable_file(&fs, "/db/log", &[0u8; 16]);
+    let data = durable_file(&fs, "/db/data", &[0u8; 8]);
+    // Toy format: a page is 8 bytes whose first byte is its LSN; the log is durable to LSN n when its
+    // durable byte n - 1 is non-zero.
+    fs.set_write_ahead_rule(Some(Arc::new(crate::WriteAheadRule {
+        is_page_file: Box::new(|path| path.ends_with("data")),
+        page_bytes: 8,
+        page_lsn: Box::new(|page| u64::from(page[0])),
+        log_durable_to: Box::new(|durable, lsn| {
+            durable(Path::new("/db/log")).is_some_and(|bytes| bytes.get(lsn as usize - 1).is_some_and(|b| *b != 0))
+        }),
+    })));
+    log.write_at(&[1u8; 4], 0, WriteSync::None).unwrap();
+    data.write_at(&[3u8; 8], 0, WriteSync::None).unwrap();
+    assert_eq!(fs.write_ahead_violations().len(), 1, "LSN 3 written while log byte 2 was only cached");
+    log.sync_data().unwrap();
+    data.write_at(&[4u8; 8], 0, WriteSync::None).unwrap();
+    data.write_at(&[0u8; 8], 0, WriteSync::None).unwrap();
+    assert_eq!(fs.write_ahead_violations().len(), 1, "durable now; LSN 0 is not logged");
+    assert!(fs.write_ahead_violations()[0].contains("LSN 3"), "{:?}", fs.write_ahead_violations());
+}
+
+#[test]
+fn media_damage_changes_durable_bytes_only_within_the_file() {
+    let fs = fs(Profile::Strict);
+    durable_file(&fs, "/db/a", b"abcdefgh");
+    let (image, _) = fs.crash_image_with(0, ResiduePolicy::None);
+    image.damage(&p("/db/a"), 2, b"XY").unwrap();
+    image.damage(&p("/db/a"), 7, b"ZZZZ").unwrap();
+    assert_eq!(content(&image, "/db/a").unwrap(), b"abXYefgZ", "the size does not grow");
+    assert_eq!(image.read_durable(&p("/db/a"), 0, 8).unwrap(), b"abXYefgZ");
+    assert_eq!(content(&fs, "/db/a").unwrap(), b"abcdefgh", "the original machine is untouched");
 }

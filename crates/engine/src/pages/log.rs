@@ -27,6 +27,8 @@ pub struct LogStats {
     pub bytes: u64,
     /// Syncs issued (one per group commit).
     pub syncs: u64,
+    /// Bytes of an interrupted flush that opening the log zeroed behind the recovered end.
+    pub stale_tail_bytes_zeroed: u64,
 }
 
 /// A write-ahead log as the page store uses it.
@@ -49,6 +51,10 @@ pub trait PageLog: Send + Sync {
     fn stats(&self) -> LogStats;
     /// Bytes a record with this payload takes in the log, header included.
     fn record_bytes(&self, payload_len: usize) -> u64;
+    /// Commits asleep waiting for a flush (for a deterministic crash-test scheduler).
+    fn waiting_commits(&self) -> usize {
+        0
+    }
 }
 
 /// The reference WAL. Its LSNs are byte positions and `append` returns a record's END, so a page stamped
@@ -81,11 +87,15 @@ impl<S: Storage> PageLog for crate::wal::Wal<S> {
 
     fn stats(&self) -> LogStats {
         let s = crate::wal::Wal::stats(self);
-        LogStats { bytes: s.bytes_written, syncs: s.flushes }
+        LogStats { bytes: s.bytes_written, syncs: s.flushes, stale_tail_bytes_zeroed: s.stale_tail_bytes_zeroed }
     }
 
     fn record_bytes(&self, payload_len: usize) -> u64 {
         crate::wal::record::encoded_len(payload_len) as u64
+    }
+
+    fn waiting_commits(&self) -> usize {
+        crate::wal::Wal::waiting_commits(self)
     }
 }
 

@@ -86,6 +86,16 @@ pub struct FaultSwitches {
     pub checkpoint_skip_data_fsync: bool,
     /// Do not flush the log before writing a page (the write-ahead rule assertion fires).
     pub wal_rule_skip_flush: bool,
+    /// An evicted page goes out without the write-ahead step at all (no flush, no assertion): a page
+    /// written before its log record is durable, which only the simulator's own rule check can see.
+    pub evict_skip_write_ahead: bool,
+    /// In `dw` mode an evicted page's home write is not synced before its single-page double-write slot
+    /// is reused.
+    pub dw_reuse_slot_before_home_sync: bool,
+    /// In `atomic` mode pages are written with plain writes (tearable, not durable on return).
+    pub atomic_plain_write: bool,
+    /// Recovery's redo starts one record after the checkpoint's redo point.
+    pub redo_skips_first_record: bool,
 }
 
 /// How a store is laid out and behaves.

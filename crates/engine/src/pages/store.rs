@@ -361,7 +361,8 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let mut guard = lock(&self.inner);
         let inner = &mut *guard;
         let redo_lsn = inner.redo_lsn;
-        for rec in records.iter().filter(|r| r.lsn > redo_lsn) {
+        let skip = usize::from(self.config.faults.redo_skips_first_record);
+        for rec in records.iter().filter(|r| r.lsn > redo_lsn).skip(skip) {
             add(&self.counters.redo_records, 1);
             match rec.kind {
                 record::KIND_IMAGE => {
@@ -512,11 +513,13 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     }
 
     fn write_one(&self, id: PageId, lsn: Lsn, data: &[u8]) -> PageResult<()> {
-        self.write_ahead(lsn)?;
+        if !self.config.faults.evict_skip_write_ahead {
+            self.write_ahead(lsn)?;
+        }
         let copy = self.sealed_copy(id, data);
         match self.config.mode {
             Mode::None | Mode::Fpw => self.write_home(id, copy.as_slice(), WriteSync::None),
-            Mode::Atomic => self.write_home(id, copy.as_slice(), WriteSync::AtomicDsync),
+            Mode::Atomic => self.write_home(id, copy.as_slice(), self.atomic_write()),
             Mode::Dw => {
                 let dw = self.dw.as_ref().expect("dw mode has a double-write area");
                 self.storage.mark(DW_FLUSH_MARK);
@@ -525,9 +528,17 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
                 add(&self.counters.data_syncs, u64::from(!self.config.faults.dw_skip_fsync));
                 self.write_home(id, copy.as_slice(), WriteSync::None)?;
                 // The single-page slots are reused a few evictions later: the home copy must be durable.
+                if self.config.faults.dw_reuse_slot_before_home_sync {
+                    return Ok(());
+                }
                 self.sync_data_file(id.file)
             }
         }
+    }
+
+    /// How `atomic` mode writes a page (plain only under a deliberate test bug).
+    fn atomic_write(&self) -> WriteSync {
+        if self.config.faults.atomic_plain_write { WriteSync::None } else { WriteSync::AtomicDsync }
     }
 
     /// Write a batch of page copies through the mode's protection path, sorted by file and offset.
@@ -548,7 +559,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             add(&self.counters.dw_bytes, images.len() as u64);
             add(&self.counters.data_syncs, u64::from(!self.config.faults.dw_skip_fsync));
         }
-        let sync = if self.config.mode == Mode::Atomic { WriteSync::AtomicDsync } else { WriteSync::None };
+        let sync = if self.config.mode == Mode::Atomic { self.atomic_write() } else { WriteSync::None };
         let mut touched = BTreeSet::new();
         for c in copies.iter() {
             self.write_home(c.id, c.bytes.as_slice(), sync)?;
@@ -695,6 +706,9 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
 
     /// Wait until the record at `lsn` is durable (group commit).
     pub fn commit(&self, lsn: Lsn) -> PageResult<()> {
+        // Fail-stop: after any failure (a data-file sync in another client's eviction, say) nothing more
+        // is acknowledged. Found by crashtest's concurrent clients.
+        self.check_poison()?;
         let flushed = self.log.commit(lsn);
         self.poison(flushed)
     }
@@ -722,6 +736,11 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let mut control = lock(&self.control);
         let next = ControlRecord { clean_shutdown: true, ..control.current() };
         Ok(control.update(next)?)
+    }
+
+    /// The write-ahead log underneath.
+    pub fn log(&self) -> &dyn PageLog {
+        self.log.as_ref()
     }
 
     /// The configuration.

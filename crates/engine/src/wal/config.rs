@@ -106,6 +106,21 @@ pub struct FaultSwitches {
     pub skip_log_sync: bool,
     /// After a failed sync, sync again and carry on if that succeeds (the pre-2018 PostgreSQL bug).
     pub retry_fsync_after_error: bool,
+    /// A commit whose record a running flush has taken returns at once, before that flush's sync
+    /// (an acknowledgement a step too early; only a commit that overlaps a flush can see it).
+    pub ack_when_written: bool,
+    /// A finished flush publishes everything appended so far as durable, not just its own batch (the
+    /// flush horizon off by a batch; only appends made during a flush can see it).
+    pub flush_horizon_appended: bool,
+    /// Recovery leaves the valid-looking records of an interrupted flush behind the end of the log (a
+    /// stale tail; only a crash after the log has written again past the old end can see it).
+    pub keep_stale_tail: bool,
+    /// Recovery trusts log bytes that are only in the page cache (no fsync of what it read: only a
+    /// process crash, whose page cache survives, followed by a power loss can see it).
+    pub trust_unsynced_at_open: bool,
+    /// Recovery treats a damaged record followed by a later flush's records as the end of the log (silent
+    /// truncation instead of a corruption report; only media damage can see it).
+    pub corruption_as_end: bool,
 }
 
 /// Everything `Wal::open` needs besides the storage and directory.

@@ -98,6 +98,8 @@ pub struct WalStats {
     pub flush_ns_total: u64,
     /// Slowest flush, in nanoseconds.
     pub flush_ns_max: u64,
+    /// Bytes of an interrupted flush's valid-looking records that `open` zeroed behind the recovered end.
+    pub stale_tail_bytes_zeroed: u64,
 }
 
 #[derive(Default)]
@@ -109,6 +111,7 @@ struct Counters {
     commits: AtomicU64,
     flush_ns_total: AtomicU64,
     flush_ns_max: AtomicU64,
+    stale_tail_bytes_zeroed: AtomicU64,
 }
 
 /// Everything behind the log's short lock.
@@ -221,14 +224,16 @@ impl<S: Storage> Wal<S> {
         validate(&config)?;
         crate::storage::create_dir_durably(&storage, dir)
             .map_err(|e| WalError::io(format!("cannot create {}", dir.display()), e))?;
-        let mut scan = recovery::scan(&storage, dir)?;
+        let mut scan = recovery::scan(&storage, dir, config.faults.corruption_as_end)?;
         let segment_bytes = scan.segment_bytes.unwrap_or(config.segment_bytes);
         for leftover in &scan.leftovers {
             storage.remove(leftover).map_err(|e| WalError::io(format!("cannot remove {}", leftover.display()), e))?;
         }
         let mut segments = Segments::new(storage, dir.to_path_buf(), segment_bytes, config.sync_method, config.faults);
         segments.set_max_spares(config.max_spare_segments);
-        make_durable_before_trusting(&segments, &scan, dir)?;
+        if !config.faults.trust_unsynced_at_open {
+            make_durable_before_trusting(&segments, &scan, dir)?;
+        }
         let records = std::mem::take(&mut scan.records);
         let wal = Wal {
             state: Mutex::new(State {
@@ -251,7 +256,11 @@ impl<S: Storage> Wal<S> {
             config,
             counters: Counters::default(),
         };
-        wal.zero_stale_tail(scan.end_lsn, scan.stale_until)?;
+        if !wal.config.faults.keep_stale_tail {
+            wal.zero_stale_tail(scan.end_lsn, scan.stale_until)?;
+        }
+        let zeroed = if wal.config.faults.keep_stale_tail { 0 } else { scan.stale_until.saturating_sub(scan.end_lsn) };
+        wal.counters.stale_tail_bytes_zeroed.store(zeroed, Ordering::Relaxed);
         wal.preallocate(scan.end_lsn)?;
         Ok((wal, records))
     }
@@ -320,6 +329,12 @@ impl<S: Storage> Wal<S> {
         self.state.lock().appended_lsn
     }
 
+    /// Commits asleep waiting for a flush (a deterministic test harness waits for this before it lets
+    /// the flush go on).
+    pub fn waiting_commits(&self) -> usize {
+        self.state.lock().waiters.len()
+    }
+
     /// Whether a write or sync failed (the log accepts nothing more).
     pub fn is_poisoned(&self) -> bool {
         self.state.lock().poisoned.is_some()
@@ -346,6 +361,7 @@ impl<S: Storage> Wal<S> {
             commits: c.commits.load(Ordering::Relaxed),
             flush_ns_total: c.flush_ns_total.load(Ordering::Relaxed),
             flush_ns_max: c.flush_ns_max.load(Ordering::Relaxed),
+            stale_tail_bytes_zeroed: c.stale_tail_bytes_zeroed.load(Ordering::Relaxed),
         }
     }
 
@@ -397,7 +413,7 @@ impl<S: Storage> Wal<S> {
         let mut lead_duty = false;
         loop {
             check_poison(st)?;
-            if st.flushed_lsn >= target {
+            if st.flushed_lsn >= target || self.config.faults.ack_when_written && st.written_lsn >= target {
                 if lead_duty {
                     self.lead_if_nobody_has(st);
                 }
@@ -489,7 +505,8 @@ impl<S: Storage> Wal<S> {
         let result = MutexGuard::unlocked(st, || self.write_batch(&batch, also_sync));
         match result {
             Ok(()) => {
-                st.flushed_lsn = st.flushed_lsn.max(batch.end_lsn);
+                let end = if self.config.faults.flush_horizon_appended { st.appended_lsn } else { batch.end_lsn };
+                st.flushed_lsn = st.flushed_lsn.max(end);
                 let keep_lead =
                     keep_lead_past.is_some_and(|own| st.flushed_lsn >= own) && st.appended_lsn > st.written_lsn;
                 let (covered, mut waiting): (Vec<Waiter>, Vec<Waiter>) =

@@ -71,8 +71,8 @@ struct Stop {
     reason: String,
 }
 
-/// Scan the log in `dir`.
-pub fn scan<S: Storage>(storage: &S, dir: &Path) -> WalResult<Scan> {
+/// Scan the log in `dir`. (`corruption_as_end` is a deliberate bug for crash tests: never set it.)
+pub fn scan<S: Storage>(storage: &S, dir: &Path, corruption_as_end: bool) -> WalResult<Scan> {
     let (files, leftovers) =
         segment::list(storage, dir).map_err(|e| WalError::io(format!("cannot list {}", dir.display()), e))?;
     let Some(size) = segment_size(storage, &files)? else {
@@ -95,7 +95,7 @@ pub fn scan<S: Storage>(storage: &S, dir: &Path) -> WalResult<Scan> {
             None => n += 1,
         }
     };
-    scan.stale_until = check_after_end(storage, &scan, &stop)?;
+    scan.stale_until = check_after_end(storage, &scan, &stop, corruption_as_end)?;
     Ok(scan)
 }
 
@@ -151,7 +151,7 @@ fn check_kind_at(scan: &mut Scan, kind: u8, payload: &[u8], offset: usize, size:
 
 /// Look past the end for valid records. One from a later flush means corruption; ones from the same
 /// interrupted flush are returned as the end of the range to zero.
-fn check_after_end<S: Storage>(storage: &S, scan: &Scan, stop: &Stop) -> WalResult<Lsn> {
+fn check_after_end<S: Storage>(storage: &S, scan: &Scan, stop: &Stop, corruption_as_end: bool) -> WalResult<Lsn> {
     let size = scan.segment_bytes.expect("scan has a segment size");
     let mut stale_until = stop.lsn;
     for (&n, path) in scan.files.range(stop.lsn / size..) {
@@ -162,7 +162,7 @@ fn check_after_end<S: Storage>(storage: &S, scan: &Scan, stop: &Stop) -> WalResu
         while offset + HEADER_BYTES <= data.len() {
             let lsn = base + offset as u64;
             match record::decode(&data[offset..], lsn, n) {
-                Ok((h, _)) if h.batch_lsn > stop.lsn => {
+                Ok((h, _)) if h.batch_lsn > stop.lsn && !corruption_as_end => {
                     return Err(WalError::Corruption {
                         bad_lsn: stop.lsn,
                         reason: stop.reason.clone(),

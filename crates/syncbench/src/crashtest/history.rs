@@ -20,6 +20,14 @@ pub struct History {
     pub retired: BTreeSet<UnitId>,
     /// The first error the engine returned to the workload, if any.
     pub engine_error: Option<String>,
+    /// Units a completed recovery returned: durable from then on, whether or not they were acknowledged.
+    pub recovered: BTreeSet<UnitId>,
+    /// Units a completed recovery did not return (never acknowledged): they must never come back.
+    pub lost: BTreeSet<UnitId>,
+    /// Highest log position acknowledged durable in the current generation (media damage stays below it).
+    pub acked_lsn_max: u64,
+    /// Writeback errors the file system had already counted when this generation began.
+    pub errors_at_start: u64,
 }
 
 impl History {
@@ -31,10 +39,45 @@ impl History {
     /// The engine acknowledged `id` as durable.
     pub fn ack(&mut self, id: UnitId, fs: &SimFs) {
         self.acked.insert(id);
-        if fs.stats().writeback_errors > 0 {
+        if fs.stats().writeback_errors > self.errors_at_start {
             self.acked_after_error.push(id);
         }
         fs.after_ack();
+    }
+
+    /// The engine acknowledged `id` as durable in a commit that began when `errors_before` writebacks
+    /// had already failed (a concurrent commit: only an error seen before it started may be held
+    /// against it).
+    pub fn ack_started_after(&mut self, id: UnitId, errors_before: u64, fs: &SimFs) {
+        self.acked.insert(id);
+        if errors_before > self.errors_at_start {
+            self.acked_after_error.push(id);
+        }
+        fs.after_ack();
+    }
+
+    /// The next unit id to submit (ids are never reused across generations).
+    pub fn next_id(&self) -> UnitId {
+        self.submitted.keys().next_back().map_or(0, |last| last + 1)
+    }
+
+    /// A recovery completed and returned `units`: from now on they are required (unless a checkpoint
+    /// retires them), and every other submitted unit is lost for good.
+    pub fn settle(&mut self, units: &BTreeSet<UnitId>) {
+        self.recovered.extend(units.iter().copied());
+        let lost: Vec<UnitId> =
+            self.submitted.keys().filter(|id| !units.contains(id) && !self.retired.contains(id)).copied().collect();
+        self.lost.extend(lost);
+        self.acked_lsn_max = 0;
+    }
+
+    /// Units whose ids a recovery gave back to the engine (a bank reuses the transaction ids of lost
+    /// transfers): forget everything about ids above `last`.
+    pub fn forget_above(&mut self, last: UnitId) {
+        self.submitted.retain(|id, _| *id <= last);
+        self.acked.retain(|id| *id <= last);
+        self.recovered.retain(|id| *id <= last);
+        self.lost.retain(|id| *id <= last);
     }
 
     /// A checkpoint made `ids` unnecessary: recovery may or may not still return them.
@@ -57,6 +100,15 @@ impl History {
             return Err(format!(
                 "acknowledged unit {id} is missing after recovery ({} acknowledged)",
                 self.acked.len()
+            ));
+        }
+        let returned_before = self.recovered.difference(&self.retired);
+        if let Some(&id) = returned_before.into_iter().find(|id| !recovered.contains_key(id)) {
+            return Err(format!("unit {id}, returned by an earlier recovery, is missing after a later one"));
+        }
+        if let Some(id) = recovered.keys().find(|id| self.lost.contains(id)) {
+            return Err(format!(
+                "unit {id} was lost by an earlier recovery but came back after a later crash (a stale log tail)"
             ));
         }
         for (id, bytes) in recovered {

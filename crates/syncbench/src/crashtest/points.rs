@@ -2,7 +2,7 @@
 //! weighted towards the moments a lost commit would be a definite bug (just after an acknowledgement)
 //! and the moments recovery is hardest (inside checkpoints and double-write flushes).
 
-use syncbench_simfs::{Mark, SimRng};
+use syncbench_simfs::{Mark, SimFs, SimRng};
 
 /// The operation timeline of one uninterrupted run.
 #[derive(Clone, Debug, Default)]
@@ -64,6 +64,25 @@ pub fn choose(timeline: &Timeline, rng: &mut SimRng) -> (u64, PointKind) {
         return (mark.op + 1 + rng.below(16), PointKind::NearMark);
     }
     (timeline.ops_before + 1 + rng.below(timeline.ops - timeline.ops_before + 1), PointKind::Uniform)
+}
+
+/// Arm the crash of a later generation, whose timeline is not known in advance: after the n-th
+/// acknowledgement (half the time), a few operations after the n-th checkpoint or flush mark (a quarter),
+/// or anywhere within one first-generation run from now, the reopening recovery included.
+pub fn arm_later(fs: &SimFs, timeline: &Timeline, rng: &mut SimRng) {
+    let count = |tag: &str| timeline.marks.iter().filter(|m| m.tag == tag).count() as u64;
+    let acks = count("ack");
+    let others: Vec<&'static str> = timeline.marks.iter().map(|m| m.tag).filter(|t| *t != "ack").collect();
+    let roll = rng.below(4);
+    if roll < 2 && acks > 0 {
+        fs.set_crash_after_mark("ack", 1 + rng.below(acks), 0);
+    } else if roll == 2 && !others.is_empty() {
+        let tag = others[rng.below(others.len() as u64) as usize];
+        fs.set_crash_after_mark(tag, 1 + rng.below(count(tag)), rng.below(16));
+    } else {
+        let ops = timeline.ops - timeline.ops_before + timeline.recovery_ops;
+        fs.set_crash_at_op(Some(fs.stats().ops + 1 + rng.below(ops + 1)));
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! A ten-line durable log used only to test the crash loop itself: each commit appends a checksummed
 //! record and syncs. Its bug switch (skip the sync) must be caught.
 
+use super::coverage::Coverage;
 use super::history::History;
 use super::{ExploreOptions, Scenario, explore};
 use std::collections::BTreeMap;
@@ -59,13 +60,13 @@ impl ToyLog {
 impl Scenario for ToyLog {
     type State = BTreeMap<u64, Vec<u8>>;
 
-    fn run(&self, _variant: usize, fs: &SimFs, history: &mut History) {
+    fn run(&self, _variant: usize, fs: &SimFs, history: &mut History, _seed: u64, _coverage: &mut Coverage) {
         if let Err(e) = self.run_inner(fs, history) {
             history.engine_failed(e);
         }
     }
 
-    fn recover(&self, _variant: usize, fs: &SimFs) -> Result<Self::State, String> {
+    fn recover(&self, _variant: usize, fs: &SimFs, _coverage: &mut Coverage) -> Result<Self::State, String> {
         let mut out = BTreeMap::new();
         let Ok(bytes) = fs.read_file(Path::new(LOG)) else { return Ok(out) };
         let mut at = 0;
@@ -87,10 +88,15 @@ impl Scenario for ToyLog {
     fn check(&self, history: &History, state: &Self::State) -> Result<(), String> {
         history.check_units(state)
     }
+
+    fn settle(&self, history: &mut History, state: &Self::State) {
+        history.settle(&state.keys().copied().collect());
+    }
 }
 
 fn opts(profile: Profile, fsync_errors: bool) -> ExploreOptions {
-    ExploreOptions { seed: 7, points: 300, only_point: None, profile, fsync_errors, accounts_per_branch: 2000 }
+    // One generation: the toy log starts over at each open.
+    ExploreOptions { fsync_errors, generations: 1, ..ExploreOptions::new(7, 300, profile) }
 }
 
 #[test]

