@@ -1,0 +1,8 @@
+//! `syncbench lab`: emulated disks whose truth is known.
+//!
+//! A FUSE server of our own serves one disk image through a [`model::DeviceModel`] (volatile write cache,
+//! flush cost, honesty, seeded power cut); a loop device, mkfs and a mount on top ([`stack`]) give a real
+//! ext4, xfs or btrfs on that disk. `fsync-errors` builds its stack the same way, adding a fault switch.
+
+pub mod model;
+pub mod profile;
