@@ -4,7 +4,8 @@
 use super::cases::{FsCase, SyncCall, Targeting};
 use super::fault::{SECTOR_BYTES, Target};
 use super::results::{FsResult, Observations, classify, describe_sync, errno_text};
-use super::stack::Stack;
+use crate::lab::profile;
+use crate::lab::stack::{Stack, StackConfig, run_exclusive};
 use anyhow::Context;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -30,7 +31,8 @@ pub fn run_case(case: FsCase, sync: SyncCall) -> FsResult {
         result.skipped = Some(why);
         return result;
     }
-    match super::stack::run_exclusive(|| Stack::build(case).and_then(|mut stack| observe(&mut stack, sync))) {
+    let config = StackConfig::new(case, profile::pass_through());
+    match run_exclusive(|| Stack::build(config).and_then(|mut stack| observe(&mut stack, sync))) {
         Some(Ok(observed)) => result.observed = Some(observed),
         Some(Err(e)) => result.error = Some(format!("{e:#}")),
         None => result.error = Some("interrupted".to_string()),

@@ -1,8 +1,8 @@
 //! `syncbench fsync-errors`: what this kernel and file system really do after a failed fsync.
 //!
-//! A FUSE file system of our own serves one disk image and can fail writes to it with EIO
-//! ([`imagefs`], [`fault`]); a loop device, mkfs and a mount on top ([`stack`]) give a real ext4, xfs or
-//! btrfs whose writeback can be made to fail for one block. The [`experiment`] then records what each
+//! The lab's stack ([`crate::lab::stack`]: a FUSE server of our own serving one disk image, a loop device,
+//! mkfs and a mount) gives a real ext4, xfs or btrfs; its fault switch ([`fault`]) fails the image writes
+//! of one block with EIO, so that block's writeback fails. The [`experiment`] then records what each
 //! fsync and read reports ([`results`]), next to what Rebello et al. (USENIX ATC'20) found ([`report`]).
 //!
 //! The pure parts (cases, results, report, prerequisites, fault matching) build without the `fuse`
@@ -16,7 +16,3 @@ pub mod results;
 
 #[cfg(feature = "fuse")]
 pub mod experiment;
-#[cfg(feature = "fuse")]
-pub mod imagefs;
-#[cfg(feature = "fuse")]
-pub mod stack;

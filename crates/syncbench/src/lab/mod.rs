@@ -6,3 +6,7 @@
 
 pub mod model;
 pub mod profile;
+#[cfg(feature = "fuse")]
+pub mod server;
+#[cfg(feature = "fuse")]
+pub mod stack;

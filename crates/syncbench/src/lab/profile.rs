@@ -156,6 +156,12 @@ pub fn by_name(name: &str) -> Result<Profile, String> {
     })
 }
 
+/// The image exactly as the kernel wrote it: no latency, no volatile cache (what `fsync-errors` runs on:
+/// it reads the image file to see what reached the "disk").
+pub fn pass_through() -> DeviceParams {
+    DeviceParams { honesty: Honesty::WriteThrough, ..by_name("zero").expect("zero is a profile").params }
+}
+
 /// User overrides of a profile's numbers.
 #[derive(Clone, Copy, Debug, Default, clap::Args)]
 pub struct Overrides {
