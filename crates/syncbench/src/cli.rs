@@ -33,6 +33,9 @@ pub enum Command {
     Crashtest(crate::cmd::crashtest::Args),
     /// What this kernel and file system really do after a failed fsync (needs root).
     FsyncErrors(crate::cmd::fsync_errors::Args),
+    /// Emulated disks whose truth is known (flush cost, volatile cache, honesty, power cut) under a real
+    /// file system (needs root).
+    Lab(crate::cmd::lab::Args),
     /// Render a run's JSON as a self-contained HTML report with charts.
     Report(crate::cmd::report::Args),
     /// Compare runs side by side, with ratios and their uncertainty.

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Command::Pages(args) => cmd::pages::main(args),
         Command::Crashtest(args) => cmd::crashtest::main(args),
         Command::FsyncErrors(args) => cmd::fsync_errors::main(args),
+        Command::Lab(args) => cmd::lab::main(args),
         Command::Report(args) => cmd::report::main(args),
         Command::Compare(args) => cmd::compare::main(args),
         Command::Trace(args) => cmd::trace::main(args),

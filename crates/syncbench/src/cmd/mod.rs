@@ -5,6 +5,7 @@ pub mod commit;
 pub mod compare;
 pub mod crashtest;
 pub mod fsync_errors;
+pub mod lab;
 pub mod pages;
 pub mod probe;
 pub mod report;

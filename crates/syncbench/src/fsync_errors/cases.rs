@@ -1,9 +1,9 @@
 //! The file-system configurations the experiment runs on, and how each is made and mounted.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One file system (and journalling mode) to test.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FsCase {
     /// ext4 with the default `data=ordered`.

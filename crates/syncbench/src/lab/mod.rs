@@ -10,3 +10,7 @@ pub mod profile;
 pub mod server;
 #[cfg(feature = "fuse")]
 pub mod stack;
+#[cfg(feature = "fuse")]
+pub mod control;
+#[cfg(feature = "fuse")]
+pub mod daemon;

@@ -8,7 +8,7 @@
 //! destaging in any order leaves the newest destaged data on the medium, as a real cache would.
 
 use super::profile::{DeviceParams, Honesty};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use syncbench_simfs::SimRng;
 
@@ -64,7 +64,7 @@ pub struct WriteTicket {
 }
 
 /// The device's own counters.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Counters {
     /// Writes received.
     pub writes: u64,
@@ -88,7 +88,7 @@ pub struct Counters {
 }
 
 /// What one power cut did to the cache.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CutReport {
     /// The seed that chose what survived.
     pub seed: u64,
@@ -113,7 +113,7 @@ pub struct CutReport {
 }
 
 /// A write of which only the first sectors reached the medium.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TornWrite {
     /// Byte offset of the write.
     pub offset: u64,
@@ -124,7 +124,7 @@ pub struct TornWrite {
 }
 
 /// One lost write.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LostWrite {
     /// Byte offset.
     pub offset: u64,
@@ -224,7 +224,7 @@ impl DeviceModel {
         if ticket.epoch != self.epoch {
             return Err(DeviceLost);
         }
-        self.write_latency_ns.saturating_record(ticket.done_at_ns - ticket.started_ns);
+        self.write_latency_ns.record(ticket.done_at_ns - ticket.started_ns).expect("the histogram resizes");
         if self.params.honesty == Honesty::WriteThrough {
             self.destage(ticket.seq, medium).map_err(|_| DeviceLost)?;
         } else if let Some(w) = self.writes.get_mut(&ticket.seq) {
@@ -258,7 +258,7 @@ impl DeviceModel {
         if ticket.epoch != self.epoch {
             return Err(DeviceLost);
         }
-        self.flush_latency_ns.saturating_record(ticket.done_at_ns - ticket.started_ns);
+        self.flush_latency_ns.record(ticket.done_at_ns - ticket.started_ns).expect("the histogram resizes");
         if ticket.covers.iter().all(|seq| !self.writes.contains_key(seq)) {
             self.counters.empty_flushes += 1;
         }
@@ -435,7 +435,7 @@ impl DeviceModel {
 }
 
 /// Counters and latency summaries, as `lab stats` shows them.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Stats {
     /// The device's counters.
     pub counters: Counters,
@@ -448,7 +448,7 @@ pub struct Stats {
 }
 
 /// A latency histogram in a few numbers (nanoseconds).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LatencySummary {
     /// Requests recorded.
     pub count: u64,

@@ -229,3 +229,16 @@ fn an_honest_flush_pays_for_the_dirty_data() {
     let ticket = dev.begin_flush(now);
     assert_eq!(ticket.done_at_ns - now, 200_000 + 1_000_000);
 }
+
+#[test]
+fn stats_record_the_latency_the_device_charged() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 1, 1);
+    flush(&mut dev, &mem, &mut now);
+    let stats = dev.stats();
+    assert_eq!((stats.write_latency.count, stats.flush_latency.count), (1, 1));
+    assert!(stats.write_latency.p50_ns.abs_diff(20_000) < 50, "{:?}", stats.write_latency);
+    assert!(stats.flush_latency.p50_ns.abs_diff(200_000) < 500, "{:?}", stats.flush_latency);
+}

@@ -11,7 +11,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 /// What the device does with a flush.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Honesty {
     /// A volatile write cache; a flush makes everything acknowledged before it durable.
@@ -34,7 +34,7 @@ impl Honesty {
 }
 
 /// Everything the device model needs to know.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct DeviceParams {
     /// Flush honesty.
     pub honesty: Honesty,

@@ -62,7 +62,7 @@ impl StackConfig {
 }
 
 /// What a power cut and the reboot after it did.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CutOutcome {
     /// What the device's cache lost.
     pub device: CutReport,
@@ -191,6 +191,11 @@ impl Stack {
     /// The loop device the file system is on.
     pub fn loop_device(&self) -> Option<&str> {
         self.loop_device.as_deref()
+    }
+
+    /// The FUSE-served image the loop device reads.
+    pub fn image_path(&self) -> &Path {
+        &self.image_path
     }
 
     /// The image file on the host (what is durable).

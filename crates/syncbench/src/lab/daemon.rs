@@ -1,0 +1,250 @@
+//! Starting a detached lab server, the server's life, and cleaning up after a server that died.
+//!
+//! `lab up` checks everything it can, creates the state directory, and starts `syncbench lab serve` in a
+//! process group of its own (a Ctrl-C meant for the shell's foreground job must not reach it) with its
+//! stderr in the state directory's log. The server builds the stack, writes `state.json`, says `ready` on
+//! its stdout and serves until `down` or SIGTERM. If `up` is interrupted before that, it sends the server
+//! SIGTERM and waits for it: the server finishes what it is building, tears it all down and exits.
+
+use super::control::{self, LOG_FILE, State};
+use super::profile::DeviceParams;
+use super::stack::{self, Stack, StackConfig};
+use crate::cleanup::Created;
+use crate::fsync_errors::cases::FsCase;
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the server is asked to build (passed to `lab serve` as JSON).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServeConfig {
+    /// Profile name (for state and probe).
+    pub profile: String,
+    /// The device parameters.
+    pub params: DeviceParams,
+    /// The file system.
+    pub fs: FsCase,
+    /// Seed of the background destaging order.
+    pub seed: u64,
+    /// Disk size.
+    pub size_bytes: u64,
+    /// The mount point (absolute, existing, empty).
+    pub mount: PathBuf,
+    /// Where the image goes.
+    pub work_parent: PathBuf,
+}
+
+/// How long `up` waits for the server to be ready (mkfs of a large xfs on a loaded machine is slow).
+const READY_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a stopping server may take to tear down.
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why `up` cannot start a lab at `mount`, as one line; `None` if it can.
+pub fn refusal(mount: &Path) -> Option<String> {
+    let dir = control::state_dir(mount);
+    if let Ok(state) = control::read_state(&dir) {
+        let alive = Path::new(&format!("/proc/{}", state.pid)).exists();
+        return Some(if alive {
+            format!("a lab is already up at {} (server pid {}); `syncbench lab down {0}` first", mount.display(), state.pid)
+        } else {
+            format!("a lab at {} was left behind by a server that died; `syncbench lab down {0}` cleans it up", mount.display())
+        });
+    }
+    if dir.exists() {
+        return Some(format!("a lab is being set up at {} ({} exists)", mount.display(), dir.display()));
+    }
+    if is_mount_point(mount) {
+        return Some(format!("{} is already a mount point; choose an empty directory", mount.display()));
+    }
+    match std::fs::read_dir(mount).map(|mut entries| entries.next().is_some()) {
+        Ok(true) => {
+            Some(format!("{} is not empty; the lab mounts over it, so give it an empty directory", mount.display()))
+        }
+        Ok(false) => None,
+        Err(e) => Some(format!("{} is not a usable directory ({e}); create an empty one", mount.display())),
+    }
+}
+
+/// Whether `path` is a mount point (in /proc/self/mountinfo; octal escapes of spaces are decoded).
+fn is_mount_point(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else { return false };
+    let want = path.to_string_lossy();
+    text.lines().filter_map(|l| l.split(' ').nth(4)).any(|m| m.replace("\\040", " ") == want)
+}
+
+/// A started server, shared with the signal hook.
+#[derive(Clone)]
+pub struct Server {
+    child: Arc<Mutex<Option<Child>>>,
+    state_dir: PathBuf,
+}
+
+impl Server {
+    /// Start the server for `config` and wait until it has mounted the file system. On error or when
+    /// interrupted, nothing is left behind.
+    pub fn start(config: &ServeConfig) -> anyhow::Result<(Server, State)> {
+        let state_dir = control::state_dir(&config.mount);
+        std::fs::create_dir_all(control::STATE_ROOT).context("creating /run/syncbench-lab")?;
+        std::fs::create_dir(&state_dir).with_context(|| format!("creating {}", state_dir.display()))?;
+        let server = Server { child: Arc::new(Mutex::new(None)), state_dir: state_dir.clone() };
+        let hook = server.clone();
+        crate::cleanup::on_signal(move || hook.stop());
+        let result = server.spawn_and_wait(config);
+        if result.is_err() {
+            server.stop();
+            let _ = std::fs::remove_dir_all(&state_dir);
+        }
+        Ok((server.clone(), result?))
+    }
+
+    fn spawn_and_wait(&self, config: &ServeConfig) -> anyhow::Result<State> {
+        let log = std::fs::File::create(self.state_dir.join(LOG_FILE)).context("creating the server log")?;
+        let mut child = Command::new(std::env::current_exe().context("finding syncbench's own executable")?)
+            .args(["lab", "serve", "--config", &serde_json::to_string(config)?])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .context("starting the lab server")?;
+        let stdout = child.stdout.take().context("the server's stdout")?;
+        *self.lock() = Some(child);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(READY_TIMEOUT).unwrap_or_default();
+        match line.trim() {
+            "ready" => control::read_state(&self.state_dir),
+            "" => bail!("the lab server exited without saying why (see {})", self.state_dir.join(LOG_FILE).display()),
+            text => bail!("{}", text.strip_prefix("error: ").unwrap_or(text)),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Child>> {
+        self.child.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// SIGTERM the server if it is still ours, wait for it to tear down, and remove the state directory
+    /// (a server that died before cleaning up would leave it).
+    pub fn stop(&self) {
+        let Some(mut child) = self.lock().take() else { return };
+        if let Ok(None) = child.try_wait() {
+            let _ = syncbench_sys::ptrace::send_signal(child.id() as i32, libc::SIGTERM);
+            wait_with_timeout(&mut child, STOP_TIMEOUT);
+        }
+        if let Ok(state) = control::read_state(&self.state_dir) {
+            warn_on_error(clean_after_dead_server(&self.state_dir, &state));
+        }
+        let _ = std::fs::remove_dir_all(&self.state_dir);
+    }
+
+    /// Wait for the server to exit after a `down` (it confirmed teardown already; this reaps it).
+    pub fn reap(&self) {
+        if let Some(mut child) = self.lock().take() {
+            wait_with_timeout(&mut child, STOP_TIMEOUT);
+        }
+    }
+
+    /// Let the server run on without us (after a successful `up`).
+    pub fn detach(self) {
+        self.lock().take();
+    }
+}
+
+fn warn_on_error(result: anyhow::Result<()>) {
+    if let Err(e) = result {
+        eprintln!("syncbench: warning: cleaning up after the lab server: {e:#}");
+    }
+}
+
+fn wait_with_timeout(child: &mut Child, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("syncbench: the lab server (pid {}) did not stop in time; killing it", child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The server process: build the stack, publish its state, say `ready`, serve, tear down.
+pub fn serve_main(config: ServeConfig) -> anyhow::Result<()> {
+    let state_dir = control::state_dir(&config.mount);
+    // Owned from here on: removed after teardown, on error and on SIGTERM.
+    let state_guard = Created::register(state_dir.clone());
+    let mut out = std::io::stdout();
+    let outcome = stack::run_exclusive(|| -> anyhow::Result<()> {
+        let stack_config = StackConfig {
+            fs: config.fs,
+            params: config.params.clone(),
+            seed: config.seed,
+            size_bytes: config.size_bytes,
+            mount_dir: Some(config.mount.clone()),
+            work_parent: config.work_parent.clone(),
+        };
+        let built = Stack::build(stack_config).and_then(|stack| {
+            let listener = control::listen(&state_dir)?;
+            control::write_state(&state_dir, &control::state_of(&stack, &config.profile))?;
+            Ok((stack, listener))
+        });
+        let (mut stack, listener) = match built {
+            Ok(built) => built,
+            Err(e) => {
+                let _ = writeln!(out, "error: {e:#}");
+                return Err(e);
+            }
+        };
+        writeln!(out, "ready")?;
+        out.flush()?;
+        let down = control::serve(&mut stack, &listener, &state_dir, &config.profile);
+        drop(stack);
+        drop(listener);
+        if let Some(conn) = down {
+            drop(state_guard);
+            control::confirm_down(conn);
+        }
+        Ok(())
+    });
+    outcome.unwrap_or(Ok(()))
+}
+
+/// Clean up after a lab whose server is gone: unmount, detach, unmount FUSE, remove the image and state.
+pub fn clean_after_dead_server(dir: &Path, state: &State) -> anyhow::Result<()> {
+    if is_mount_point(&state.mount) {
+        stack::unmount(&state.mount)?;
+    }
+    if !state.loop_device.is_empty() && loop_backing_is(&state.loop_device, &state.image) {
+        stack::run("losetup", &["-d", &state.loop_device])?;
+    }
+    if let Some(fuse_dir) = state.image.parent() {
+        if is_mount_point(fuse_dir) {
+            stack::lazy_unmount(fuse_dir)?;
+        }
+    }
+    // The work directory syncbench created: …/.syncbench-lab-*/image.img.
+    if let Some(work) = state.backing_file.parent() {
+        let ours = work.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".syncbench-lab-"));
+        if ours {
+            std::fs::remove_dir_all(work).with_context(|| format!("removing {}", work.display()))?;
+        }
+    }
+    std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))
+}
+
+/// Whether loop device `device` (e.g. `/dev/loop3`) is backed by `image`.
+pub fn loop_backing_is(device: &str, image: &Path) -> bool {
+    let name = device.trim_start_matches("/dev/");
+    std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file"))
+        .is_ok_and(|text| Path::new(text.trim()) == image)
+}
