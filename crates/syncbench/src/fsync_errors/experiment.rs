@@ -31,7 +31,7 @@ pub fn run_case(case: FsCase, sync: SyncCall) -> FsResult {
         result.skipped = Some(why);
         return result;
     }
-    let config = StackConfig::new(case, profile::pass_through());
+    let config = StackConfig { label: "fsync-errors", ..StackConfig::new(case, profile::pass_through()) };
     match run_exclusive(|| Stack::build(config).and_then(|mut stack| observe(&mut stack, sync))) {
         Some(Ok(observed)) => result.observed = Some(observed),
         Some(Err(e)) => result.error = Some(format!("{e:#}")),

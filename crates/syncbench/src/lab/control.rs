@@ -194,7 +194,10 @@ pub struct Client {
 impl Client {
     /// The lab mounted at `mount`; a one-line error if there is none.
     pub fn for_mount(mount: &Path) -> anyhow::Result<Client> {
-        let mount = std::fs::canonicalize(mount).with_context(|| format!("{} does not exist", mount.display()))?;
+        // A mount point removed under a lab (its file system failed to come back) still names the lab.
+        let mount = std::fs::canonicalize(mount)
+            .or_else(|_| std::path::absolute(mount))
+            .with_context(|| format!("{} is not a usable path", mount.display()))?;
         let dir = state_dir(&mount);
         if !dir.join(STATE_FILE).exists() {
             bail!("no lab is up at {} (start one with `syncbench lab up --profile P {}`)", mount.display(), mount.display());

@@ -192,6 +192,7 @@ pub fn serve_main(config: ServeConfig) -> anyhow::Result<()> {
             size_bytes: config.size_bytes,
             mount_dir: Some(config.mount.clone()),
             work_parent: config.work_parent.clone(),
+            label: "lab",
         };
         let built = Stack::build(stack_config).and_then(|stack| {
             let listener = control::listen(&state_dir)?;

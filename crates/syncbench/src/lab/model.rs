@@ -334,6 +334,8 @@ impl DeviceModel {
                 remaining.push(seq);
             }
         }
+        // Destaging a newer write retires the older writes it fully overwrote: they are not lost.
+        remaining.retain(|seq| self.writes.contains_key(seq));
         let tearable: Vec<u64> = remaining.iter().copied().filter(|s| self.writes[s].live_sectors >= 2).collect();
         if !tearable.is_empty() {
             let seq = tearable[rng.below(tearable.len() as u64) as usize];
@@ -358,6 +360,16 @@ impl DeviceModel {
         self.flush_free_ns = 0;
         self.cut_reports.push(report.clone());
         Ok(report)
+    }
+
+    /// Make everything in the cache durable at once (the lab starts from a settled disk: mkfs's writes are
+    /// not part of any experiment).
+    pub fn settle(&mut self, medium: &impl Medium) -> std::io::Result<()> {
+        let all: Vec<u64> = self.writes.keys().copied().collect();
+        for seq in all.into_iter().rev() {
+            self.destage(seq, medium)?;
+        }
+        Ok(())
     }
 
     /// Counters, with the latency histograms and every cut's report.

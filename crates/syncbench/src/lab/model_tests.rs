@@ -151,8 +151,9 @@ fn the_same_seed_gives_the_same_cut_and_another_seed_another() {
         let mem = Mem::new(1 << 20);
         let mut dev = DeviceModel::new(DeviceParams { destaged_at_cut_percent: 50, ..params(Honesty::Honest) }, 9);
         let mut now = 0;
+        // Each place is written 4 times: destaging a newer write retires the older ones it covers.
         for s in 0..64 {
-            write(&mut dev, &mem, &mut now, s * 4, 4, 1 + s as u8);
+            write(&mut dev, &mem, &mut now, (s % 16) * 4, 4, 1 + s as u8);
         }
         let report = dev.cut(seed, &mem).unwrap();
         (report, mem.0.into_inner())
@@ -241,4 +242,16 @@ fn stats_record_the_latency_the_device_charged() {
     assert_eq!((stats.write_latency.count, stats.flush_latency.count), (1, 1));
     assert!(stats.write_latency.p50_ns.abs_diff(20_000) < 50, "{:?}", stats.write_latency);
     assert!(stats.flush_latency.p50_ns.abs_diff(200_000) < 500, "{:?}", stats.flush_latency);
+}
+
+#[test]
+fn settle_makes_the_whole_cache_durable() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::IgnoresFlush), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 2, 1);
+    write(&mut dev, &mem, &mut now, 1, 2, 2);
+    dev.settle(&mem).unwrap();
+    assert_eq!(dev.cut(1, &mem).unwrap().lost_writes, 0);
+    assert!(is(&mem, 0, 1) && is(&mem, 1, 2) && is(&mem, 2, 2));
 }

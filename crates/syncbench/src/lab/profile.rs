@@ -127,7 +127,7 @@ pub fn all() -> Vec<Profile> {
             name: "cheating-ssd",
             class: "SSD that acknowledges flushes without persisting",
             params: DeviceParams {
-                destage_after_ns: Some(30_000 * MS),
+                destage_after_ns: Some(2_000 * MS),
                 ..params(Honesty::IgnoresFlush, 0, 300, 1_000, 512)
             },
             source: "Intel PC-3100: 1274 fsync/s = 0.79 ms, no power-loss protection, \"obviously cheating\" \

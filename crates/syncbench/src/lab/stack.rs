@@ -45,6 +45,8 @@ pub struct StackConfig {
     pub mount_dir: Option<PathBuf>,
     /// Where the image file and the FUSE mount go (a private directory is made inside).
     pub work_parent: PathBuf,
+    /// Names the private directory: `.syncbench-<label>-<pid>-<n>`.
+    pub label: &'static str,
 }
 
 impl StackConfig {
@@ -57,6 +59,7 @@ impl StackConfig {
             size_bytes: MIN_IMAGE_BYTES,
             mount_dir: None,
             work_parent: std::env::temp_dir(),
+            label: "lab",
         }
     }
 }
@@ -130,7 +133,7 @@ pub struct Stack {
 impl Stack {
     /// Build the whole stack: image, FUSE server, loop device, mkfs, mount.
     pub fn build(config: StackConfig) -> anyhow::Result<Stack> {
-        let workdir = config.work_parent.join(cleanup::unique_name("lab"));
+        let workdir = config.work_parent.join(cleanup::unique_name(config.label));
         let guard = Created::register(workdir.clone());
         std::fs::create_dir(&workdir).with_context(|| format!("cannot create {}", workdir.display()))?;
         let backing_path = workdir.join("image.img");
@@ -170,6 +173,8 @@ impl Stack {
             std::fs::create_dir(&stack.mount_dir)?;
         }
         stack.mount(false)?;
+        // On a disk that ignores flushes, mkfs's writes could otherwise still be in the cache at the first cut.
+        stack.device.model().settle(stack.device.medium()).context("settling the new disk")?;
         Ok(stack)
     }
 

@@ -7,6 +7,7 @@ mod commit;
 mod crashtest;
 mod fixtures_v1;
 mod fsync_errors;
+mod lab;
 mod pages;
 mod probe;
 mod report;

@@ -1,0 +1,343 @@
+//! `syncbench lab` against the real kernel (root, /dev/fuse, loop devices): records that fdatasync returned
+//! for survive a power cut on an honest disk and not all of them on one that ignores flushes; Ctrl-C during
+//! `up` and during `cut` leaves nothing behind; refusals. Input errors are checked anywhere.
+
+use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
+use predicates::str::contains;
+
+#[test]
+fn unknown_profile_and_bad_size_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mount = dir.path().to_str().unwrap();
+    Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["lab", "up", "--profile", "floppy", mount])
+        .assert()
+        .code(2)
+        .stderr(contains("unknown lab profile \"floppy\"").and(contains("hdd-7200")));
+}
+
+#[test]
+fn profiles_lists_every_profile_with_its_source() {
+    let out = Command::cargo_bin("syncbench").unwrap().args(["lab", "profiles"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for name in
+        ["hdd-7200", "sata-ssd-consumer", "nvme-consumer", "nvme-plp", "raid-bbu", "cheating-ssd", "ssd-200us", "zero"]
+    {
+        assert!(text.contains(name), "{name} missing from:\n{text}");
+    }
+    assert!(text.contains("118 fdatasync/s") && text.contains("ignores-flush"), "{text}");
+}
+
+#[cfg(feature = "fuse")]
+mod as_root {
+    use crate::skip;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    const RECORD_BYTES: usize = 64;
+
+    fn missing_prerequisite() -> Option<String> {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let euid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().nth(1));
+        if euid != Some("0") {
+            return Some("not root".into());
+        }
+        if !Path::new("/dev/fuse").exists() {
+            return Some("no /dev/fuse".into());
+        }
+        for program in ["losetup", "mkfs.ext4", "mkfs.xfs", "mount", "umount", "setpriv"] {
+            if syncbench::fsync_errors::prereq::find_program(program).is_none() {
+                return Some(format!("{program} not installed"));
+            }
+        }
+        None
+    }
+
+    fn syncbench() -> Command {
+        Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+    }
+
+    /// Run syncbench to completion; panics with its stderr unless it exits 0.
+    fn ok(args: &[&str]) -> String {
+        let out = syncbench().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "syncbench {args:?}: {:?}\n{stderr}", out.status);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// An empty mount point in a private temporary directory, and that directory.
+    fn mount_point() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let mount = std::fs::canonicalize(dir.path()).unwrap().join("mnt");
+        std::fs::create_dir(&mount).unwrap();
+        (dir, mount)
+    }
+
+    /// Everything a lab at `mount` (served by `server_pid`, if known) could leave behind.
+    fn leftovers(mount: &Path, server_pid: Option<u32>) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while server_pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut found = Vec::new();
+        if let Some(pid) = server_pid.filter(|p| Path::new(&format!("/proc/{p}")).exists()) {
+            found.push(format!("server process {pid}"));
+        }
+        let state = syncbench::lab::control::state_dir(mount);
+        if state.exists() {
+            found.push(format!("state dir {}", state.display()));
+        }
+        let tag = server_pid.map(|p| format!(".syncbench-lab-{p}-"));
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let mount_text = format!(" {} ", mount.display());
+        for line in mounts.lines() {
+            if line.contains(&mount_text) || tag.as_ref().is_some_and(|t| line.contains(t.as_str())) {
+                found.push(format!("mount: {line}"));
+            }
+        }
+        if let Some(tag) = &tag {
+            let loops = Command::new(syncbench::fsync_errors::prereq::find_program("losetup").unwrap())
+                .arg("-a")
+                .output()
+                .unwrap();
+            let loops = String::from_utf8_lossy(&loops.stdout).into_owned();
+            found.extend(loops.lines().filter(|l| l.contains(tag.as_str())).map(|l| format!("loop: {l}")));
+            for entry in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with(tag.as_str()) {
+                    found.push(format!("dir: {name}"));
+                }
+            }
+        }
+        found
+    }
+
+    /// Takes a lab down when a test fails half-way, so one failure does not leave mounts for the next.
+    struct DownOnDrop(PathBuf);
+
+    impl Drop for DownOnDrop {
+        fn drop(&mut self) {
+            if syncbench::lab::control::state_dir(&self.0).exists() {
+                let _ = syncbench().args(["lab", "down"]).arg(&self.0).output();
+            }
+        }
+    }
+
+    /// This mount point's line in the mount table (its mount id changes at every mount).
+    fn mount_line(mount: &Path) -> Option<String> {
+        let needle = format!(" {} ", mount.display());
+        std::fs::read_to_string("/proc/self/mountinfo").unwrap().lines().find(|l| l.contains(&needle)).map(String::from)
+    }
+
+    fn server_pid(mount: &Path) -> u32 {
+        syncbench::lab::control::read_state(&syncbench::lab::control::state_dir(mount)).unwrap().pid
+    }
+
+    /// Append `n` records to a file on the lab, fdatasync after each; the records whose fdatasync returned.
+    fn write_records(path: &Path, n: usize) -> usize {
+        let mut file = std::fs::OpenOptions::new().create_new(true).append(true).mode(0o644).open(path).unwrap();
+        file.sync_all().unwrap();
+        std::fs::File::open(path.parent().unwrap()).unwrap().sync_all().unwrap();
+        for i in 0..n {
+            let mut record = format!("record {i:08} ").into_bytes();
+            record.resize(RECORD_BYTES - 1, b'.');
+            record.push(b'\n');
+            file.write_all(&record).unwrap();
+            file.sync_data().unwrap();
+        }
+        n
+    }
+
+    /// Whole, correctly numbered records at the start of the file after the cut.
+    fn surviving_records(path: &Path) -> usize {
+        let data = std::fs::read(path).unwrap_or_default();
+        data.chunks(RECORD_BYTES)
+            .enumerate()
+            .take_while(|(i, r)| r.len() == RECORD_BYTES && r.starts_with(format!("record {i:08} ").as_bytes()))
+            .count()
+    }
+
+    /// Up, write and fdatasync `n` records, cut with `seed`: (records written, records surviving, cut JSON).
+    fn records_through_a_cut(profile: &str, fs: &str, n: usize, seed: u64) -> (usize, usize, serde_json::Value) {
+        let (_dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        ok(&["lab", "up", "--profile", profile, "--fs", fs, "--size", "512MiB", m]);
+        let _down = DownOnDrop(mount.clone());
+        let pid = server_pid(&mount);
+        let file = mount.join("records");
+        let written = write_records(&file, n);
+        let cut: serde_json::Value =
+            serde_json::from_str(&ok(&["lab", "cut", m, "--seed", &seed.to_string(), "--json", "-"])).unwrap();
+        let survived = surviving_records(&file);
+        let stats: serde_json::Value = serde_json::from_str(&ok(&["lab", "stats", m, "--json", "-"])).unwrap();
+        assert_eq!(stats["device"]["counters"]["cuts"], 1, "{stats}");
+        assert!(stats["device"]["counters"]["flushes"].as_u64().unwrap() >= n as u64, "{stats}");
+        ok(&["lab", "down", m]);
+        let left = leftovers(&mount, Some(pid));
+        assert!(left.is_empty(), "down left behind: {left:#?}");
+        (written, survived, cut)
+    }
+
+    #[test]
+    fn honest_disk_keeps_every_record_whose_fdatasync_returned() {
+        if let Some(why) = missing_prerequisite() {
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+        }
+        for fs in ["ext4", "xfs"] {
+            let (written, survived, cut) = records_through_a_cut("ssd-200us", fs, 50, 7);
+            assert_eq!(survived, written, "{fs}: honest disk lost synced records; cut: {cut}");
+            assert_eq!(cut["device"]["lost_after_flush"], 0, "{fs}: {cut}");
+        }
+    }
+
+    #[test]
+    fn a_disk_that_ignores_flushes_loses_synced_records() {
+        if let Some(why) = missing_prerequisite() {
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+        }
+        let (written, survived, cut) = records_through_a_cut("cheating-ssd", "ext4", 50, 7);
+        assert!(survived < written, "all {written} records survived a cut of a lying disk; cut: {cut}");
+        assert!(cut["device"]["lost_after_flush"].as_u64().unwrap() > 0, "{cut}");
+    }
+
+    #[test]
+    fn second_up_non_root_and_non_empty_directories_are_refused() {
+        if let Some(why) = missing_prerequisite() {
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+        }
+        let (dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        ok(&["lab", "up", "--profile", "zero", "--size", "400MiB", m]);
+        let _down = DownOnDrop(mount.clone());
+        let pid = server_pid(&mount);
+        let second = syncbench().args(["lab", "up", "--profile", "zero", m]).output().unwrap();
+        assert_eq!(second.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&second.stderr).contains("already up"), "{second:?}");
+        ok(&["lab", "down", m]);
+        assert!(leftovers(&mount, Some(pid)).is_empty());
+
+        std::fs::write(mount.join("file"), b"x").unwrap();
+        let full = syncbench().args(["lab", "up", "--profile", "zero", m]).output().unwrap();
+        assert_eq!(full.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&full.stderr).contains("not empty"), "{full:?}");
+        std::fs::remove_file(mount.join("file")).unwrap();
+
+        let bin = assert_cmd::cargo::cargo_bin("syncbench");
+        let user = Command::new(syncbench::fsync_errors::prereq::find_program("setpriv").unwrap())
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(["lab", "up", "--profile", "zero", m])
+            .output()
+            .unwrap();
+        assert_eq!(user.status.code(), Some(2), "{user:?}");
+        let stderr = String::from_utf8_lossy(&user.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("root"), "{stderr}");
+        drop(dir);
+    }
+
+    /// Wait until `cond` holds (or panic after 60 s).
+    fn wait_until(what: &str, cond: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !cond() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn interrupt(pid: u32) {
+        assert!(Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap().success());
+    }
+
+    #[test]
+    fn ctrl_c_during_up_leaves_nothing_behind() {
+        if let Some(why) = missing_prerequisite() {
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+        }
+        let (_dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        let child = syncbench()
+            .args(["lab", "up", "--profile", "zero", "--fs", "xfs", "--size", "1GiB", m])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The state directory appears just before the server starts building: interrupt mid-build.
+        let state = syncbench::lab::control::state_dir(&mount);
+        wait_until("the lab's state directory", || state.exists());
+        let server = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .find(|p| {
+                let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+                String::from_utf8_lossy(&cmd).contains(m) && String::from_utf8_lossy(&cmd).contains("serve")
+            });
+        interrupt(child.id());
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+        let left = leftovers(&mount, server);
+        assert!(left.is_empty(), "Ctrl-C during up left behind: {left:#?}");
+    }
+
+    #[test]
+    fn ctrl_c_during_cut_leaves_a_working_lab_that_down_removes() {
+        if let Some(why) = missing_prerequisite() {
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+        }
+        let (_dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        ok(&["lab", "up", "--profile", "ssd-200us", "--size", "400MiB", m]);
+        let _down = DownOnDrop(mount.clone());
+        let pid = server_pid(&mount);
+        write_records(&mount.join("records"), 20);
+        let before = mount_line(&mount);
+        let child = syncbench().args(["lab", "cut", m, "--seed", "3"]).stdout(Stdio::null()).spawn().unwrap();
+        // Interrupt once the server is rebooting the disk: the old mount is gone or replaced.
+        wait_until("the cut to begin", || mount_line(&mount) != before);
+        interrupt(child.id());
+        let status = child.wait_with_output().unwrap().status;
+        assert!(status.code() == Some(130) || status.success(), "{status:?}");
+        // The server finishes the reboot: the lab answers and the synced records are there.
+        wait_until("the cut to finish", || ok(&["lab", "stats", m, "--json", "-"]).contains("\"cuts\": 1"));
+        assert_eq!(surviving_records(&mount.join("records")), 20);
+        ok(&["lab", "down", m]);
+        let left = leftovers(&mount, Some(pid));
+        assert!(left.is_empty(), "left behind: {left:#?}");
+    }
+
+    #[test]
+    fn lab_run_passes_the_mount_and_the_exit_code_and_cleans_up() {
+        if let Some(why) = missing_prerequisite() {
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+        }
+        let bin = assert_cmd::cargo::cargo_bin("syncbench");
+        let script = format!(
+            "stat -f -c %T \"$SYNCBENCH_LAB_MOUNT\"; echo $SYNCBENCH_LAB_PROFILE; {} lab stats \"$SYNCBENCH_LAB_MOUNT\" --json -; exit 7",
+            bin.display()
+        );
+        let child = syncbench()
+            .args(["lab", "run", "--profile", "zero", "--size", "400MiB", "--", "sh", "-c", &script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let run_pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(7), "{}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let (head, json) = stdout.split_at(stdout.find('{').expect("stats JSON"));
+        assert!(head.contains("ext2/ext3") && head.contains("zero"), "{stdout}");
+        let stats: serde_json::Value = serde_json::from_str(json).unwrap();
+        let mount = PathBuf::from(stats["lab"]["mount"].as_str().unwrap());
+        assert!(mount.file_name().unwrap().to_string_lossy().starts_with(&format!(".syncbench-lab-mnt-{run_pid}-")));
+        let left = leftovers(&mount, Some(stats["lab"]["pid"].as_u64().unwrap() as u32));
+        assert!(left.is_empty(), "lab run left behind: {left:#?}");
+        assert!(!mount.exists(), "its mount point {} is left", mount.display());
+    }
+}
