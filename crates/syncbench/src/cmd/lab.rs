@@ -10,7 +10,9 @@ use std::process::ExitCode;
 
 /// Flags of `syncbench lab`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  sudo syncbench lab run --profile hdd-7200 -- sh -c 'syncbench run --quick \"$SYNCBENCH_LAB_MOUNT\"'")]
+#[command(
+    after_help = "Example:\n  sudo syncbench lab run --profile hdd-7200 -- sh -c 'syncbench run --quick \"$SYNCBENCH_LAB_MOUNT\"'"
+)]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]
@@ -212,7 +214,10 @@ mod lab_cli {
         let size_bytes = crate::suite::parse_size(&disk.size)
             .ok_or_else(|| usage(format!("--size {:?} is not a size; use e.g. 4GiB or 512MiB", disk.size)))?;
         if size_bytes < MIN_IMAGE_BYTES {
-            return Err(usage(format!("--size must be at least 320MiB (mkfs.xfs refuses smaller disks), not {}", disk.size)));
+            return Err(usage(format!(
+                "--size must be at least 320MiB (mkfs.xfs refuses smaller disks), not {}",
+                disk.size
+            )));
         }
         let case = disk.fs.case();
         if let Some(why) = crate::fsync_errors::prereq::missing_for_case(case) {
@@ -235,8 +240,9 @@ mod lab_cli {
     }
 
     pub(super) fn up(a: UpArgs) -> Outcome {
-        let mount = std::fs::canonicalize(&a.mountpoint)
-            .map_err(|e| usage(format!("{}: {e}; create an empty directory to mount the lab on", a.mountpoint.display())))?;
+        let mount = std::fs::canonicalize(&a.mountpoint).map_err(|e| {
+            usage(format!("{}: {e}; create an empty directory to mount the lab on", a.mountpoint.display()))
+        })?;
         let config = serve_config(&a.disk, mount.clone())?;
         if let Some(why) = daemon::refusal(&mount) {
             return Err(usage(why));
@@ -312,7 +318,10 @@ mod lab_cli {
         println!("{} ({}) {} at {}", state.profile, describe(&state.params), state.fs, state.mount.display());
         println!("  writes {}  bytes {}  reads {}", c.writes, c.write_bytes, c.reads);
         println!("  flushes {} ({} with nothing to write)  FUA writes {}", c.flushes, c.empty_flushes, c.fua_writes);
-        println!("  background destages {}  in cache now {} bytes  power cuts {}", c.background_destages, c.cached_bytes, c.cuts);
+        println!(
+            "  background destages {}  in cache now {} bytes  power cuts {}",
+            c.background_destages, c.cached_bytes, c.cuts
+        );
         for (name, l) in [("write", &stats.write_latency), ("flush", &stats.flush_latency)] {
             println!(
                 "  {name} latency charged: n {}  mean {:.1} µs  p50 {:.1}  p99 {:.1}  max {:.1}",
@@ -324,7 +333,10 @@ mod lab_cli {
             );
         }
         for cut in &stats.cuts {
-            println!("  cut seed {}: lost {} writes ({} after a flush)", cut.seed, cut.lost_writes, cut.lost_after_flush);
+            println!(
+                "  cut seed {}: lost {} writes ({} after a flush)",
+                cut.seed, cut.lost_writes, cut.lost_after_flush
+            );
         }
         Ok(ExitCode::SUCCESS)
     }
@@ -354,7 +366,8 @@ mod lab_cli {
     }
 
     pub(super) fn run_command(a: RunArgs) -> Outcome {
-        let mount_guard = crate::cleanup::Created::register(std::env::temp_dir().join(crate::cleanup::unique_name("lab-mnt")));
+        let mount_guard =
+            crate::cleanup::Created::register(std::env::temp_dir().join(crate::cleanup::unique_name("lab-mnt")));
         let mount = mount_guard.path().to_path_buf();
         let config = serve_config(&a.disk, mount.clone())?;
         std::fs::create_dir(&mount).map_err(|e| usage(format!("cannot create {}: {e}", mount.display())))?;

@@ -200,7 +200,11 @@ impl Client {
             .with_context(|| format!("{} is not a usable path", mount.display()))?;
         let dir = state_dir(&mount);
         if !dir.join(STATE_FILE).exists() {
-            bail!("no lab is up at {} (start one with `syncbench lab up --profile P {}`)", mount.display(), mount.display());
+            bail!(
+                "no lab is up at {} (start one with `syncbench lab up --profile P {}`)",
+                mount.display(),
+                mount.display()
+            );
         }
         Ok(Client { dir })
     }

@@ -50,9 +50,16 @@ pub fn refusal(mount: &Path) -> Option<String> {
     if let Ok(state) = control::read_state(&dir) {
         let alive = Path::new(&format!("/proc/{}", state.pid)).exists();
         return Some(if alive {
-            format!("a lab is already up at {} (server pid {}); `syncbench lab down {0}` first", mount.display(), state.pid)
+            format!(
+                "a lab is already up at {} (server pid {}); `syncbench lab down {0}` first",
+                mount.display(),
+                state.pid
+            )
         } else {
-            format!("a lab at {} was left behind by a server that died; `syncbench lab down {0}` cleans it up", mount.display())
+            format!(
+                "a lab at {} was left behind by a server that died; `syncbench lab down {0}` cleans it up",
+                mount.display()
+            )
         });
     }
     if dir.exists() {
@@ -228,10 +235,8 @@ pub fn clean_after_dead_server(dir: &Path, state: &State) -> anyhow::Result<()> 
     if !state.loop_device.is_empty() && loop_backing_is(&state.loop_device, &state.image) {
         stack::run("losetup", &["-d", &state.loop_device])?;
     }
-    if let Some(fuse_dir) = state.image.parent() {
-        if is_mount_point(fuse_dir) {
-            stack::lazy_unmount(fuse_dir)?;
-        }
+    if let Some(fuse_dir) = state.image.parent().filter(|dir| is_mount_point(dir)) {
+        stack::lazy_unmount(fuse_dir)?;
     }
     // The work directory syncbench created: …/.syncbench-lab-*/image.img.
     if let Some(work) = state.backing_file.parent() {

@@ -4,13 +4,13 @@
 //! flush cost, honesty, seeded power cut); a loop device, mkfs and a mount on top ([`stack`]) give a real
 //! ext4, xfs or btrfs on that disk. `fsync-errors` builds its stack the same way, adding a fault switch.
 
+#[cfg(feature = "fuse")]
+pub mod control;
+#[cfg(feature = "fuse")]
+pub mod daemon;
 pub mod model;
 pub mod profile;
 #[cfg(feature = "fuse")]
 pub mod server;
 #[cfg(feature = "fuse")]
 pub mod stack;
-#[cfg(feature = "fuse")]
-pub mod control;
-#[cfg(feature = "fuse")]
-pub mod daemon;

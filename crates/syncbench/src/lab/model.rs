@@ -134,6 +134,9 @@ pub struct LostWrite {
     pub after_flush: bool,
 }
 
+/// One cached version of a sector: the sequence number of the write that made it, and the sector's data.
+type Version = (u64, Box<[u8]>);
+
 /// How many lost writes a cut report lists.
 const LOST_SAMPLE: usize = 16;
 
@@ -141,7 +144,7 @@ const LOST_SAMPLE: usize = 16;
 pub struct DeviceModel {
     params: DeviceParams,
     /// Cache versions per sector, oldest first: (write sequence number, data).
-    versions: HashMap<u64, Vec<(u64, Box<[u8]>)>>,
+    versions: HashMap<u64, Vec<Version>>,
     /// Writes with versions in the cache, by sequence number.
     writes: BTreeMap<u64, CachedWrite>,
     next_seq: u64,
@@ -208,7 +211,8 @@ impl DeviceModel {
                 .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
             self.versions.entry(sector).or_default().push((seq, block.into_boxed_slice()));
         }
-        let write = CachedWrite { offset, len, acked: false, promised: false, acked_at_ns: 0, live_sectors: end - first };
+        let write =
+            CachedWrite { offset, len, acked: false, promised: false, acked_at_ns: 0, live_sectors: end - first };
         self.writes.insert(seq, write);
         self.counters.writes += 1;
         self.counters.write_bytes += len;
