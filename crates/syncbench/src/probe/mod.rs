@@ -49,6 +49,9 @@ pub struct Environment {
     pub devices: Vec<Device>,
     /// For a loop device in the chain: its backing file and that file's own file system.
     pub loop_backing: Option<LoopBacking>,
+    /// When that loop device is a `syncbench lab` emulated disk: its profile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emulated_disk: Option<EmulatedDisk>,
     /// Hypervisor or container, when detected.
     pub virtualization: Virtualization,
     /// `statx(STATX_DIOALIGN)` for a file in DIR: offset alignment for O_DIRECT, `None` if unsupported.
@@ -120,6 +123,24 @@ pub struct LoopBacking {
     pub mount_point: Option<String>,
     /// Mount source of the file system holding the backing file.
     pub mount_source: Option<String>,
+}
+
+/// A `syncbench lab` disk: timing and honesty are the lab's device model, not hardware.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EmulatedDisk {
+    /// The lab profile (`hdd-7200`, `ssd-200us`, …).
+    pub profile: String,
+    /// `honest`, `write-through` or `ignores-flush`.
+    pub honesty: String,
+    /// The modelled cost of one flush.
+    pub flush_us: u64,
+    /// The modelled latency of one write.
+    pub write_us: u64,
+    /// Whether the profile models a spinning disk.
+    pub rotational: bool,
+    /// Where the lab is mounted (for `syncbench lab cut`).
+    pub mount: String,
 }
 
 /// Virtualization, when detected.
@@ -251,6 +272,7 @@ fn describe_devices(env: &mut Environment, root: &sysfs::Root, mounts: &[mountin
     // The loop device's flushes end up on the device under its backing file: show that chain too.
     let lower = block::backing_devices(root, &env.devices, &backing);
     env.devices.extend(lower);
+    env.emulated_disk = block::lab_disk(root, &backing.file);
     env.loop_backing = Some(backing);
 }
 

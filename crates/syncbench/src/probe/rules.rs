@@ -31,7 +31,7 @@ pub type Rule = fn(&Environment, &[CaseResult]) -> Vec<Verdict>;
 
 /// Every rule, most severe verdicts first (stable within a severity).
 pub fn all(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
-    let rules: [Rule; 12] = [
+    let rules: [Rule; 13] = [
         memory_fs,
         flushes_disabled,
         implausible_flush_rate,
@@ -44,6 +44,7 @@ pub fn all(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
         fsync_slower_than_fdatasync,
         unknown_fs,
         device_unknown,
+        emulated_disk,
     ];
     let mut found: Vec<Verdict> = rules.iter().flat_map(|rule| rule(env, results)).collect();
     found.sort_by_key(|v| std::cmp::Reverse(v.severity));
@@ -347,6 +348,58 @@ fn parent_dir(file: &str) -> String {
     std::path::Path::new(file).parent().map(|p| p.display().to_string()).unwrap_or_else(|| file.to_string())
 }
 
+/// A `syncbench lab` disk: say so and which profile, then whether its flush speed is plausible — for a
+/// spinning profile against the platter's limits, for a fast one that only power-loss protection makes a
+/// fast flush honest and that a power cut is the proof.
+pub fn emulated_disk(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
+    let Some(d) = &env.emulated_disk else { return Vec::new() };
+    let cut = format!("`syncbench lab cut {}`", d.mount);
+    let mut found = verdict(
+        Severity::Info,
+        "emulated_disk",
+        format!(
+            "{} is on a syncbench lab disk, profile {} ({}, flush {} µs, write {} µs): its timing and honesty are the lab's device model, not hardware.",
+            env.dir, d.profile, d.honesty, d.flush_us, d.write_us
+        ),
+        format!(
+            "Cut its power with {cut} to see what such a disk loses; `syncbench lab profiles` lists the numbers and their sources."
+        ),
+    );
+    let fastest = flush_cases(results).max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));
+    let measured = fastest.map(|r| {
+        let median = if r.latency_ns.p50 > 0 {
+            format!(", median {:.0} µs", r.latency_ns.p50 as f64 / 1e3)
+        } else {
+            String::new()
+        };
+        format!("{:.0} {}/s{median}", r.ops_per_s, r.method)
+    });
+    let what = measured.clone().unwrap_or_else(|| format!("a modelled flush of {} µs", d.flush_us));
+    let fast = fastest.map_or(d.flush_us * 1000 < ROTATIONAL_FLUSH_MEDIAN_NS_MIN, too_fast_for_a_platter);
+    found.extend(match (d.rotational, fast) {
+        (true, false) => verdict(
+            Severity::Info,
+            "flush_rate_plausible",
+            format!("{what} on the emulated {}: plausible for a rotating disk, which completes at most one flush per rotation (≤ 120/s at 7200 rpm) and waits for the platter each time.", d.profile),
+            "Nothing to fix: this is what honest durability costs on a spinning disk. Group commit (several commits per flush, see `syncbench commit`) is how a database goes faster.".into(),
+        ),
+        (true, true) => verdict(
+            Severity::Warning,
+            "implausible_flush_rate",
+            format!("{what} on the emulated {}, a spinning disk: faster than any platter turns, so flushes are not reaching it (this lab disk is {}).", d.profile, d.honesty),
+            format!("A power-cut test is the proof: {cut}."),
+        ),
+        (false, true) => verdict(
+            Severity::Warning,
+            "fast_flush_needs_plp",
+            format!("{what} on the emulated {}: flushes this fast are honest only with power-loss protection (capacitors, or a battery-backed controller cache) that makes the device's cache durable; a disk without it that is this fast acknowledges flushes it has not done. Timing cannot tell the two apart (this lab disk is {}).", d.profile, d.honesty),
+            format!("A power-cut test is the proof: {cut} here; on real hardware, {POWER_LOSS_TEST}."),
+        ),
+        (false, false) => Vec::new(),
+    });
+    found
+}
+
 /// A file-system magic syncbench does not know: the rules about it may be missing.
 pub fn unknown_fs(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     if fs_type::name_of_magic(env.fs_magic).is_some() {
@@ -606,5 +659,51 @@ mod tests {
         let v = all(&env, &[case("fdatasync", 5000.0)]);
         assert_eq!(v[0].severity, Severity::Critical);
         assert!(v.windows(2).all(|w| w[0].severity >= w[1].severity));
+    }
+
+    fn lab_disk(profile: &str, flush_us: u64, rotational: bool) -> Environment {
+        let disk = super::super::EmulatedDisk {
+            profile: profile.into(),
+            honesty: "honest".into(),
+            flush_us,
+            write_us: 20,
+            rotational,
+            mount: "/mnt/lab".into(),
+        };
+        Environment { emulated_disk: Some(disk), ..ext4(vec![]) }
+    }
+
+    #[test]
+    fn emulated_disk_is_named_and_silent_on_real_disks() {
+        assert!(codes(emulated_disk, &ext4(vec![disk(true, "write back", false)]), &[]).is_empty());
+        let v = emulated_disk(&lab_disk("hdd-7200", 8500, true), &[]);
+        assert_eq!(v[0].code, "emulated_disk");
+        assert!(v[0].message.contains("hdd-7200") && v[0].advice.contains("syncbench lab cut /mnt/lab"));
+    }
+
+    #[test]
+    fn emulated_hdd_flushes_are_plausible_unless_faster_than_a_platter() {
+        let hdd = lab_disk("hdd-7200", 8500, true);
+        let slow = CaseResult {
+            latency_ns: crate::schema::LatencyNs { p50: 8_600_000, ..Default::default() },
+            ..case("fdatasync", 110.0)
+        };
+        assert_eq!(codes(emulated_disk, &hdd, &[slow]), ["emulated_disk", "flush_rate_plausible"]);
+        assert_eq!(codes(emulated_disk, &hdd, &[]), ["emulated_disk", "flush_rate_plausible"]);
+        assert_eq!(
+            codes(emulated_disk, &hdd, &[case("fdatasync", 3000.0)]),
+            ["emulated_disk", "implausible_flush_rate"]
+        );
+    }
+
+    #[test]
+    fn fast_emulated_flushes_need_power_loss_protection_and_a_cut_proves_it() {
+        let ssd = lab_disk("ssd-200us", 200, false);
+        let v = emulated_disk(&ssd, &[case("fdatasync", 2500.0)]);
+        assert_eq!(v.iter().map(|v| v.code.as_str()).collect::<Vec<_>>(), ["emulated_disk", "fast_flush_needs_plp"]);
+        assert!(v[1].message.contains("power-loss protection") && v[1].advice.contains("power-cut test is the proof"));
+        assert_eq!(codes(emulated_disk, &ssd, &[]), ["emulated_disk", "fast_flush_needs_plp"]);
+        // A consumer SSD's 3 ms flush is neither a platter's nor suspiciously fast.
+        assert_eq!(codes(emulated_disk, &lab_disk("sata-ssd-consumer", 3000, false), &[]), ["emulated_disk"]);
     }
 }
