@@ -294,7 +294,8 @@ pub fn fsync_slower_than_fdatasync(_: &Environment, results: &[CaseResult]) -> V
 /// Loop devices, overlay, FUSE and network file systems: durability is decided by the layer below.
 pub fn layered_storage(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     let mut found = Vec::new();
-    if let Some(b) = &env.loop_backing {
+    // A lab disk's loop device is the emulated disk itself: the emulated_disk verdict describes it.
+    if let Some(b) = env.loop_backing.as_ref().filter(|_| env.emulated_disk.is_none()) {
         let dev = env.devices.iter().find(|d| d.kind == "loop").map(|d| d.name.as_str()).unwrap_or("a loop device");
         let on = b.mount_point.as_deref().map(|m| format!(" mounted on {m}")).unwrap_or_default();
         let dio = match b.direct_io {
@@ -678,6 +679,9 @@ mod tests {
         assert!(codes(emulated_disk, &ext4(vec![disk(true, "write back", false)]), &[]).is_empty());
         let v = emulated_disk(&lab_disk("hdd-7200", 8500, true), &[]);
         assert_eq!(v[0].code, "emulated_disk");
+        let mut on_loop = lab_disk("hdd-7200", 8500, true);
+        on_loop.loop_backing = Some(LoopBacking { file: "/tmp/x/fuse/image".into(), ..LoopBacking::default() });
+        assert!(codes(layered_storage, &on_loop, &[]).is_empty(), "the lab's loop device is not a layer to probe");
         assert!(v[0].message.contains("hdd-7200") && v[0].advice.contains("syncbench lab cut /mnt/lab"));
     }
 
