@@ -274,8 +274,8 @@ mod lab_cli {
         if a.json.as_deref() != Some(std::path::Path::new("-")) {
             println!("power cut (seed {}) and reboot in {} ms:", d.seed, outcome.reboot_ms);
             println!(
-                "  cache held {} writes ({} acknowledged); {} reached the disk before the cut",
-                d.cached_writes, d.acknowledged_writes, d.destaged_writes
+                "  cache held {} writes ({} acknowledged); {} reached the disk before the cut, {} of the rest were overwritten by those",
+                d.cached_writes, d.acknowledged_writes, d.destaged_writes, d.superseded_writes
             );
             println!(
                 "  lost {} writes, {} bytes: {} acknowledged, {} after a flush had reported them durable",

@@ -98,6 +98,8 @@ pub struct CutReport {
     pub acknowledged_writes: u64,
     /// Writes destaged just before the cut (survived whole).
     pub destaged_writes: u64,
+    /// Writes whose every sector a newer destaged write had overwritten (nothing of them to lose).
+    pub superseded_writes: u64,
     /// Writes lost whole or in part.
     pub lost_writes: u64,
     /// Bytes lost.
@@ -339,7 +341,9 @@ impl DeviceModel {
             }
         }
         // Destaging a newer write retires the older writes it fully overwrote: they are not lost.
+        let before = remaining.len();
         remaining.retain(|seq| self.writes.contains_key(seq));
+        report.superseded_writes = (before - remaining.len()) as u64;
         let tearable: Vec<u64> = remaining.iter().copied().filter(|s| self.writes[s].live_sectors >= 2).collect();
         if !tearable.is_empty() {
             let seq = tearable[rng.below(tearable.len() as u64) as usize];

@@ -164,6 +164,7 @@ fn the_same_seed_gives_the_same_cut_and_another_seed_another() {
     assert_eq!(a, b);
     assert_eq!(disk_a, disk_b);
     assert!(a.destaged_writes > 0 && a.lost_writes > 0, "{a:?}");
+    assert_eq!(a.destaged_writes + a.superseded_writes + a.lost_writes, a.cached_writes, "{a:?}");
     assert!(a != c || disk_a != disk_c);
 }
 

@@ -327,7 +327,10 @@ impl Stack {
         let repair = match self.config.fs.fs_type() {
             "ext4" => vec!["e2fsck", "-f", "-y", &device],
             "xfs" => vec!["xfs_repair", "-L", &device],
-            _ => bail!("the file system does not mount after the power cut ({first:#}) and has no repair step here"),
+            // A log tree the cache lost ("bad tree block start … failed to read log tree"): drop the log, losing
+            // what was fsynced since the last transaction commit, as an administrator would.
+            "btrfs" => vec!["btrfs", "rescue", "zero-log", &device],
+            other => bail!("{other} does not mount after the power cut ({first:#}) and has no repair step here"),
         };
         let status = Command::new(find_program(repair[0]).with_context(|| format!("{} not found", repair[0]))?)
             .args(&repair[1..])
@@ -340,7 +343,7 @@ impl Stack {
             bail!("the file system does not mount after the power cut ({first:#}) and {} failed ({status})", repair[0]);
         }
         self.mount(nouuid).with_context(|| format!("mounting after {} (first attempt: {first:#})", repair[0]))?;
-        Ok(Some(repair[0].to_string()))
+        Ok(Some(repair[..repair.len() - 1].join(" ")))
     }
 
     fn teardown(&mut self) {
