@@ -135,6 +135,10 @@ impl Device {
 
     /// Send due replies until [`Device::stop`]; then fail whatever is still queued.
     pub fn run_completer(self: Arc<Self>) {
+        // The default 50 µs slack would add to every modelled latency.
+        if let Err(e) = syncbench_sys::set_thread_timer_slack_ns(1) {
+            eprintln!("syncbench lab: cannot lower the completer's timer slack ({e}); latencies run late");
+        }
         let mut q = self.queue();
         while !self.stopping.load(Ordering::SeqCst) {
             let now = self.now_ns();

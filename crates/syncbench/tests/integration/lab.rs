@@ -340,4 +340,27 @@ mod as_root {
         assert!(left.is_empty(), "lab run left behind: {left:#?}");
         assert!(!mount.exists(), "its mount point {} is left", mount.display());
     }
+
+    /// The verdict codes `syncbench probe --quick` gives for a lab disk of `profile`.
+    fn probe_codes(profile: &str) -> Vec<String> {
+        let (_dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        ok(&["lab", "up", "--profile", profile, "--size", "400MiB", m]);
+        let _down = DownOnDrop(mount.clone());
+        let doc: serde_json::Value = serde_json::from_str(&ok(&["probe", m, "--quick", "--json", "-"])).unwrap();
+        assert_eq!(doc["environment"]["emulated_disk"]["profile"], profile, "{}", doc["environment"]);
+        doc["verdicts"].as_array().unwrap().iter().map(|v| v["code"].as_str().unwrap().to_string()).collect()
+    }
+
+    #[test]
+    fn probe_names_the_emulated_disk_and_judges_its_flushes() {
+        if let Some(why) = missing_prerequisite() {
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+        }
+        let hdd = probe_codes("hdd-7200");
+        assert!(hdd.contains(&"emulated_disk".into()) && hdd.contains(&"flush_rate_plausible".into()), "{hdd:?}");
+        assert!(!hdd.contains(&"layered_loop".into()), "{hdd:?}");
+        let ssd = probe_codes("ssd-200us");
+        assert!(ssd.contains(&"emulated_disk".into()) && ssd.contains(&"fast_flush_needs_plp".into()), "{ssd:?}");
+    }
 }
