@@ -254,3 +254,53 @@ pub fn loop_backing_is(device: &str, image: &Path) -> bool {
     std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file"))
         .is_ok_and(|text| Path::new(text.trim()) == image)
 }
+
+/// Take down the lab at `mount` (through its server, or by hand if the server is gone); its last state.
+pub fn down(client: &control::Client) -> anyhow::Result<State> {
+    let state = client.state()?;
+    if Path::new(&format!("/proc/{}", state.pid)).exists() {
+        client.down()?;
+        // The server confirmed teardown; wait (briefly) for the process itself to exit.
+        let proc_dir = format!("/proc/{}", state.pid);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Path::new(&proc_dir).exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    } else {
+        clean_after_dead_server(client.state_dir(), &state)?;
+    }
+    Ok(state)
+}
+
+/// `lab run`: bring a lab up at `config.mount`, run `command` with `SYNCBENCH_LAB_MOUNT` and
+/// `SYNCBENCH_LAB_PROFILE` set, take the lab down; the command's exit status.
+pub fn run_command(config: &ServeConfig, command: &[std::ffi::OsString]) -> anyhow::Result<std::process::ExitStatus> {
+    let (server, state) = Server::start(config)?;
+    let (program, rest) = command.split_first().context("no command to run")?;
+    let status = Command::new(program)
+        .args(rest)
+        .env("SYNCBENCH_LAB_MOUNT", &config.mount)
+        .env("SYNCBENCH_LAB_PROFILE", &state.profile)
+        .status();
+    let down = control::Client::for_mount(&config.mount).and_then(|c| c.down());
+    match &down {
+        Ok(()) => server.reap(),
+        Err(_) => server.stop(),
+    }
+    let status = status.map_err(|e| crate::exit::usage(format!("cannot run {}: {e}", program.to_string_lossy())))?;
+    down?;
+    Ok(status)
+}
+
+/// `lab up`: refuse a mount point that cannot take a lab (one line, exit 2), else start a server that keeps
+/// serving after this process exits; the lab's state.
+pub fn up(config: &ServeConfig) -> anyhow::Result<State> {
+    if let Some(why) = refusal(&config.mount) {
+        return Err(crate::exit::usage(why));
+    }
+    let (server, state) = Server::start(config)?;
+    // A Ctrl-C that arrived meanwhile owns the exit: its handler stops the server.
+    crate::cleanup::stop_if_interrupted();
+    server.detach();
+    Ok(state)
+}

@@ -10,6 +10,7 @@ pub mod control;
 pub mod daemon;
 pub mod model;
 pub mod profile;
+pub mod render;
 #[cfg(feature = "fuse")]
 pub mod server;
 #[cfg(feature = "fuse")]

@@ -33,6 +33,29 @@ impl Honesty {
     }
 }
 
+/// The file systems the lab makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LabFs {
+    /// ext4, data=ordered.
+    Ext4,
+    /// XFS.
+    Xfs,
+    /// Btrfs.
+    Btrfs,
+}
+
+impl LabFs {
+    /// How the shared stack makes and mounts it.
+    pub fn case(self) -> crate::fsync_errors::cases::FsCase {
+        use crate::fsync_errors::cases::FsCase;
+        match self {
+            LabFs::Ext4 => FsCase::Ext4,
+            LabFs::Xfs => FsCase::Xfs,
+            LabFs::Btrfs => FsCase::Btrfs,
+        }
+    }
+}
+
 /// Everything the device model needs to know.
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct DeviceParams {

@@ -158,6 +158,28 @@ pub fn backing_devices(root: &Root, devices: &[Device], backing: &LoopBacking) -
     lower
 }
 
+/// The `syncbench lab` disk whose FUSE-served image is `backing_file`, from the state the lab server keeps
+/// in `/run/syncbench-lab/*/state.json` (read as plain JSON: the probe does not need the lab's types).
+pub fn lab_disk(root: &Root, backing_file: &str) -> Option<EmulatedDisk> {
+    let entries = std::fs::read_dir(root.path("run/syncbench-lab")).ok()?;
+    entries.flatten().find_map(|entry| {
+        let text = std::fs::read_to_string(entry.path().join("state.json")).ok()?;
+        let state: serde_json::Value = serde_json::from_str(&text).ok()?;
+        (state["image"].as_str()? == backing_file).then(|| {
+            let profile = state["profile"].as_str().unwrap_or("unknown").to_string();
+            let params = &state["params"];
+            EmulatedDisk {
+                rotational: profile.starts_with("hdd"),
+                profile,
+                honesty: params["honesty"].as_str().unwrap_or("unknown").to_string(),
+                flush_us: params["flush_ns"].as_u64().unwrap_or(0) / 1000,
+                write_us: params["write_ns"].as_u64().unwrap_or(0) / 1000,
+                mount: state["mount"].as_str().unwrap_or("").to_string(),
+            }
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,26 +223,4 @@ mod tests {
         assert_eq!((d.name.as_str(), d.kind.as_str(), d.dev.as_str()), ("weird0", "unknown", "unknown"));
         assert_eq!((d.rotational, d.write_cache.as_deref(), d.fua), (None, None, None));
     }
-}
-
-/// The `syncbench lab` disk whose FUSE-served image is `backing_file`, from the state the lab server keeps
-/// in `/run/syncbench-lab/*/state.json` (read as plain JSON: the probe does not need the lab's types).
-pub fn lab_disk(root: &Root, backing_file: &str) -> Option<EmulatedDisk> {
-    let entries = std::fs::read_dir(root.path("run/syncbench-lab")).ok()?;
-    entries.flatten().find_map(|entry| {
-        let text = std::fs::read_to_string(entry.path().join("state.json")).ok()?;
-        let state: serde_json::Value = serde_json::from_str(&text).ok()?;
-        (state["image"].as_str()? == backing_file).then(|| {
-            let profile = state["profile"].as_str().unwrap_or("unknown").to_string();
-            let params = &state["params"];
-            EmulatedDisk {
-                rotational: profile.starts_with("hdd"),
-                profile,
-                honesty: params["honesty"].as_str().unwrap_or("unknown").to_string(),
-                flush_us: params["flush_ns"].as_u64().unwrap_or(0) / 1000,
-                write_us: params["write_ns"].as_u64().unwrap_or(0) / 1000,
-                mount: state["mount"].as_str().unwrap_or("").to_string(),
-            }
-        })
-    })
 }

@@ -1,0 +1,100 @@
+//! The lab's text output: the profile table, a cut's report, the device's counters.
+
+use super::model::{CutReport, Stats};
+use super::profile::{self, DeviceParams};
+use std::fmt::Write;
+
+/// `honest, flush 200 µs, write 20 µs`.
+pub fn describe(p: &DeviceParams) -> String {
+    format!("{}, flush {} µs, write {} µs", p.honesty.name(), p.flush_ns / 1000, p.write_ns / 1000)
+}
+
+/// Every profile with its numbers and source.
+pub fn profiles() -> String {
+    let mut out = String::new();
+    for p in profile::all() {
+        let d = &p.params;
+        let bw = d.bandwidth_bytes_per_s.map_or("unlimited".to_string(), |b| format!("{} MB/s", b / 1_000_000));
+        let _ = write!(
+            out,
+            "{:<18} {:<13} flush {:>6} µs  write {:>4} µs  {:>10}  cache {:>4} MiB\n    {}\n    source: {}\n",
+            p.name,
+            d.honesty.name(),
+            d.flush_ns / 1000,
+            d.write_ns / 1000,
+            bw,
+            d.cache_bytes >> 20,
+            p.class,
+            p.source
+        );
+    }
+    out
+}
+
+/// What one cut did: the cache's losses and how the file system came back.
+#[cfg(feature = "fuse")]
+pub fn cut(outcome: &super::stack::CutOutcome) -> String {
+    let d: &CutReport = &outcome.device;
+    let mut out = format!("power cut (seed {}) and reboot in {} ms:\n", d.seed, outcome.reboot_ms);
+    let _ = writeln!(
+        out,
+        "  cache held {} writes ({} acknowledged); {} reached the disk before the cut, {} of the rest were overwritten by those",
+        d.cached_writes, d.acknowledged_writes, d.destaged_writes, d.superseded_writes
+    );
+    let _ = writeln!(
+        out,
+        "  lost {} writes, {} bytes: {} acknowledged, {} after a flush had reported them durable",
+        d.lost_writes, d.lost_bytes, d.lost_acknowledged, d.lost_after_flush
+    );
+    if let Some(t) = &d.torn {
+        let _ = writeln!(
+            out,
+            "  torn: the {}-byte write at byte {} kept its first {} bytes",
+            t.len_bytes, t.offset, t.persisted_bytes
+        );
+    }
+    if let Some(tool) = &outcome.repaired_with {
+        let _ = writeln!(out, "  the file system did not mount after the cut; repaired with {tool}");
+    }
+    if outcome.detached_lazily {
+        out.push_str("  open files kept the old mount busy: it was detached lazily (its users now get EIO)\n");
+    }
+    let _ = writeln!(out, "  mounted again on {}", outcome.loop_device);
+    out
+}
+
+/// The device's counters and latency summaries under a one-line description of the lab.
+pub fn stats(header: &str, stats: &Stats) -> String {
+    let c = &stats.counters;
+    let mut out = format!("{header}\n");
+    let _ = writeln!(out, "  writes {}  bytes {}  reads {}", c.writes, c.write_bytes, c.reads);
+    let _ = writeln!(
+        out,
+        "  flushes {} ({} with nothing to write)  FUA writes {}",
+        c.flushes, c.empty_flushes, c.fua_writes
+    );
+    let _ = writeln!(
+        out,
+        "  background destages {}  in cache now {} bytes  power cuts {}",
+        c.background_destages, c.cached_bytes, c.cuts
+    );
+    for (name, l) in [("write", &stats.write_latency), ("flush", &stats.flush_latency)] {
+        let _ = writeln!(
+            out,
+            "  {name} latency charged: n {}  mean {:.1} µs  p50 {:.1}  p99 {:.1}  max {:.1}",
+            l.count,
+            l.mean_ns as f64 / 1e3,
+            l.p50_ns as f64 / 1e3,
+            l.p99_ns as f64 / 1e3,
+            l.max_ns as f64 / 1e3
+        );
+    }
+    for cut in &stats.cuts {
+        let _ = writeln!(
+            out,
+            "  cut seed {}: lost {} writes ({} after a flush)",
+            cut.seed, cut.lost_writes, cut.lost_after_flush
+        );
+    }
+    out
+}
