@@ -50,7 +50,7 @@ mod as_root {
         if !Path::new("/dev/fuse").exists() {
             return Some("no /dev/fuse".into());
         }
-        for program in ["losetup", "mkfs.ext4", "mkfs.xfs", "mount", "umount", "setpriv"] {
+        for program in ["losetup", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "mount", "umount", "setpriv"] {
             if syncbench::fsync_errors::prereq::find_program(program).is_none() {
                 return Some(format!("{program} not installed"));
             }
@@ -186,9 +186,9 @@ mod as_root {
     #[test]
     fn honest_disk_keeps_every_record_whose_fdatasync_returned() {
         if let Some(why) = missing_prerequisite() {
-            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs/btrfs and setpriv ({why})"));
         }
-        for fs in ["ext4", "xfs"] {
+        for fs in ["ext4", "xfs", "btrfs"] {
             let (written, survived, cut) = records_through_a_cut("ssd-200us", fs, 50, 7);
             assert_eq!(survived, written, "{fs}: honest disk lost synced records; cut: {cut}");
             assert_eq!(cut["device"]["lost_after_flush"], 0, "{fs}: {cut}");
@@ -198,7 +198,7 @@ mod as_root {
     #[test]
     fn a_disk_that_ignores_flushes_loses_synced_records() {
         if let Some(why) = missing_prerequisite() {
-            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs/btrfs and setpriv ({why})"));
         }
         let (written, survived, cut) = records_through_a_cut("cheating-ssd", "ext4", 50, 7);
         assert!(survived < written, "all {written} records survived a cut of a lying disk; cut: {cut}");
@@ -208,7 +208,7 @@ mod as_root {
     #[test]
     fn second_up_non_root_and_non_empty_directories_are_refused() {
         if let Some(why) = missing_prerequisite() {
-            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs/btrfs and setpriv ({why})"));
         }
         let (dir, mount) = mount_point();
         let m = mount.to_str().unwrap();
@@ -257,7 +257,7 @@ mod as_root {
     #[test]
     fn ctrl_c_during_up_leaves_nothing_behind() {
         if let Some(why) = missing_prerequisite() {
-            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs/btrfs and setpriv ({why})"));
         }
         let (_dir, mount) = mount_point();
         let m = mount.to_str().unwrap();
@@ -288,7 +288,7 @@ mod as_root {
     #[test]
     fn ctrl_c_during_cut_leaves_a_working_lab_that_down_removes() {
         if let Some(why) = missing_prerequisite() {
-            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs/btrfs and setpriv ({why})"));
         }
         let (_dir, mount) = mount_point();
         let m = mount.to_str().unwrap();
@@ -314,7 +314,7 @@ mod as_root {
     #[test]
     fn lab_run_passes_the_mount_and_the_exit_code_and_cleans_up() {
         if let Some(why) = missing_prerequisite() {
-            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs/btrfs and setpriv ({why})"));
         }
         let bin = assert_cmd::cargo::cargo_bin("syncbench");
         let script = format!(
@@ -355,12 +355,28 @@ mod as_root {
     #[test]
     fn probe_names_the_emulated_disk_and_judges_its_flushes() {
         if let Some(why) = missing_prerequisite() {
-            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs and setpriv ({why})"));
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs/btrfs and setpriv ({why})"));
         }
         let hdd = probe_codes("hdd-7200");
         assert!(hdd.contains(&"emulated_disk".into()) && hdd.contains(&"flush_rate_plausible".into()), "{hdd:?}");
         assert!(!hdd.contains(&"layered_loop".into()), "{hdd:?}");
         let ssd = probe_codes("ssd-200us");
         assert!(ssd.contains(&"emulated_disk".into()) && ssd.contains(&"fast_flush_needs_plp".into()), "{ssd:?}");
+    }
+
+    #[test]
+    fn down_cleans_up_after_a_killed_server() {
+        if let Some(why) = missing_prerequisite() {
+            return skip(format_args!("lab needs root, /dev/fuse, losetup, mkfs.ext4/xfs/btrfs and setpriv ({why})"));
+        }
+        let (_dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        ok(&["lab", "up", "--profile", "zero", "--size", "400MiB", m]);
+        let _down = DownOnDrop(mount.clone());
+        let pid = server_pid(&mount);
+        assert!(Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap().success());
+        ok(&["lab", "down", m]);
+        let left = leftovers(&mount, Some(pid));
+        assert!(left.is_empty(), "down after SIGKILL left behind: {left:#?}");
     }
 }
