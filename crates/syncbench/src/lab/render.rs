@@ -1,6 +1,6 @@
 //! The lab's text output: the profile table, a cut's report, the device's counters.
 
-use super::model::{CutReport, Stats};
+use super::model::Stats;
 use super::profile::{self, DeviceParams};
 use std::fmt::Write;
 
@@ -34,7 +34,7 @@ pub fn profiles() -> String {
 /// What one cut did: the cache's losses and how the file system came back.
 #[cfg(feature = "fuse")]
 pub fn cut(outcome: &super::stack::CutOutcome) -> String {
-    let d: &CutReport = &outcome.device;
+    let d = &outcome.device;
     let mut out = format!("power cut (seed {}) and reboot in {} ms:\n", d.seed, outcome.reboot_ms);
     let _ = writeln!(
         out,
