@@ -117,11 +117,11 @@ pub fn listen(dir: &Path) -> anyhow::Result<UnixListener> {
     Ok(listener)
 }
 
-/// Answer requests until `down` or a signal (see [`super::stack::interrupted`]). On `down` the reply is
+/// Answer requests until `down` or a signal (see [`crate::cleanup::interrupted`]). On `down` the reply is
 /// returned to the caller together with its connection, to be sent once everything is torn down.
 pub fn serve(stack: &mut Stack, listener: &UnixListener, dir: &Path, profile: &str) -> Option<UnixStream> {
     loop {
-        if super::stack::interrupted() {
+        if crate::cleanup::interrupted() {
             return None;
         }
         let conn = match listener.accept() {

@@ -6,10 +6,10 @@
 //!
 //! Teardown runs in reverse (unmount, detach the loop device, unmount FUSE, remove the image) on every
 //! path: when the [`Stack`] is dropped after success or error, and on SIGINT/SIGTERM. Work with a stack runs
-//! inside [`run_exclusive`]; the signal hook waits for it to finish and tear down normally (a few seconds at
-//! most; long-running users poll [`interrupted`]) and stops the next one from starting. Only if that takes
-//! too long does it tear down from the process-wide record of what is set up, detaching lazily what is
-//! still busy. One stack per process is recorded for that (the lab server and fsync-errors build one at
+//! inside [`run_exclusive`]; the signal hook waits for it to finish and tear down normally (a few seconds
+//! at most; long-running users poll [`cleanup::interrupted`]) and stops the next one from starting. Only if
+//! that takes too long does it tear down from the process-wide record of what is set up, detaching lazily
+//! what is still busy. One stack per process is recorded for that (the lab server and fsync-errors build one at
 //! a time).
 
 use super::model::{CutReport, DeviceModel, Stats};
@@ -102,11 +102,6 @@ pub fn run_exclusive<T>(work: impl FnOnce() -> T) -> Option<T> {
         return None;
     }
     Some(work())
-}
-
-/// Whether SIGINT/SIGTERM arrived (see [`cleanup::interrupted`]): long-running users of a stack stop.
-pub fn interrupted() -> bool {
-    cleanup::interrupted()
 }
 
 fn active() -> std::sync::MutexGuard<'static, Active> {

@@ -376,7 +376,10 @@ pub fn emulated_disk(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> 
         format!("{:.0} {}/s{median}", r.ops_per_s, r.method)
     });
     let what = measured.clone().unwrap_or_else(|| format!("a modelled flush of {} µs", d.flush_us));
-    let fast = fastest.map_or(d.flush_us * 1000 < ROTATIONAL_FLUSH_MEDIAN_NS_MIN, too_fast_for_a_platter);
+    // The profile's own flush cost decides what the disk is; a measurement can only add that it is faster
+    // than it should be (a loaded machine makes fast flushes look slow, never the reverse).
+    let modelled_fast = d.flush_us * 1000 < ROTATIONAL_FLUSH_MEDIAN_NS_MIN;
+    let fast = modelled_fast || fastest.is_some_and(too_fast_for_a_platter);
     found.extend(match (d.rotational, fast) {
         (true, false) => verdict(
             Severity::Info,
@@ -707,6 +710,12 @@ mod tests {
         assert_eq!(v.iter().map(|v| v.code.as_str()).collect::<Vec<_>>(), ["emulated_disk", "fast_flush_needs_plp"]);
         assert!(v[1].message.contains("power-loss protection") && v[1].advice.contains("power-cut test is the proof"));
         assert_eq!(codes(emulated_disk, &ssd, &[]), ["emulated_disk", "fast_flush_needs_plp"]);
+        // Slowed down by a loaded machine, it is still the fast profile.
+        let slowed = CaseResult {
+            latency_ns: crate::schema::LatencyNs { p50: 3_000_000, ..Default::default() },
+            ..case("fdatasync", 200.0)
+        };
+        assert_eq!(codes(emulated_disk, &ssd, &[slowed]), ["emulated_disk", "fast_flush_needs_plp"]);
         // A consumer SSD's 3 ms flush is neither a platter's nor suspiciously fast.
         assert_eq!(codes(emulated_disk, &lab_disk("sata-ssd-consumer", 3000, false), &[]), ["emulated_disk"]);
     }
