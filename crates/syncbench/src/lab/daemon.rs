@@ -83,10 +83,23 @@ fn is_mount_point(path: &Path) -> bool {
     text.lines().filter_map(|l| l.split(' ').nth(4)).any(|m| m.replace("\\040", " ") == want)
 }
 
-/// A started server, shared with the signal hook.
+/// Where a started server is, as the signal hook sees it.
+enum Phase {
+    /// The state directory exists; the server process may be about to start.
+    Starting,
+    /// The server runs and is ours to stop.
+    Running(Child),
+    /// Stopped (or reaped after `down`): nothing more to do.
+    Stopped,
+    /// Left running on purpose (`up` succeeded): the signal hook must not touch it.
+    Detached,
+}
+
+/// A started server, shared with the signal hook. The server is spawned under the same lock the hook takes,
+/// so a Ctrl-C either finds the server and stops it or keeps it from ever starting.
 #[derive(Clone)]
 pub struct Server {
-    child: Arc<Mutex<Option<Child>>>,
+    phase: Arc<Mutex<Phase>>,
     state_dir: PathBuf,
 }
 
@@ -97,29 +110,35 @@ impl Server {
         let state_dir = control::state_dir(&config.mount);
         std::fs::create_dir_all(control::STATE_ROOT).context("creating /run/syncbench-lab")?;
         std::fs::create_dir(&state_dir).with_context(|| format!("creating {}", state_dir.display()))?;
-        let server = Server { child: Arc::new(Mutex::new(None)), state_dir: state_dir.clone() };
+        let server = Server { phase: Arc::new(Mutex::new(Phase::Starting)), state_dir };
         let hook = server.clone();
         crate::cleanup::on_signal(move || hook.stop());
         let result = server.spawn_and_wait(config);
         if result.is_err() {
             server.stop();
-            let _ = std::fs::remove_dir_all(&state_dir);
         }
         Ok((server.clone(), result?))
     }
 
     fn spawn_and_wait(&self, config: &ServeConfig) -> anyhow::Result<State> {
         let log = std::fs::File::create(self.state_dir.join(LOG_FILE)).context("creating the server log")?;
-        let mut child = Command::new(std::env::current_exe().context("finding syncbench's own executable")?)
-            .args(["lab", "serve", "--config", &serde_json::to_string(config)?])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .process_group(0)
-            .spawn()
-            .context("starting the lab server")?;
-        let stdout = child.stdout.take().context("the server's stdout")?;
-        *self.lock() = Some(child);
+        let stdout = {
+            let mut phase = self.lock();
+            if !matches!(*phase, Phase::Starting) {
+                bail!("interrupted before the lab server started");
+            }
+            let mut child = Command::new(std::env::current_exe().context("finding syncbench's own executable")?)
+                .args(["lab", "serve", "--config", &serde_json::to_string(config)?])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(log)
+                .process_group(0)
+                .spawn()
+                .context("starting the lab server")?;
+            let stdout = child.stdout.take().context("the server's stdout")?;
+            *phase = Phase::Running(child);
+            stdout
+        };
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut line = String::new();
@@ -134,34 +153,43 @@ impl Server {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Child>> {
-        self.child.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// SIGTERM the server if it is still ours, wait for it to tear down, and remove the state directory
-    /// (a server that died before cleaning up would leave it).
+    /// Unless the server was detached or already stopped: SIGTERM it if it runs, wait for it to tear
+    /// down, and remove the state directory (and whatever a server that died before cleaning up left).
     pub fn stop(&self) {
-        let Some(mut child) = self.lock().take() else { return };
-        if let Ok(None) = child.try_wait() {
-            let _ = syncbench_sys::ptrace::send_signal(child.id() as i32, libc::SIGTERM);
-            wait_with_timeout(&mut child, STOP_TIMEOUT);
+        let previous = std::mem::replace(&mut *self.lock(), Phase::Stopped);
+        match previous {
+            Phase::Detached => *self.lock() = Phase::Detached,
+            Phase::Stopped => {}
+            Phase::Starting => {
+                let _ = std::fs::remove_dir_all(&self.state_dir);
+            }
+            Phase::Running(mut child) => {
+                if let Ok(None) = child.try_wait() {
+                    let _ = syncbench_sys::ptrace::send_signal(child.id() as i32, libc::SIGTERM);
+                    wait_with_timeout(&mut child, STOP_TIMEOUT);
+                }
+                if let Ok(state) = control::read_state(&self.state_dir) {
+                    warn_on_error(clean_after_dead_server(&self.state_dir, &state));
+                }
+                let _ = std::fs::remove_dir_all(&self.state_dir);
+            }
         }
-        if let Ok(state) = control::read_state(&self.state_dir) {
-            warn_on_error(clean_after_dead_server(&self.state_dir, &state));
-        }
-        let _ = std::fs::remove_dir_all(&self.state_dir);
     }
 
     /// Wait for the server to exit after a `down` (it confirmed teardown already; this reaps it).
     pub fn reap(&self) {
-        if let Some(mut child) = self.lock().take() {
+        if let Phase::Running(mut child) = std::mem::replace(&mut *self.lock(), Phase::Stopped) {
             wait_with_timeout(&mut child, STOP_TIMEOUT);
         }
     }
 
     /// Let the server run on without us (after a successful `up`).
     pub fn detach(self) {
-        self.lock().take();
+        *self.lock() = Phase::Detached;
     }
 }
 
