@@ -25,6 +25,8 @@ pub struct ControlRecord {
     pub page_size: u32,
     /// Torn-page protection the store was created with (a [`super::Mode`] code).
     pub mode: u8,
+    /// Double-write design (a [`super::DwDesign`] code; 0, the 2012 design, in older files).
+    pub dw_design: u8,
     /// Whether the store was shut down cleanly after this checkpoint.
     pub clean_shutdown: bool,
 }
@@ -40,6 +42,7 @@ impl ControlRecord {
         slot[36..40].copy_from_slice(&self.page_size.to_le_bytes());
         slot[40] = self.mode;
         slot[41] = u8::from(self.clean_shutdown);
+        slot[42] = self.dw_design;
         let sum = crc32c::crc32c(&slot[4..]);
         slot[..4].copy_from_slice(&sum.to_le_bytes());
         slot
@@ -58,6 +61,7 @@ impl ControlRecord {
             page_size: u32_at(36),
             mode: slot[40],
             clean_shutdown: slot[41] == 1,
+            dw_design: slot[42],
         })
     }
 }
@@ -121,6 +125,7 @@ mod tests {
             checkpoint_lsn: redo + 1,
             page_size: 8192,
             mode: 2,
+            dw_design: 1,
             clean_shutdown: false,
         }
     }
@@ -135,6 +140,7 @@ mod tests {
         let reopened = ControlFile::open(&RealStorage, &path).unwrap();
         assert_eq!(reopened.current().redo_lsn, 20);
         assert_eq!(reopened.current().seq, 3);
+        assert_eq!(reopened.current().dw_design, 1);
         // Tear the newest slot (seq 3 lives in slot 1): the older one (seq 2, redo 10) is used.
         let f = RealStorage.open(&path, FileOptions::default()).unwrap();
         f.write_at(&[0xFF; 100], SLOT_BYTES as u64 + 200, WriteSync::None).unwrap();

@@ -3,7 +3,8 @@
 //!
 //! One file, two regions: `batch_pages` slots for the background flusher and checkpoints, and a few
 //! single-page slots for evictions, so an eviction never waits for a batch (the 2012 patch and InnoDB
-//! both keep them separate). Each slot holds a whole page; the page's own header (id, LSN, checksum)
+//! both keep them separate). The `pipelined` design adds a third: a ring of `ring_batches` batches that
+//! pages are spooled into ahead of eviction ([`super::dw_pipelined`]). Each slot holds a whole page; the page's own header (id, LSN, checksum)
 //! says what it is, so no separate directory is needed.
 
 use super::page::{self, Lsn, PageCheck, PageId};
@@ -53,20 +54,23 @@ pub struct DoubleWrite<F> {
     file: F,
     page_size: usize,
     batch_pages: usize,
+    ring_batches: usize,
     single_next: std::sync::atomic::AtomicUsize,
 }
 
 impl<F: StorageFile> DoubleWrite<F> {
-    /// Create the area (zero-filled, synced, directory synced) or open an existing one.
+    /// Create the area (zero-filled, synced, directory synced) or open an existing one. `ring_batches`
+    /// is 0 for the 2012 design.
     pub fn create_or_open<S: Storage<File = F>>(
         storage: &S,
         dir: &Path,
         page_size: usize,
         batch_pages: usize,
+        ring_batches: usize,
         opts: FileOptions,
     ) -> io::Result<Self> {
         let path = dir.join(DW_FILE_NAME);
-        let slots = batch_pages + SINGLE_SLOTS;
+        let slots = batch_pages + SINGLE_SLOTS + ring_batches * batch_pages;
         let file = if storage.exists(&path)? {
             storage.open(&path, opts)?
         } else {
@@ -77,7 +81,21 @@ impl<F: StorageFile> DoubleWrite<F> {
             storage.sync_dir(dir)?;
             file
         };
-        Ok(DoubleWrite { file, page_size, batch_pages, single_next: Default::default() })
+        Ok(DoubleWrite { file, page_size, batch_pages, ring_batches, single_next: Default::default() })
+    }
+
+    /// Write sealed page images into ring batch `position` (0-based, below `ring_batches`) without
+    /// syncing: the pipelined design's sync thread calls [`DoubleWrite::sync`] for several batches at once.
+    pub fn write_ring(&self, position: usize, images: &[u8]) -> io::Result<()> {
+        assert!(position < self.ring_batches, "ring position {position} is outside the ring");
+        assert!(images.len() <= self.batch_pages * self.page_size, "a ring batch is at most one batch");
+        let first_slot = self.batch_pages + SINGLE_SLOTS + position * self.batch_pages;
+        self.file.write_at(images, (first_slot * self.page_size) as u64, WriteSync::None)
+    }
+
+    /// Make every completed write to the area durable.
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
     }
 
     /// Write sealed page images into a region in one sequential write, then sync (unless a test fault
@@ -138,7 +156,8 @@ mod tests {
     #[test]
     fn newest_copy_per_page_wins_and_torn_slots_are_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let dw = DoubleWrite::create_or_open(&crate::RealStorage, dir.path(), 4096, 4, FileOptions::default()).unwrap();
+        let dw =
+            DoubleWrite::create_or_open(&crate::RealStorage, dir.path(), 4096, 4, 2, FileOptions::default()).unwrap();
         let id = PageId { file: 1, page_no: 3 };
         let image = |lsn: Lsn| {
             let mut p = vec![0u8; 4096];
@@ -157,5 +176,9 @@ mod tests {
         let copies = dw.newest_copies().unwrap();
         assert_eq!(copies.len(), 1);
         assert_eq!(page::lsn(&copies[&id]), 9);
+        // A copy in the ring counts like any other.
+        dw.write_ring(1, &image(11)).unwrap();
+        dw.sync().unwrap();
+        assert_eq!(page::lsn(&dw.newest_copies().unwrap()[&id]), 11);
     }
 }

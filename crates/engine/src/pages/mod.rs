@@ -7,6 +7,7 @@
 pub mod atomic;
 pub mod control;
 pub mod dw;
+pub mod dw_pipelined;
 mod error;
 pub mod log;
 pub mod page;
@@ -74,6 +75,48 @@ impl Mode {
     }
 }
 
+/// How the double-write buffer (`dw` mode) writes pages: see docs/pages.md.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DwDesign {
+    /// The 2012 prototype (shared/seeds/003): pages are double-written when they are evicted or
+    /// checkpointed, a batch or a single page at a time, each write followed by a sync.
+    #[default]
+    V2012,
+    /// Pages are spooled into a ring of batches ahead of eviction and synced by their own thread, several
+    /// batches in flight; evictions prefer pages whose copy is durable and then write only home.
+    Pipelined,
+}
+
+impl DwDesign {
+    /// Every design, in the order reports list them.
+    pub const ALL: [DwDesign; 2] = [DwDesign::V2012, DwDesign::Pipelined];
+
+    /// The name users type (`2012`, `pipelined`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DwDesign::V2012 => "2012",
+            DwDesign::Pipelined => "pipelined",
+        }
+    }
+
+    /// Parse a name users type.
+    pub fn from_name(name: &str) -> Option<DwDesign> {
+        DwDesign::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// The control file's code (byte 42; 0 in files written before designs existed).
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            DwDesign::V2012 => 0,
+            DwDesign::Pipelined => 1,
+        }
+    }
+
+    pub(crate) fn from_code(code: u8) -> Option<DwDesign> {
+        DwDesign::ALL.into_iter().find(|d| d.code() == code)
+    }
+}
+
 /// Deliberate bugs for crash tests to prove they catch them. Never set outside tests.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -96,6 +139,9 @@ pub struct FaultSwitches {
     pub atomic_plain_write: bool,
     /// Recovery's redo starts one record after the checkpoint's redo point.
     pub redo_skips_first_record: bool,
+    /// `pipelined`: let a page go home as soon as its copy is written to the ring, before the ring's
+    /// sync has completed.
+    pub dw_home_before_sync: bool,
 }
 
 /// How a store is laid out and behaves.
@@ -109,6 +155,8 @@ pub struct StoreConfig {
     pub mode: Mode,
     /// Pages per double-write batch (and the batch size of the background flusher).
     pub dw_batch_pages: usize,
+    /// How the double-write buffer works (`dw` mode only).
+    pub dw_design: DwDesign,
     /// Number of data files (`data-0` …).
     pub data_files: u32,
     /// Where the log lives (default: the store directory).
@@ -130,6 +178,7 @@ impl StoreConfig {
             buffer_pool_bytes: 16 << 20,
             mode,
             dw_batch_pages: 64,
+            dw_design: DwDesign::V2012,
             data_files,
             wal_dir: None,
             dw_dir: None,

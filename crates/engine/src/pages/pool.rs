@@ -27,6 +27,11 @@ pub struct Frame {
     /// It was dirty when the running checkpoint chose its redo LSN: the checkpoint must write a copy of
     /// it taken after that moment, even if it has been changed again since.
     pub checkpoint_needed: bool,
+    /// `pipelined` double-write: the ring batch (sequence number) holding a copy of this page, 0 if none
+    /// since it was last written home.
+    pub dw_seq: u64,
+    /// The page LSN of that copy: it protects the page only while the page still has this LSN.
+    pub dw_lsn: super::page::Lsn,
 }
 
 /// The frames, the page table and the clock hand.
@@ -50,6 +55,8 @@ impl Pool {
                 pinned: false,
                 torn: false,
                 checkpoint_needed: false,
+                dw_seq: 0,
+                dw_lsn: 0,
             })
             .collect();
         Pool { frames, map: HashMap::new(), hand: 0 }
@@ -67,6 +74,14 @@ impl Pool {
     /// the client a synchronous write (through the double-write area in dw mode), so it is returned
     /// only when two sweeps find no clean one. `None` if nothing is evictable.
     pub fn victim(&mut self) -> Option<usize> {
+        self.victim_preferring(|_| false)
+    }
+
+    /// [`Pool::victim`] where a dirty frame `cheap` accepts counts as clean (in `pipelined` dw: its
+    /// double-write copy is durable, so evicting it costs only a home write, no sync): the hand takes the
+    /// first clean or cheap frame it reaches, so it consumes the copies spooled ahead of it in order. The
+    /// sweep goes on through the whole pool for one rather than make the client wait for a double-write.
+    pub fn victim_preferring(&mut self, cheap: impl Fn(&Frame) -> bool) -> Option<usize> {
         let mut dirty_fallback = None;
         for _ in 0..2 * self.frames.len() {
             let idx = self.hand;
@@ -82,7 +97,7 @@ impl Pool {
                 f.referenced = false;
                 continue;
             }
-            if !f.dirty {
+            if !f.dirty || cheap(f) {
                 return Some(idx);
             }
             dirty_fallback.get_or_insert(idx);
@@ -101,6 +116,8 @@ impl Pool {
         f.referenced = true;
         f.torn = torn;
         f.checkpoint_needed = false;
+        f.dw_seq = 0;
+        f.dw_lsn = 0;
         self.map.insert(id, idx);
     }
 
@@ -162,6 +179,25 @@ mod tests {
         assert_eq!(pool.victim(), None, "nothing evictable");
         assert_eq!(pool.lookup(id(10)), Some(0));
         assert_eq!(pool.lookup(id(0)), None);
+    }
+
+    #[test]
+    fn a_cheap_dirty_frame_counts_as_clean() {
+        let mut pool = Pool::new(4, 4096);
+        for n in 0..4 {
+            let v = pool.victim().unwrap();
+            pool.install(v, id(n), false);
+            pool.frames[v].referenced = false;
+            pool.frames[v].dirty = true;
+        }
+        pool.frames[2].dw_seq = 7;
+        assert_eq!(pool.victim(), Some(0), "without a preference the first dirty frame");
+        assert_eq!(pool.victim_preferring(|f| f.dw_seq != 0), Some(2), "the cheap one, further on");
+        pool.frames[2].dw_seq = 0;
+        pool.frames[3].dirty = false;
+        assert_eq!(pool.victim_preferring(|f| f.dw_seq != 0), Some(3), "a clean one, further on");
+        pool.frames[1].dw_seq = 7;
+        assert_eq!(pool.victim_preferring(|f| f.dw_seq != 0), Some(1), "whichever the hand reaches first");
     }
 
     #[test]

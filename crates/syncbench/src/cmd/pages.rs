@@ -9,7 +9,7 @@ use crate::schema::Envelope;
 use crate::size::{format_size, parse_size};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use syncbench_engine::pages::Mode;
+use syncbench_engine::pages::{DwDesign, Mode};
 
 /// Flags of `syncbench pages`.
 #[derive(Debug, clap::Args)]
@@ -44,6 +44,10 @@ pub struct Args {
     /// Pages per double-write batch.
     #[arg(long, default_value_t = 64)]
     pub dw_batch: usize,
+    /// Double-write designs, one dw row each: 2012 (the prototype: pages double-written and synced when
+    /// evicted or checkpointed) and/or pipelined (spooled ahead of eviction, synced by their own thread).
+    #[arg(long, default_value = "2012")]
+    pub dw_design: String,
     /// Where files go.
     #[command(flatten)]
     pub paths: Box<Paths>,
@@ -89,9 +93,9 @@ pub fn main(args: Args) -> Outcome {
     check_space(&plan)?;
     let started_at = crate::schema::now_rfc3339();
     let environment = crate::probe::collect(&plan.dir);
-    let progress = |mode: Mode, pool: usize| {
+    let progress = |row: &str, pool: usize| {
         if crate::output::stderr_is_terminal() {
-            eprintln!("syncbench pages: {} with a {} buffer pool …", mode.name(), format_size(pool as u64));
+            eprintln!("syncbench pages: {row} with a {} buffer pool …", format_size(pool as u64));
         }
     };
     let table = crate::pages::run_all(&plan, progress)?;
@@ -116,6 +120,7 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
     }
     args.paths.export.validate()?;
     let modes = parse_modes(&args.mode)?;
+    let dw_designs = parse_designs(&args.dw_design)?;
     let pools_bytes = args.buffer_pool.split(',').map(pool_size).collect::<anyhow::Result<Vec<_>>>()?;
     let quick_secs = (args.checkpoint_secs * 1.2).clamp(3.0, 30.0);
     let secs = args.secs.unwrap_or(if args.quick { quick_secs } else { 10.0 });
@@ -137,6 +142,7 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
         dw_dir: args.paths.dw_dir.clone(),
         ack_log: args.paths.ack_log.clone(),
         modes,
+        dw_designs,
         pools_bytes,
         secs,
         checkpoint_secs: args.checkpoint_secs,
@@ -147,7 +153,7 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
         dw_batch: args.dw_batch,
     };
     for &pool in &plan.pools_bytes {
-        plan.store_config(Mode::None, pool)
+        plan.store_config(Mode::None, DwDesign::default(), pool)
             .validate()
             .map_err(|e| usage(format!("{e} (see --buffer-pool, --dw-batch)")))?;
     }
@@ -164,6 +170,18 @@ fn parse_modes(list: &str) -> anyhow::Result<Vec<Mode>> {
         }
     }
     Ok(modes)
+}
+
+fn parse_designs(list: &str) -> anyhow::Result<Vec<DwDesign>> {
+    let mut designs = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let design = DwDesign::from_name(name)
+            .ok_or_else(|| usage(format!("--dw-design {name:?} is unknown; use 2012 or pipelined")))?;
+        if !designs.contains(&design) {
+            designs.push(design);
+        }
+    }
+    Ok(designs)
 }
 
 /// One `--buffer-pool` entry in bytes.
@@ -191,5 +209,7 @@ mod tests {
         assert_eq!(parse_modes("none,fpw,dw,fpw").unwrap(), vec![Mode::None, Mode::Fpw, Mode::Dw]);
         let err = parse_modes("none,raid").unwrap_err();
         assert!(err.downcast_ref::<crate::exit::UsageError>().is_some());
+        assert_eq!(parse_designs("pipelined, 2012,pipelined").unwrap(), vec![DwDesign::Pipelined, DwDesign::V2012]);
+        assert!(parse_designs("2013").unwrap_err().downcast_ref::<crate::exit::UsageError>().is_some());
     }
 }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 use syncbench_engine::RealStorage;
-use syncbench_engine::pages::{Mode, StoreConfig, StoreStats, atomic};
+use syncbench_engine::pages::{DwDesign, Mode, StoreConfig, StoreStats, atomic, dw_pipelined};
 use syncbench_engine::storage::Storage;
 use syncbench_engine::workload::{Bank, BankConfig, RunReport, RunSpec};
 
@@ -31,6 +31,10 @@ pub struct PagesRow {
     /// `none`, `fpw`, `dw` or `atomic` in JSON.
     #[serde(with = "mode_name")]
     pub mode: Mode,
+    /// For `dw` rows: the double-write design, `"2012"` or `"pipelined"` in JSON (files written before
+    /// designs existed have none: those rows are the 2012 design).
+    #[serde(with = "design_name")]
+    pub dw_design: Option<DwDesign>,
     /// Whether this mode could run here (atomic needs device support; files that do not say ran it).
     #[serde(default = "crate::schema::yes")]
     pub supported: bool,
@@ -57,8 +61,17 @@ pub struct PagesRow {
     pub checkpoint_duration_s_mean: f64,
     /// Checkpoints completed during the run.
     pub checkpoints: u64,
-    /// Pages written synchronously by clients to make room (the evictions that wait).
+    /// Pages written synchronously by clients to make room.
     pub eviction_writes: u64,
+    /// Of which waited for a double-write of their own and its sync (`dw` rows).
+    pub evictions_waited_for_dw: u64,
+    /// Syncs of the double-write area per transaction (included in `fsyncs_per_txn`).
+    pub dw_syncs_per_txn: f64,
+    /// `pipelined`: pages spooled into the double-write ring ahead of eviction.
+    pub dw_pages_written_ahead: u64,
+    /// `pipelined`: of which spooled again before the earlier copy was used by a home write (the page
+    /// changed, or its ring batch was reused first): wasted work.
+    pub dw_pages_rewritten_before_eviction: u64,
     /// Acknowledged transactions.
     pub txns: u64,
     /// Seconds timed.
@@ -70,6 +83,7 @@ impl Default for PagesRow {
     fn default() -> PagesRow {
         PagesRow {
             mode: Mode::None,
+            dw_design: None,
             supported: false,
             error: None,
             buffer_pool_bytes: 0,
@@ -83,6 +97,10 @@ impl Default for PagesRow {
             checkpoint_duration_s_mean: 0.0,
             checkpoints: 0,
             eviction_writes: 0,
+            evictions_waited_for_dw: 0,
+            dw_syncs_per_txn: 0.0,
+            dw_pages_written_ahead: 0,
+            dw_pages_rewritten_before_eviction: 0,
             txns: 0,
             duration_s: 0.0,
         }
@@ -105,6 +123,39 @@ pub mod mode_name {
         let name = String::deserialize(d)?;
         Mode::from_name(&name)
             .ok_or_else(|| D::Error::custom(format!("unknown mode {name:?}; expected none, fpw, dw or atomic")))
+    }
+}
+
+impl PagesRow {
+    /// The row's name in tables: the mode, or `dw-<design>`.
+    pub fn label(&self) -> String {
+        match self.dw_design {
+            Some(design) if self.mode == Mode::Dw => format!("dw-{}", design.name()),
+            _ => self.mode.name().to_string(),
+        }
+    }
+}
+
+/// [`DwDesign`] in JSON by the name users type (`null` for rows of other modes).
+pub mod design_name {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use syncbench_engine::pages::DwDesign;
+
+    /// `"pipelined"` or `null`.
+    pub fn serialize<S: Serializer>(design: &Option<DwDesign>, s: S) -> Result<S::Ok, S::Error> {
+        match design {
+            Some(d) => s.serialize_some(d.name()),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// From `"pipelined"` or `null`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DwDesign>, D::Error> {
+        let Some(name) = Option::<String>::deserialize(d)? else { return Ok(None) };
+        DwDesign::from_name(&name)
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format!("unknown dw design {name:?}; expected 2012 or pipelined")))
     }
 }
 
@@ -146,6 +197,8 @@ pub struct Plan {
     pub ack_log: Option<PathBuf>,
     /// Modes, in the order run.
     pub modes: Vec<Mode>,
+    /// Double-write designs: one `dw` row per design, in this order.
+    pub dw_designs: Vec<DwDesign>,
     /// Buffer-pool sizes, one row per size and mode.
     pub pools_bytes: Vec<usize>,
     /// Seconds per row.
@@ -166,12 +219,25 @@ pub struct Plan {
 
 impl Plan {
     /// The store configuration of one row.
-    pub fn store_config(&self, mode: Mode, pool_bytes: usize) -> StoreConfig {
+    pub fn store_config(&self, mode: Mode, design: DwDesign, pool_bytes: usize) -> StoreConfig {
         let mut config = Bank::<RealStorage>::store_config(mode);
         config.page_size = self.page_size;
         config.buffer_pool_bytes = pool_bytes;
         config.dw_batch_pages = self.dw_batch;
+        config.dw_design = design;
         config
+    }
+
+    /// The rows of one buffer-pool size, in order: every mode, `dw` once per design.
+    pub fn variants(&self) -> Vec<(Mode, DwDesign)> {
+        let mut out = Vec::new();
+        for &mode in &self.modes {
+            match mode {
+                Mode::Dw => out.extend(self.dw_designs.iter().map(|&d| (mode, d))),
+                _ => out.push((mode, DwDesign::default())),
+            }
+        }
+        out
     }
 
     fn bank_config(&self) -> BankConfig {
@@ -189,10 +255,12 @@ impl Plan {
     /// log's segments (current, preallocated and spares) and a double-write batch where those go. A row's
     /// store is removed before the next one starts, so one row's worth is what must fit.
     pub fn space_needed(&self) -> Vec<(&Path, u64)> {
-        let wal = self.store_config(Mode::Fpw, 0).wal;
+        let wal = self.store_config(Mode::Fpw, DwDesign::default(), 0).wal;
         let wal_bytes =
             (1 + u64::from(wal.preallocate_segments) + u64::from(wal.max_spare_segments)) * wal.segment_bytes;
-        let dw_bytes = if self.modes.contains(&Mode::Dw) { (self.dw_batch * self.page_size) as u64 * 2 } else { 0 };
+        let ring = if self.dw_designs.contains(&DwDesign::Pipelined) { dw_pipelined::RING_BATCHES } else { 0 };
+        let dw_slots = (2 + ring) * self.dw_batch;
+        let dw_bytes = if self.modes.contains(&Mode::Dw) { (dw_slots * self.page_size) as u64 } else { 0 };
         let mut need: Vec<(&Path, u64)> = vec![(&self.dir, self.data_bytes())];
         for (extra, bytes) in [(&self.wal_dir, wal_bytes), (&self.dw_dir, dw_bytes)] {
             match extra {
@@ -208,12 +276,12 @@ impl Plan {
 const ROW_BYTES: u64 = 100;
 
 /// Run every (buffer pool, mode) row of `plan`. `progress` is called before each row.
-pub fn run_all(plan: &Plan, progress: impl Fn(Mode, usize)) -> anyhow::Result<PagesTable> {
+pub fn run_all(plan: &Plan, progress: impl Fn(&str, usize)) -> anyhow::Result<PagesTable> {
     let mut rows = Vec::new();
     for &pool in &plan.pools_bytes {
-        for &mode in &plan.modes {
-            progress(mode, pool);
-            rows.push(run_one(plan, mode, pool)?);
+        for (mode, design) in plan.variants() {
+            progress(&label(mode, design), pool);
+            rows.push(run_one(plan, mode, design, pool)?);
         }
     }
     Ok(PagesTable {
@@ -238,22 +306,36 @@ fn own_dir(parent: &Path, what: &str) -> anyhow::Result<Created> {
     Ok(guard)
 }
 
-fn run_one(plan: &Plan, mode: Mode, pool_bytes: usize) -> anyhow::Result<PagesRow> {
+/// How a row is named in progress lines and tables: `dw-2012`, `dw-pipelined`, or the mode.
+pub fn label(mode: Mode, design: DwDesign) -> String {
+    match mode {
+        Mode::Dw => format!("dw-{}", design.name()),
+        _ => mode.name().to_string(),
+    }
+}
+
+fn run_one(plan: &Plan, mode: Mode, design: DwDesign, pool_bytes: usize) -> anyhow::Result<PagesRow> {
     let store_dir = own_dir(&plan.dir, "pages")?;
     let wal_dir = plan.wal_dir.as_deref().map(|d| own_dir(d, "pages-wal")).transpose()?;
     let dw_dir = plan.dw_dir.as_deref().map(|d| own_dir(d, "pages-dw")).transpose()?;
-    let mut config = plan.store_config(mode, pool_bytes);
+    let mut config = plan.store_config(mode, design, pool_bytes);
+    let dw_design = (mode == Mode::Dw).then_some(design);
     config.wal_dir = wal_dir.as_ref().map(|g| g.path().to_path_buf());
     config.dw_dir = dw_dir.as_ref().filter(|_| mode == Mode::Dw).map(|g| g.path().to_path_buf());
-    let unsupported =
-        |why: String| PagesRow { mode, buffer_pool_bytes: pool_bytes as u64, error: Some(why), ..PagesRow::default() };
+    let unsupported = |why: String| PagesRow {
+        mode,
+        dw_design,
+        buffer_pool_bytes: pool_bytes as u64,
+        error: Some(why),
+        ..PagesRow::default()
+    };
     if mode == Mode::Atomic
         && let Err(why) = atomic_support(store_dir.path(), plan.page_size)
     {
         return Ok(unsupported(why));
     }
     let created = CreatedDirs { wal: wal_dir.as_ref().map(Created::path), dw: dw_dir.as_ref().map(Created::path) };
-    recover::write_settings(store_dir.path(), plan, mode, pool_bytes, created)?;
+    recover::write_settings(store_dir.path(), plan, (mode, design), pool_bytes, created)?;
     let bank = Bank::create(RealStorage, store_dir.path(), config, plan.bank_config())
         .with_context(|| format!("creating the {} store in {}", mode.name(), store_dir.path().display()))?;
     let before = bank.store().stats();
@@ -264,7 +346,7 @@ fn run_one(plan: &Plan, mode: Mode, pool_bytes: usize) -> anyhow::Result<PagesRo
     }
     bank.check_invariants().map_err(|e| CheckFailed(format!("{} run: {e}", mode.name())))?;
     bank.close().with_context(|| format!("closing the {} store", mode.name()))?;
-    Ok(row(mode, pool_bytes, &report, before, after))
+    Ok(row((mode, design), pool_bytes, &report, before, after))
 }
 
 fn atomic_support(store_dir: &Path, page_size: usize) -> Result<(), String> {
@@ -309,7 +391,8 @@ fn per_txn(value: u64, txns: u64) -> f64 {
     if txns == 0 { 0.0 } else { value as f64 / txns as f64 }
 }
 
-fn row(mode: Mode, pool_bytes: usize, report: &RunReport, before: StoreStats, after: StoreStats) -> PagesRow {
+fn row(variant: (Mode, DwDesign), pool: usize, report: &RunReport, before: StoreStats, after: StoreStats) -> PagesRow {
+    let (mode, design) = variant;
     let txns = report.acknowledged;
     let wal = after.wal_bytes - before.wal_bytes;
     let fpi = after.fpi_bytes - before.fpi_bytes;
@@ -321,9 +404,10 @@ fn row(mode: Mode, pool_bytes: usize, report: &RunReport, before: StoreStats, af
     let duration_s = report.elapsed.as_secs_f64();
     PagesRow {
         mode,
+        dw_design: (mode == Mode::Dw).then_some(design),
         supported: true,
         error: None,
-        buffer_pool_bytes: pool_bytes as u64,
+        buffer_pool_bytes: pool as u64,
         tps: if duration_s > 0.0 { txns as f64 / duration_s } else { 0.0 },
         latency_ns: Samples::of(&report.latencies_ns).latency(),
         wal_bytes_per_txn: per_txn(wal, txns),
@@ -334,6 +418,10 @@ fn row(mode: Mode, pool_bytes: usize, report: &RunReport, before: StoreStats, af
         checkpoint_duration_s_mean: if checkpoints == 0 { 0.0 } else { checkpoint_secs / checkpoints as f64 },
         checkpoints,
         eviction_writes: after.eviction_writes - before.eviction_writes,
+        evictions_waited_for_dw: after.evictions_waited_for_dw - before.evictions_waited_for_dw,
+        dw_syncs_per_txn: per_txn(after.dw_syncs - before.dw_syncs, txns),
+        dw_pages_written_ahead: after.dw_pages_spooled - before.dw_pages_spooled,
+        dw_pages_rewritten_before_eviction: after.dw_pages_respooled - before.dw_pages_respooled,
         txns,
         duration_s,
     }

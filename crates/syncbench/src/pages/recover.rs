@@ -9,7 +9,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use syncbench_engine::RealStorage;
-use syncbench_engine::pages::Mode;
+use syncbench_engine::pages::{DwDesign, Mode};
 use syncbench_engine::storage::{FileOptions, Storage, StorageFile, WriteSync};
 use syncbench_engine::workload::{Bank, BankConfig};
 
@@ -18,6 +18,9 @@ use syncbench_engine::workload::{Bank, BankConfig};
 struct StoreSettings {
     #[serde(with = "super::mode_name")]
     mode: Mode,
+    /// `2012` or `pipelined` (absent in files from before designs existed: 2012).
+    #[serde(default, with = "super::design_name")]
+    dw_design: Option<DwDesign>,
     page_size: usize,
     dw_batch: usize,
     buffer_pool_bytes: usize,
@@ -52,12 +55,13 @@ fn absolute(dir: &Path) -> anyhow::Result<PathBuf> {
 pub(crate) fn write_settings(
     store_dir: &Path,
     plan: &Plan,
-    mode: Mode,
+    (mode, design): (Mode, DwDesign),
     pool_bytes: usize,
     created: CreatedDirs<'_>,
 ) -> anyhow::Result<()> {
     let settings = StoreSettings {
         mode,
+        dw_design: Some(design),
         page_size: plan.page_size,
         dw_batch: plan.dw_batch,
         buffer_pool_bytes: pool_bytes,
@@ -89,6 +93,7 @@ pub fn recover_and_check(store_dir: &Path, ack_log: Option<&Path>) -> anyhow::Re
         .map_err(|e| usage(format!("--recover {}: no {SETTINGS_FILE} ({e})", store_dir.display())))?;
     let settings: StoreSettings = serde_json::from_str(&text).context("reading the store settings")?;
     let mode = settings.mode;
+    let design = settings.dw_design.unwrap_or_default();
     let wal_dir =
         settings.wal_dir.as_deref().map(|d| recorded_dir(store_dir, "--wal-dir", "pages-wal", d)).transpose()?;
     let dw_dir = settings.dw_dir.as_deref().map(|d| recorded_dir(store_dir, "--dw-dir", "pages-dw", d)).transpose()?;
@@ -99,6 +104,7 @@ pub fn recover_and_check(store_dir: &Path, ack_log: Option<&Path>) -> anyhow::Re
     let mut config = Bank::<RealStorage>::store_config(mode);
     config.page_size = settings.page_size;
     config.dw_batch_pages = settings.dw_batch;
+    config.dw_design = design;
     config.buffer_pool_bytes = settings.buffer_pool_bytes;
     config.wal_dir = wal_dir;
     config.dw_dir = dw_dir.filter(|_| mode == Mode::Dw);

@@ -26,7 +26,9 @@ fn metrics(rows: &[PagesRow]) -> Vec<Family> {
     let mut syncs = Family::new("syncbench_pages_syncs_per_transaction", "", "fsync/fdatasync calls per transaction.");
     let mut data = Family::new("syncbench_pages_data_written_per_transaction_bytes", "bytes", "Page bytes written.");
     for r in rows.iter().filter(|r| r.supported && r.error.is_none() && r.txns > 0) {
-        let labels = vec![("mode", r.mode.name().to_string()), ("buffer_pool_bytes", r.buffer_pool_bytes.to_string())];
+        let mut labels =
+            vec![("mode", r.mode.name().to_string()), ("buffer_pool_bytes", r.buffer_pool_bytes.to_string())];
+        labels.extend(r.dw_design.map(|d| ("dw_design", d.name().to_string())));
         tps.push(labels.clone(), r.tps);
         push_quantiles(&mut latency, &labels, &[("0.5", r.latency_ns.p50), ("0.99", r.latency_ns.p99)]);
         syncs.push(labels.clone(), r.fsyncs_per_txn);
@@ -48,21 +50,21 @@ pub fn to_markdown(t: &PagesTable) -> String {
         "TPC-B-like, scale {}, {} clients, {}-byte pages, checkpoint every {} s, dw batch {} pages\n\n",
         t.scale, t.clients, t.page_size_bytes, t.checkpoint_secs, t.dw_batch_pages
     );
-    out += "| mode | buffer pool | tps | vs none | p50 ms | p99 ms | WAL B/txn | FPI share | data B/txn | fsyncs/txn | checkpoint s |\n";
-    out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+    out += "| mode | buffer pool | tps | vs none | p50 ms | p99 ms | WAL B/txn | FPI share | data B/txn | fsyncs/txn | checkpoint s | evictions waited for dw | dw syncs/txn | dw pages ahead | rewritten |\n";
+    out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
     for r in &t.rows {
         let pool = format_size(r.buffer_pool_bytes);
         if !r.supported {
             out += &format!(
-                "| {} | {pool} | unsupported: {} |||||||||\n",
-                r.mode.name(),
+                "| {} | {pool} | unsupported: {} |||||||||||||\n",
+                r.label(),
                 r.error.as_deref().unwrap_or("")
             );
             continue;
         }
         out += &format!(
-            "| {} | {pool} | {:.0} | {} | {:.2} | {:.2} | {:.0} | {:.0}% | {:.0} | {:.2} | {:.3} |\n",
-            r.mode.name(),
+            "| {} | {pool} | {:.0} | {} | {:.2} | {:.2} | {:.0} | {:.0}% | {:.0} | {:.2} | {:.3} | {} | {:.3} | {} | {} |\n",
+            r.label(),
             r.tps,
             versus_none(t, r),
             r.latency_ns.p50 as f64 / 1e6,
@@ -72,6 +74,10 @@ pub fn to_markdown(t: &PagesTable) -> String {
             r.data_bytes_per_txn,
             r.fsyncs_per_txn,
             r.checkpoint_duration_s_mean,
+            r.evictions_waited_for_dw,
+            r.dw_syncs_per_txn,
+            r.dw_pages_written_ahead,
+            r.dw_pages_rewritten_before_eviction,
         );
     }
     out
@@ -97,6 +103,11 @@ pub fn to_csv(rows: &[PagesRow]) -> anyhow::Result<String> {
         "eviction_writes",
         "txns",
         "duration_s",
+        "dw_design",
+        "evictions_waited_for_dw",
+        "dw_syncs_per_txn",
+        "dw_pages_written_ahead",
+        "dw_pages_rewritten_before_eviction",
     ])?;
     for r in rows {
         w.write_record([
@@ -117,6 +128,11 @@ pub fn to_csv(rows: &[PagesRow]) -> anyhow::Result<String> {
             r.eviction_writes.to_string(),
             r.txns.to_string(),
             format!("{:.3}", r.duration_s),
+            r.dw_design.map(|d| d.name().to_string()).unwrap_or_default(),
+            r.evictions_waited_for_dw.to_string(),
+            format!("{:.4}", r.dw_syncs_per_txn),
+            r.dw_pages_written_ahead.to_string(),
+            r.dw_pages_rewritten_before_eviction.to_string(),
         ])?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)
@@ -128,19 +144,33 @@ pub fn to_table(t: &PagesTable) -> String {
         t.scale, t.clients, t.page_size_bytes, t.checkpoint_secs, t.dw_batch_pages
     );
     out += &format!(
-        "{:<7} {:>8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>8} {:>8}\n",
-        "mode", "pool", "tps", "vs none", "p50 ms", "p99 ms", "fpi%", "WAL B/txn", "data KiB", "fsyncs", "ckpt s"
+        "{:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}\n",
+        "mode",
+        "pool",
+        "tps",
+        "vs none",
+        "p50 ms",
+        "p99 ms",
+        "fpi%",
+        "WAL B/txn",
+        "data KiB",
+        "fsyncs",
+        "ckpt s",
+        "ev.wait",
+        "dw sync",
+        "dw ahead",
+        "rewritten"
     );
     for r in &t.rows {
         let pool = format_size(r.buffer_pool_bytes);
         if !r.supported {
-            out += &format!("{:<7} {:>8} unsupported: {}\n", r.mode.name(), pool, r.error.as_deref().unwrap_or(""));
+            out += &format!("{:<12} {:>8} unsupported: {}\n", r.label(), pool, r.error.as_deref().unwrap_or(""));
             continue;
         }
         let versus = versus_none(t, r);
         out += &format!(
-            "{:<7} {:>8} {:>9.0} {:>9} {:>9.2} {:>9.2} {:>5.0} {:>10.0} {:>7.1} {:>8.2} {:>8.3}\n",
-            r.mode.name(),
+            "{:<12} {:>8} {:>9.0} {:>9} {:>9.2} {:>9.2} {:>5.0} {:>10.0} {:>7.1} {:>8.2} {:>8.3} {:>8} {:>8.3} {:>9} {:>9}\n",
+            r.label(),
             pool,
             r.tps,
             versus,
@@ -151,9 +181,16 @@ pub fn to_table(t: &PagesTable) -> String {
             r.data_bytes_per_txn / 1024.0,
             r.fsyncs_per_txn,
             r.checkpoint_duration_s_mean,
+            r.evictions_waited_for_dw,
+            r.dw_syncs_per_txn,
+            r.dw_pages_written_ahead,
+            r.dw_pages_rewritten_before_eviction,
         );
     }
-    out += "\nnone is unsafe (no torn-page protection); data KiB = page bytes written per transaction \
+    out += "\nev.wait = client evictions that waited for their own double-write and its sync; dw sync = \
+            double-write syncs per transaction; dw ahead / rewritten = pages spooled ahead of eviction \
+            (pipelined) and of those, spooled again before their copy was used (wasted work).\n";
+    out += "none is unsafe (no torn-page protection); data KiB = page bytes written per transaction \
             (home + double-write); fsyncs per transaction include the log.\n";
     out += &no_checkpoint_note(t);
     out

@@ -102,6 +102,45 @@ fn ack_lines(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
 }
 
+#[test]
+fn both_dw_designs_run_side_by_side_and_an_unknown_one_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--mode", "dw", "--dw-design", "pipelined,2012", "--secs", "0.3", "--json", "-"])
+        .args(SMALL)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = json["pages"]["rows"].as_array().unwrap();
+    let designs: Vec<_> = rows.iter().map(|r| r["dw_design"].as_str().unwrap()).collect();
+    assert_eq!(designs, ["pipelined", "2012"]);
+    for r in rows {
+        assert!(r["tps"].as_f64().unwrap() > 0.0, "{r}");
+        for key in ["evictions_waited_for_dw", "dw_syncs_per_txn", "dw_pages_written_ahead"] {
+            assert!(r[key].is_number(), "{key} in {r}");
+        }
+    }
+    assert!(leftovers(dir.path()).is_empty());
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--mode", "dw", "--dw-design", "2013"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--dw-design \"2013\" is unknown"), "{stderr}");
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn kill_9_then_recovery_keeps_every_acknowledged_transaction_dw_pipelined() {
+    kill_then_recover_in("dw", &["--dw-design".as_ref(), "pipelined".as_ref()]);
+}
+
 fn kill_then_recover(mode: &str) {
     kill_then_recover_in(mode, &[]);
 }

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Issue #23: the two double-write designs side by side with full-page writes. Each round runs
+`syncbench pages DIR --mode fpw,dw --dw-design 2012,pipelined` for one pool size, with the order of
+the three rows reversed every other round; per round it records each row's tps, WAL bytes per
+transaction and the double-write counters, and prints the median and range of dw/fpw tps ratios.
+
+Usage: bench/pages_dw_design.py [--dir D] [--rounds N] [--secs S] [--pools 16MiB,256MiB] [--scale 10]
+       [--clients 8] [--out bench/results/pages_dw_design-DATE.jsonl]
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", default="/var/tmp")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--secs", type=int, default=15)
+    ap.add_argument("--pools", default="16MiB,256MiB")
+    ap.add_argument("--scale", default="10")
+    ap.add_argument("--clients", default="8")
+    ap.add_argument("--bin", default="target/release/syncbench")
+    ap.add_argument("--extra", default="", help="more flags for syncbench pages, e.g. '--wal-dir /mnt'")
+    ap.add_argument("--out", default=time.strftime("bench/results/pages_dw_design-%Y%m%dT%H%M%SZ.jsonl", time.gmtime()))
+    a = ap.parse_args()
+    print(f"dir {a.dir}, scale {a.scale}, {a.clients} clients, {a.rounds} rounds x {a.secs} s per row; raw: {a.out}")
+    results = {}
+    with open(a.out, "w") as raw:
+        for pool in a.pools.split(","):
+            for r in range(1, a.rounds + 1):
+                order = (["--mode", "fpw,dw", "--dw-design", "2012,pipelined"] if r % 2
+                         else ["--mode", "dw,fpw", "--dw-design", "pipelined,2012"])
+                cmd = [a.bin, "pages", a.dir, *order, "--buffer-pool", pool, "--scale", a.scale,
+                       "--clients", a.clients, "--secs", str(a.secs), *a.extra.split(), "--json", "-"]
+                doc = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+                raw.write(json.dumps({"pool": pool, "round": r, "cmd": cmd, "rows": doc["pages"]["rows"]}) + "\n")
+                raw.flush()
+                rows = {}
+                for row in doc["pages"]["rows"]:
+                    name = row["mode"] if row["mode"] != "dw" else "dw-" + row["dw_design"]
+                    rows[name] = row
+                    results.setdefault((pool, name), []).append(row)
+                fpw = rows["fpw"]["tps"]
+                print(f"{pool:>7} round {r} ({order[1]} {order[3]}): fpw {fpw:.0f}  "
+                      f"2012 {rows['dw-2012']['tps']:.0f} ({rows['dw-2012']['tps'] / fpw:.2f})  "
+                      f"pipelined {rows['dw-pipelined']['tps']:.0f} ({rows['dw-pipelined']['tps'] / fpw:.2f})",
+                      flush=True)
+    print("\n| pool | row | tps median (range) | vs fpw median (range) | WAL B/txn | evictions waited for dw "
+          "| dw syncs/txn | pages written ahead | rewritten before eviction |")
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|")
+    for pool in a.pools.split(","):
+        fpw = [row["tps"] for row in results[(pool, "fpw")]]
+        for name in ["fpw", "dw-2012", "dw-pipelined"]:
+            rows = results[(pool, name)]
+            tps = [row["tps"] for row in rows]
+            ratio = [t / f for t, f in zip(tps, fpw)]
+            med = lambda key: statistics.median(row[key] for row in rows)  # noqa: E731
+            print(f"| {pool} | {name} | {statistics.median(tps):.0f} ({min(tps):.0f}-{max(tps):.0f}) "
+                  f"| {statistics.median(ratio):.2f} ({min(ratio):.2f}-{max(ratio):.2f}) "
+                  f"| {med('wal_bytes_per_txn'):.0f} | {med('evictions_waited_for_dw'):.0f} "
+                  f"| {med('dw_syncs_per_txn'):.3f} | {med('dw_pages_written_ahead'):.0f} "
+                  f"| {med('dw_pages_rewritten_before_eviction'):.0f} |")
+
+
+if __name__ == "__main__":
+    main()
