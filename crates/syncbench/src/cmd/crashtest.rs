@@ -13,7 +13,7 @@ use crate::probe::Environment;
 use crate::schema::{Envelope, now_rfc3339};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use syncbench_engine::pages::Mode as PageMode;
+use syncbench_engine::pages::{DwDesign, Mode as PageMode};
 use syncbench_simfs::Profile;
 
 /// Accounts per branch unless `--accounts` says otherwise: small enough for thousands of points a minute.
@@ -75,6 +75,9 @@ pub struct Args {
     /// Write the JSON result to FILE (`-` = stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Double-write design with --mode dw: 2012 or pipelined.
+    #[arg(long, default_value = "2012", value_parser = |s: &str| DwDesign::from_name(s).ok_or("use 2012 or pipelined"))]
+    pub dw_design: DwDesign,
     /// Break the engine on purpose (to prove the test catches it).
     #[arg(long, value_enum, hide = true)]
     pub engine_bug: Option<EngineBug>,
@@ -96,6 +99,9 @@ fn reproducer(args: &Args, point: u64) -> String {
     }
     if args.fsync_errors {
         line.push_str(" --fsync-errors");
+    }
+    if args.dw_design != DwDesign::default() {
+        line.push_str(&format!(" --dw-design {}", args.dw_design.name()));
     }
     if let Some(bug) = args.engine_bug {
         line.push_str(&format!(" --engine-bug {}", value_name(bug)));
@@ -210,7 +216,9 @@ fn explore_mode(args: &Args, opts: &ExploreOptions, progress: impl FnMut(u64)) -
         Mode::Atomic => PageMode::Atomic,
         Mode::None => PageMode::None,
     };
-    let scenario = PagesScenario::new(page_mode, opts.accounts_per_branch, faults).with_log_faults(log_faults);
+    let scenario = PagesScenario::new(page_mode, opts.accounts_per_branch, faults)
+        .with_log_faults(log_faults)
+        .with_dw_design(args.dw_design);
     crashtest::explore_all(&scenario, opts, progress)
 }
 

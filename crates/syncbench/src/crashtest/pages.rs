@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use syncbench_engine::pages::{FaultSwitches, Lsn, Mode, StoreConfig, page};
+use syncbench_engine::pages::{DwDesign, FaultSwitches, Lsn, Mode, StoreConfig, page};
 use syncbench_engine::wal::FaultSwitches as LogFaults;
 use syncbench_engine::workload::{Bank, BankConfig, Transfer};
 use syncbench_simfs::{OpKind, SimConfig, SimFs, SimRng, WriteAheadRule};
@@ -52,6 +52,10 @@ pub struct PagesScenario {
     pub concurrent: bool,
     /// Deliberate bugs of the page store.
     pub faults: FaultSwitches,
+    /// The double-write design (`dw` mode): with `pipelined` the workload also spools pages into the
+    /// ring and syncs it, on its own schedule (a sync after every other spool on average, so batches are
+    /// in flight at crash points).
+    pub dw_design: DwDesign,
     /// Deliberate bugs of its write-ahead log.
     pub log_faults: LogFaults,
     /// The freshly created bank, built once and forked for every run.
@@ -96,9 +100,15 @@ impl PagesScenario {
             clients: 4,
             concurrent: true,
             faults,
+            dw_design: DwDesign::default(),
             log_faults: LogFaults::default(),
             base: OnceLock::new(),
         }
+    }
+
+    /// The same scenario with another double-write design (`--dw-design`).
+    pub fn with_dw_design(self, dw_design: DwDesign) -> PagesScenario {
+        PagesScenario { dw_design, ..self }
     }
 
     /// The same scenario with deliberate bugs in its log (`--engine-bug skip-log-sync` and the like).
@@ -116,6 +126,7 @@ impl PagesScenario {
         config.wal.max_group_bytes = MAX_GROUP_BYTES;
         config.faults = self.faults;
         config.wal.faults = self.log_faults;
+        config.dw_design = self.dw_design;
         config
     }
 
@@ -255,6 +266,7 @@ impl PagesScenario {
         };
         let mut rng = SimRng::new(seed);
         let mut done = 0;
+        let mut unsynced = 0u64;
         while done < self.transfers {
             // A few clients submit, then each waits for its commit (the first one's flush covers all).
             let joining = (1 + rng.below(u64::from(self.clients)) as u32).min(self.transfers - done);
@@ -277,6 +289,16 @@ impl PagesScenario {
             if rng.chance(1, 3) {
                 let written = pages_io(&|| store.flush_ahead())?;
                 coverage.background_flush_pages += written as u64;
+            }
+            if self.mode == Mode::Dw && self.dw_design == DwDesign::Pipelined {
+                // The spooler and the sync thread's steps, interleaved with the clients.
+                let spooled = pages_io(&|| store.dw_spool().map(|seq| seq.unwrap_or(0) as usize))?;
+                unsynced = unsynced.max(spooled as u64);
+                if unsynced > 0 && rng.coin() {
+                    fs.mark("dw_ring_sync");
+                    store.dw_sync_ring(unsynced).map_err(|e| e.to_string())?;
+                    unsynced = 0;
+                }
             }
             loop {
                 let Some((id, lsn)) = lock(shared).pending.first().copied() else { break };
@@ -465,6 +487,26 @@ mod tests {
                 assert!(missing.is_empty(), "{mode:?}: {missing:?}");
             }
         }
+    }
+
+    #[test]
+    fn pipelined_dw_survives_crashes_and_fsync_errors() {
+        let scenario = PagesScenario::new(Mode::Dw, 2000, FaultSwitches::default()).with_dw_design(DwDesign::Pipelined);
+        for (profile, errors) in [(Profile::Ext4, false), (Profile::Ext4, true), (Profile::Strict, true)] {
+            let summary = explore(&scenario, &opts(profile, errors, 200), |_| {}).unwrap();
+            assert_eq!(summary.points, 200);
+            let missing = summary.coverage.missing(&scenario.required_coverage());
+            assert!(missing.is_empty(), "{missing:?}");
+        }
+    }
+
+    /// `pipelined`: a page written home relying on a ring copy whose sync has not completed.
+    #[test]
+    fn a_home_write_before_the_ring_sync_is_caught() {
+        let faults = FaultSwitches { dw_home_before_sync: true, ..FaultSwitches::default() };
+        let scenario = PagesScenario::new(Mode::Dw, 2000, faults).with_dw_design(DwDesign::Pipelined);
+        let failure = explore(&scenario, &opts(Profile::Strict, false, 400), |_| {}).unwrap_err();
+        assert!(failure.crash_op > 0 && failure.message.contains("double-write area has no valid copy"), "{failure:?}");
     }
 
     #[test]
