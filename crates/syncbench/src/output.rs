@@ -28,6 +28,18 @@ pub fn use_color() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
 
+/// A progress bar of `len` steps on stderr, drawn only when stderr is a terminal (`template` as indicatif's).
+pub fn progress_bar(len: u64, template: &str) -> indicatif::ProgressBar {
+    if !stderr_is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template).unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
 /// Map `step` over `items` in order, with a progress bar on stderr when it is a terminal (`label` names
 /// the item being worked on).
 pub fn with_progress<T, R>(items: &[T], label: impl Fn(&T) -> String, mut step: impl FnMut(&T) -> R) -> Vec<R> {

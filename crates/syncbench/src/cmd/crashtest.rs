@@ -165,7 +165,10 @@ pub fn main(args: Args) -> Outcome {
         generations: args.generations,
         ..ExploreOptions::new(args.seed, args.points, profile_of(args.profile))
     };
-    let bar = progress_bar(if args.point.is_some() { 1 } else { args.points });
+    let bar = crate::output::progress_bar(
+        if args.point.is_some() { 1 } else { args.points },
+        "crash points {pos}/{len} {wide_bar} {eta}",
+    );
     let (summary, failure) = explore_mode(&args, &opts, |_| bar.inc(1));
     bar.finish_and_clear();
     let failure = failure.map(|f| FailureJson {
@@ -220,18 +223,6 @@ fn explore_mode(args: &Args, opts: &ExploreOptions, progress: impl FnMut(u64)) -
         .with_log_faults(log_faults)
         .with_dw_design(args.dw_design);
     crashtest::explore_all(&scenario, opts, progress)
-}
-
-/// A progress bar on stderr, drawn only when stderr is a terminal.
-fn progress_bar(points: u64) -> indicatif::ProgressBar {
-    if !crate::output::stderr_is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(points);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("crash points {pos}/{len} {wide_bar} {eta}") {
-        bar.set_style(style);
-    }
-    bar
 }
 
 fn finish(args: &Args, json: &CrashtestJson<'_>) -> Outcome {
