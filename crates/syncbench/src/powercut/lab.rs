@@ -217,7 +217,13 @@ fn one_cut(stack: &mut Stack, method: SyncMethod, rng: &mut u64) -> anyhow::Resu
     let outcome = outcome.context("power cut and reboot")?;
     let (header, acks) = parse(&witness.text()).map_err(|e| anyhow::anyhow!("the in-memory acks: {e}"))?;
     let v: Verification = verify(&root, &header, &acks).context("verifying after the reboot")?;
-    std::fs::remove_dir_all(&root).with_context(|| format!("removing {}", root.display()))?;
+    match std::fs::remove_dir_all(&root) {
+        // The cut may have taken the whole run directory with it.
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("removing {}", root.display()));
+        }
+        _ => {}
+    }
     Ok(CutResult {
         seed,
         cut_after_ms,

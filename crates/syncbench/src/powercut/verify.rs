@@ -93,7 +93,7 @@ pub fn run_root(dir: &Path, header: &RunHeader) -> Result<std::path::PathBuf, St
     let root = super::writer::run_dir(dir, header.run);
     if !root.is_dir() {
         return Err(format!(
-            "{} has no files of run {:016x} (no {}): the acks are from another run, or its files were removed",
+            "{} has no files of run {:016x} (no {}): the acks are from another run, or its files were removed (or the disk lost the directory `write` had made durable: then every record is lost)",
             dir.display(),
             header.run,
             root.display()
@@ -179,7 +179,12 @@ impl Checker<'_> {
             last.entry(id.slot).and_modify(|l| *l = if id.seq > l.seq { id } else { *l }).or_insert(id);
         }
         let path = root.join("overwrite.dat");
-        let slots = std::fs::metadata(&path)?.len() / RECORD_BYTES as u64;
+        // A disk that lost even the file (or the run's directory) lost every record in it.
+        let slots = match std::fs::metadata(&path) {
+            Ok(m) => m.len() / RECORD_BYTES as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(e),
+        };
         for slot in 0..slots {
             let bytes = read_record(&path, slot * RECORD_BYTES as u64)?;
             let found = match (last.get(&slot), decode(self.run, &bytes)) {
@@ -199,7 +204,7 @@ impl Checker<'_> {
         }
         // Acknowledged slots beyond the file's end (it shrank?) are lost too.
         for (&slot, &id) in last.iter().filter(|(s, _)| **s >= slots) {
-            let found = Found::Lost(format!("slot {slot} beyond the end of overwrite.dat"));
+            let found = Found::Lost(format!("overwrite.dat missing or shorter than slot {slot}"));
             self.tally(&mut result, id, found);
         }
         Ok(result)
@@ -264,7 +269,12 @@ impl Checker<'_> {
 /// Files in `dir` named `<prefix><n><suffix>`, with their n.
 fn numbered_files(dir: &Path, prefix: &str, suffix: &str) -> std::io::Result<Vec<(String, u64)>> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
         let name = entry?.file_name().to_string_lossy().into_owned();
         if let Some(n) = name.strip_prefix(prefix).and_then(|r| r.strip_suffix(suffix)).and_then(|n| n.parse().ok()) {
             found.push((name, n));

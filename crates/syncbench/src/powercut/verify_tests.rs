@@ -131,3 +131,11 @@ fn records_written_but_never_acknowledged_are_allowed_and_counted() {
     assert_eq!(v.failures(), 0, "{:?}", v.examples);
     assert!(v.kinds.iter().map(|k| k.unacknowledged_present).sum::<u64>() >= 19, "{:?}", v.kinds);
 }
+
+#[test]
+fn a_disk_that_lost_the_whole_run_directory_lost_every_record() {
+    let (_tmp, root, text) = written(100);
+    std::fs::remove_dir_all(&root).unwrap();
+    let v = check(&root, &text);
+    assert!(v.kinds.iter().all(|k| k.checked > 0 && k.lost == k.checked && k.present == 0), "{:?}", v.kinds);
+}
