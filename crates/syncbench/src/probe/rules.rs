@@ -364,7 +364,8 @@ pub fn emulated_disk(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> 
             env.dir, d.profile, d.honesty, d.flush_us, d.write_us
         ),
         format!(
-            "Cut its power with {cut}, or many times with `syncbench powercut lab --profile {}`, to see what such a disk loses; `syncbench lab profiles` lists the numbers and their sources.", d.profile
+            "Cut its power with {cut}, or many times with `syncbench powercut lab --profile {}`, to see what such a disk loses; `syncbench lab profiles` lists the numbers and their sources.",
+            d.profile
         ),
     );
     let fastest = flush_cases(results).max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));
