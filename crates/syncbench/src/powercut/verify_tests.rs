@@ -51,7 +51,7 @@ fn check(root: &Path, text: &str) -> Verification {
     verify(root, &header, &acks).unwrap()
 }
 
-fn kind<'a>(v: &'a Verification, kind: Kind) -> &'a KindResult {
+fn kind(v: &Verification, kind: Kind) -> &KindResult {
     v.kinds.iter().find(|k| k.kind == kind.name()).unwrap()
 }
 

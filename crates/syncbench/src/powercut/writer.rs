@@ -184,7 +184,7 @@ pub fn write(
         let result = step(Kind::Overwrite, n % OVERWRITE_SLOTS, &mut files, &mut seq)
             .and_then(|()| step(Kind::Append, n, &mut files, &mut seq))
             .and_then(|()| {
-                if n % NEW_FILE_EVERY == 0 {
+                if n.is_multiple_of(NEW_FILE_EVERY) {
                     step(Kind::NewFile, n / NEW_FILE_EVERY, &mut files, &mut seq)
                 } else {
                     Ok(())
@@ -202,7 +202,7 @@ impl Files {
     fn write(&mut self, run: u64, id: RecordId, witness: &mut dyn Witness) -> anyhow::Result<()> {
         let method = self.method;
         let what = move || format!("{} of {} record {}", method.name(), id.kind.name(), id.seq);
-        if id.kind == Kind::Append && (id.slot % APPEND_SEGMENT_RECORDS == 0 || self.append.is_none()) {
+        if id.kind == Kind::Append && (id.slot.is_multiple_of(APPEND_SEGMENT_RECORDS) || self.append.is_none()) {
             self.next_segment(id.slot / APPEND_SEGMENT_RECORDS, witness)?;
         }
         encode(run, id, self.buf.as_mut_slice());
