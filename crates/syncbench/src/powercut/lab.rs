@@ -48,6 +48,8 @@ pub struct CutResult {
     pub lost: u64,
     /// Acknowledged records torn.
     pub torn: u64,
+    /// Acknowledged overwrites partly overwritten by the next write to their slot, in flight at the cut.
+    pub torn_by_next_overwrite: u64,
     /// Records present that were never acknowledged.
     pub unacknowledged_present: u64,
     /// Acknowledged records per second of writing.
@@ -89,6 +91,10 @@ impl Cell {
     /// Torn acknowledged records, all cuts.
     pub fn torn(&self) -> u64 {
         self.cuts.iter().map(|c| c.torn).sum()
+    }
+    /// Acknowledged overwrites torn by the next write to their slot (not failures), all cuts.
+    pub fn torn_by_next_overwrite(&self) -> u64 {
+        self.cuts.iter().map(|c| c.torn_by_next_overwrite).sum()
     }
     /// Cuts after which an acknowledged record was lost or torn.
     pub fn cuts_with_loss(&self) -> usize {
@@ -231,6 +237,7 @@ fn one_cut(stack: &mut Stack, method: SyncMethod, rng: &mut u64) -> anyhow::Resu
         lost: v.kinds.iter().map(|k| k.lost).sum(),
         torn: v.kinds.iter().map(|k| k.torn).sum(),
         unacknowledged_present: v.kinds.iter().map(|k| k.unacknowledged_present).sum(),
+        torn_by_next_overwrite: v.kinds.iter().map(|k| k.torn_by_next_overwrite).sum(),
         records_per_s: v.acknowledged() as f64 / wrote_s,
         device_lost_writes: outcome.device.lost_writes,
         repaired_with: outcome.repaired_with,

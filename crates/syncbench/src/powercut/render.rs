@@ -18,8 +18,15 @@ pub fn verification(v: &Verification) -> String {
     for k in &v.kinds {
         let _ = writeln!(
             out,
-            "{:<10} {:>12} {:>9} {:>9} {:>7} {:>7} {:>22}",
-            k.kind, k.acknowledged, k.checked, k.present, k.lost, k.torn, k.unacknowledged_present
+            "{:<10} {:>12} {:>9} {:>9} {:>7} {:>7} {:>22} {:>24}",
+            k.kind,
+            k.acknowledged,
+            k.checked,
+            k.present,
+            k.lost,
+            k.torn,
+            k.unacknowledged_present,
+            k.torn_by_next_overwrite
         );
     }
     for e in &v.examples {

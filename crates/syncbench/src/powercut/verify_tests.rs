@@ -139,3 +139,31 @@ fn a_disk_that_lost_the_whole_run_directory_lost_every_record() {
     let v = check(&root, &text);
     assert!(v.kinds.iter().all(|k| k.checked > 0 && k.lost == k.checked && k.present == 0), "{:?}", v.kinds);
 }
+
+#[test]
+fn an_overwrite_torn_by_the_next_write_to_its_slot_is_told_apart_from_a_torn_acknowledged_record() {
+    let (_tmp, root, text) = written(200);
+    let (header, acks) = parse(&text).unwrap();
+    let last = |slot: u64| {
+        acks.records.iter().filter(|r| r.kind == Kind::Overwrite && r.slot == slot).map(|r| r.seq).max().unwrap()
+    };
+    let round = writer::overwrite_round(last(4)).unwrap();
+    assert_eq!(round % writer::OVERWRITE_SLOTS, 4);
+    // Slot 4: the first 3 sectors of the next overwrite of slot 4 (never acknowledged) reached the disk.
+    let next = record(header.run, Kind::Overwrite, writer::overwrite_seq(round + writer::OVERWRITE_SLOTS), 4);
+    plant(&root.join("overwrite.dat"), 4 * RECORD_BYTES as u64, &next[..3 * 512]);
+    // Slot 5: the first 3 sectors of some other record: a real tear.
+    let other = record(header.run, Kind::Overwrite, last(5) + 1000, 5);
+    plant(&root.join("overwrite.dat"), 5 * RECORD_BYTES as u64, &other[..3 * 512]);
+    let v = check(&root, &text);
+    let o = kind(&v, Kind::Overwrite);
+    assert_eq!((o.torn_by_next_overwrite, o.torn, o.lost), (1, 1, 0), "{o:?}");
+}
+
+#[test]
+fn overwrite_sequence_numbers_invert() {
+    for n in 0..5000 {
+        assert_eq!(writer::overwrite_round(writer::overwrite_seq(n)), Some(n));
+    }
+    assert_eq!(writer::overwrite_round(1), None, "seq 1 is round 0's append");
+}

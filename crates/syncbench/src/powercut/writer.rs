@@ -26,6 +26,18 @@ pub const NEW_FILES_KEPT: u64 = 1024;
 /// One new file per this many records (a new file costs a create and a directory fsync).
 const NEW_FILE_EVERY: u64 = 8;
 
+/// The sequence number of round `n`'s overwrite: each earlier round wrote an overwrite and an append, and
+/// rounds 0, 8, 16… also a new file. (verify uses it to name the overwrite that follows a record in its slot.)
+pub fn overwrite_seq(n: u64) -> u64 {
+    2 * n + n.div_ceil(NEW_FILE_EVERY)
+}
+
+/// The round whose overwrite has sequence number `seq`, if one has.
+pub fn overwrite_round(seq: u64) -> Option<u64> {
+    let guess = seq * NEW_FILE_EVERY / (2 * NEW_FILE_EVERY + 1);
+    (guess.saturating_sub(2)..=guess + 2).find(|&n| overwrite_seq(n) == seq)
+}
+
 /// Where acknowledgements go. `send` is called after the record's durable write returned.
 pub trait Witness {
     /// Deliver one line (with its newline) now: no buffering in the writer.
@@ -174,6 +186,7 @@ pub fn write(
         }
         let mut step = |kind: Kind, slot: u64, files: &mut Files, seq: &mut u64| -> anyhow::Result<()> {
             let id = RecordId { kind, seq: *seq, slot };
+            debug_assert!(kind != Kind::Overwrite || overwrite_seq(n) == *seq);
             *seq += 1;
             files.write(plan.run, id, witness)?;
             witness.send(&ack_line(id)).context("sending an ack to the witness")?;
