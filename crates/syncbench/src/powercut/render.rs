@@ -12,8 +12,15 @@ pub fn verification(v: &Verification) -> String {
     let _ = writeln!(out, "run {} written with {} ({durable})", v.run, v.method);
     let _ = writeln!(
         out,
-        "{:<10} {:>12} {:>9} {:>9} {:>7} {:>7} {:>22}",
-        "kind", "acknowledged", "checked", "present", "lost", "torn", "unacknowledged present"
+        "{:<10} {:>12} {:>9} {:>9} {:>7} {:>7} {:>22} {:>24}",
+        "kind",
+        "acknowledged",
+        "checked",
+        "present",
+        "lost",
+        "torn",
+        "unacknowledged present",
+        "torn by next overwrite"
     );
     for k in &v.kinds {
         let _ = writeln!(
