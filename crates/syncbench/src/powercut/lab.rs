@@ -77,6 +77,8 @@ pub struct Cell {
     pub durable: bool,
     /// Every cut.
     pub cuts: Vec<CutResult>,
+    /// File systems left unusable by a cut (the next write or verify failed; a new disk was made).
+    pub unusable_fs: Vec<String>,
 }
 
 impl Cell {
@@ -112,6 +114,13 @@ impl Cell {
     }
     /// One line: what the cuts showed, and whether that is what the disk and method promise.
     pub fn verdict(&self) -> String {
+        let broken = match self.unusable_fs.len() {
+            0 => String::new(),
+            k => format!("; the file system was unusable after {k} cuts (a new disk was made each time)"),
+        };
+        self.loss_verdict() + &broken
+    }
+    fn loss_verdict(&self) -> String {
         let (lossy, n) = (self.cuts_with_loss(), self.cuts.len());
         let pct = 100.0 * lossy as f64 / n.max(1) as f64;
         match (lossy, self.loss_expected()) {
@@ -132,7 +141,7 @@ impl Cell {
     }
     /// Acknowledged records lost where the disk and method promise none.
     pub fn unexpected_loss(&self) -> bool {
-        !self.loss_expected() && self.cuts_with_loss() > 0
+        !self.loss_expected() && (self.cuts_with_loss() > 0 || !self.unusable_fs.is_empty())
     }
 }
 
@@ -168,9 +177,12 @@ pub fn run(plan: &LabPlan, mut progress: impl FnMut(&Cell, &CutResult)) -> anyho
         for &fs in &plan.fss {
             let config =
                 StackConfig { seed: splitmix64(&mut rng), ..StackConfig::new(fs.case(), profile.params.clone()) };
+            let build = || {
+                Stack::build(config.clone())
+                    .with_context(|| format!("building a {} lab disk with {}", profile.name, fs.case().name()))
+            };
             let done = crate::lab::stack::run_exclusive(|| -> anyhow::Result<()> {
-                let mut stack = Stack::build(config)
-                    .with_context(|| format!("building a {} lab disk with {}", profile.name, fs.case().name()))?;
+                let mut stack = Some(build()?);
                 for &method in &plan.methods {
                     let mut cell = Cell {
                         profile: profile.name.into(),
@@ -179,17 +191,27 @@ pub fn run(plan: &LabPlan, mut progress: impl FnMut(&Cell, &CutResult)) -> anyho
                         method: method.name().into(),
                         durable: method.durable(),
                         cuts: Vec::new(),
+                        unusable_fs: Vec::new(),
                     };
-                    for _ in 0..plan.cuts {
-                        if crate::lab::stack::interrupted() {
-                            break;
+                    while cell.cuts.len() < plan.cuts as usize && !crate::lab::stack::interrupted() {
+                        match one_cut(stack.as_mut().expect("built above"), method, &mut rng) {
+                            Ok(cut) => {
+                                progress(&cell, &cut);
+                                cell.cuts.push(cut);
+                            }
+                            // A lying disk can leave a file system that mounts but is corrupt: record it,
+                            // and go on with a new disk (torn down first: one stack per process).
+                            Err(e) if cell.unusable_fs.len() < plan.cuts as usize => {
+                                cell.unusable_fs.push(format!("after cut {}: {e:#}", cell.cuts.len()));
+                                drop(stack.take());
+                                stack = Some(build()?);
+                            }
+                            Err(e) => return Err(e),
                         }
-                        let cut = one_cut(&mut stack, method, &mut rng)?;
-                        progress(&cell, &cut);
-                        cell.cuts.push(cut);
                     }
                     cells.push(cell);
                 }
+                drop(stack);
                 Ok(())
             });
             match done {
