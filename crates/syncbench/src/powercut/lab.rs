@@ -193,7 +193,7 @@ pub fn run(plan: &LabPlan, mut progress: impl FnMut(&Cell, &CutResult)) -> anyho
                         cuts: Vec::new(),
                         unusable_fs: Vec::new(),
                     };
-                    while cell.cuts.len() < plan.cuts as usize && !crate::lab::stack::interrupted() {
+                    while cell.cuts.len() < plan.cuts as usize && !crate::cleanup::interrupted() {
                         match one_cut(stack.as_mut().expect("built above"), method, &mut rng) {
                             Ok(cut) => {
                                 progress(&cell, &cut);
