@@ -36,6 +36,9 @@ pub enum Command {
     /// Emulated disks whose truth is known (flush cost, volatile cache, honesty, power cut) under a real
     /// file system (needs root).
     Lab(crate::cmd::lab::Args),
+    /// Prove that acknowledged writes survive a power cut: a writer with a witness, verify after the reboot,
+    /// and the whole loop on lab disks.
+    Powercut(crate::cmd::powercut::Args),
     /// Render a run's JSON as a self-contained HTML report with charts.
     Report(crate::cmd::report::Args),
     /// Compare runs side by side, with ratios and their uncertainty.

@@ -19,6 +19,7 @@ pub mod method;
 pub mod output;
 pub mod pages;
 pub mod partial;
+pub mod powercut;
 pub mod probe;
 pub mod report;
 pub mod rounds;

@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         Command::Crashtest(args) => cmd::crashtest::main(args),
         Command::FsyncErrors(args) => cmd::fsync_errors::main(args),
         Command::Lab(args) => cmd::lab::main(args),
+        Command::Powercut(args) => cmd::powercut::main(args),
         Command::Report(args) => cmd::report::main(args),
         Command::Compare(args) => cmd::compare::main(args),
         Command::Trace(args) => cmd::trace::main(args),

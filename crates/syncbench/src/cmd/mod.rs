@@ -7,6 +7,7 @@ pub mod crashtest;
 pub mod fsync_errors;
 pub mod lab;
 pub mod pages;
+pub mod powercut;
 pub mod probe;
 pub mod report;
 pub mod run;

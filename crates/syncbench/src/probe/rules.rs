@@ -23,8 +23,9 @@ pub const QUICK_FLUSH_FRACTION_MAX: f64 = 0.1;
 pub const FSYNC_SLOWDOWN_RATIO_MIN: f64 = 1.5;
 
 /// How a user verifies durability for real.
-const POWER_LOSS_TEST: &str = "verify with a power-loss test: run a checker such as diskchecker.pl from a second \
-     machine, cut the power at the wall while it writes, and check that no acknowledged write is missing";
+const POWER_LOSS_TEST: &str = "verify with a power-loss test: `ssh HOST syncbench powercut write DIR > acks` \
+     keeps the acknowledgements on another machine; cut the power at the wall while it writes, reboot, and \
+     `syncbench powercut verify DIR --acks acks` checks that no acknowledged write is missing (docs/powercut.md)";
 
 /// A rule: environment and measurements in, verdicts out.
 pub type Rule = fn(&Environment, &[CaseResult]) -> Vec<Verdict>;
@@ -363,7 +364,8 @@ pub fn emulated_disk(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> 
             env.dir, d.profile, d.honesty, d.flush_us, d.write_us
         ),
         format!(
-            "Cut its power with {cut} to see what such a disk loses; `syncbench lab profiles` lists the numbers and their sources."
+            "Cut its power with {cut}, or many times with `syncbench powercut lab --profile {}`, to see what such a disk loses; `syncbench lab profiles` lists the numbers and their sources.",
+            d.profile
         ),
     );
     let fastest = flush_cases(results).max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));

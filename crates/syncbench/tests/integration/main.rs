@@ -9,6 +9,7 @@ mod fixtures_v1;
 mod fsync_errors;
 mod lab;
 mod pages;
+mod powercut;
 mod probe;
 mod report;
 mod run;

@@ -1,0 +1,248 @@
+//! `syncbench powercut`: prove that acknowledged writes survive a power cut — on real hardware with a
+//! witness (`write`, `listen`, `verify`), and on lab disks automatically (`lab`).
+
+use crate::exit::{Outcome, usage};
+use crate::method::SyncMethod;
+use crate::powercut::{acks, listen, render, verify, writer};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+/// Flags of `syncbench powercut`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  ssh db1 syncbench powercut write /data > acks     # cut db1's power while it runs, reboot, then:\n  ssh db1 syncbench powercut verify /data --acks - < acks\n  sudo syncbench powercut lab --profile hdd-7200,cheating-ssd --fs ext4,xfs --cuts 10"
+)]
+pub struct Args {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+/// The power-cut checker's subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    /// Write records (overwrites, appends, new files) in DIR and acknowledge each durable one to the witness,
+    /// until the power goes or --secs pass.
+    Write(WriteArgs),
+    /// The witness on another machine: record the acks a writer sends over TCP into ACKS.
+    Listen(ListenArgs),
+    /// After the reboot: is every acknowledged record in DIR present and intact? Exit 1 if not.
+    Verify(VerifyArgs),
+    /// The whole loop on emulated disks: write, cut at a seeded random moment, reboot, verify (needs root).
+    Lab(LabArgs),
+}
+
+/// Flags of `powercut write`.
+#[derive(Debug, clap::Args)]
+pub struct WriteArgs {
+    /// A directory on the disk under test (the run's files go in a new subdirectory).
+    pub dir: PathBuf,
+    /// How each record is made durable: a method of `syncbench run` (write, direct and sync_file_range are
+    /// allowed and labelled not durable).
+    #[arg(long, default_value = "fdatasync")]
+    pub method: String,
+    /// Where acks go: `-` (standard output) or `tcp:HOST:PORT` (a `powercut listen`).
+    #[arg(long, default_value = "-")]
+    pub witness: String,
+    /// Stop after this many seconds (default: until the power goes).
+    #[arg(long)]
+    pub secs: Option<f64>,
+}
+
+/// Flags of `powercut listen`.
+#[derive(Debug, clap::Args)]
+pub struct ListenArgs {
+    /// TCP port to listen on (all addresses).
+    #[arg(long)]
+    pub port: u16,
+    /// The acks file to create (must not exist).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Flags of `powercut verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// The directory `powercut write` wrote to.
+    pub dir: PathBuf,
+    /// The acks the witness kept (`-` for standard input).
+    #[arg(long)]
+    pub acks: PathBuf,
+    /// Also write the result as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Flags of `powercut lab`.
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Lab profiles, comma-separated (see `syncbench lab profiles`).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub profile: Vec<String>,
+    /// File systems, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ext4,xfs")]
+    pub fs: Vec<crate::lab::profile::LabFs>,
+    /// Power cuts per profile × fs × method.
+    #[arg(long, default_value_t = 10)]
+    pub cuts: u32,
+    /// Sync methods, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "fdatasync")]
+    pub method: Vec<String>,
+    /// Seed of the cut moments and of what each cut keeps.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write every cut as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the table as Markdown to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+/// Run the command.
+pub fn main(args: Args) -> Outcome {
+    match args.action {
+        Action::Write(a) => write(a),
+        Action::Listen(a) => listen_main(a),
+        Action::Verify(a) => verify_main(a),
+        Action::Lab(a) => lab(a),
+    }
+}
+
+fn method(name: &str) -> anyhow::Result<SyncMethod> {
+    SyncMethod::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = SyncMethod::ALL.iter().map(|m| m.name()).collect();
+        usage(format!("unknown --method {name:?}; choose one of {}", names.join(", ")))
+    })
+}
+
+fn existing_dir(dir: &Path, what: &str) -> anyhow::Result<PathBuf> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(dir.canonicalize()?),
+        Ok(_) => Err(usage(format!("{} is not a directory; give {what}", dir.display()))),
+        Err(e) => Err(usage(format!("cannot use {}: {e}; give {what}", dir.display()))),
+    }
+}
+
+fn write(a: WriteArgs) -> Outcome {
+    let dir = existing_dir(&a.dir, "an existing directory on the disk under test")?;
+    let method = method(&a.method)?;
+    let duration = match a.secs {
+        Some(s) if !(s > 0.0 && s.is_finite()) => return Err(usage(format!("--secs must be positive (got {s})"))),
+        s => s.map(std::time::Duration::from_secs_f64),
+    };
+    let mut witness = writer::witness_for(&a.witness).map_err(usage)?;
+    if !method.durable() {
+        eprintln!("syncbench: {} is NOT a durable method: losses after a power cut are expected", method.name());
+    }
+    let plan = writer::WritePlan { dir, method, duration, run: writer::new_run_id() };
+    let root = writer::prepare(&plan, witness.as_mut())?;
+    eprintln!(
+        "syncbench: writing run {:016x} in {} with {}; cut the power now and then run `powercut verify`",
+        plan.run,
+        root.display(),
+        method.name()
+    );
+    let s = writer::write(&plan, &root, witness.as_mut(), &AtomicBool::new(false))?;
+    let [o, ap, n] = s.acknowledged;
+    eprintln!(
+        "syncbench: {o} overwrites, {ap} appends, {n} new files acknowledged in {:.1} s ({:.0} records/s)",
+        s.elapsed_s,
+        s.records_per_s()
+    );
+    match s.ended_by.as_str() {
+        "duration" => Ok(ExitCode::SUCCESS),
+        other => Err(anyhow::anyhow!("writing stopped: {other}")),
+    }
+}
+
+fn listen_main(a: ListenArgs) -> Outcome {
+    if a.out.exists() {
+        return Err(usage(format!(
+            "{} exists; give a new file for the acks (syncbench never overwrites a file it did not create)",
+            a.out.display()
+        )));
+    }
+    let listener = std::net::TcpListener::bind(("0.0.0.0", a.port))
+        .map_err(|e| usage(format!("cannot listen on port {}: {e}", a.port)))?;
+    let out = listen::create_acks(&a.out)?;
+    eprintln!("syncbench: waiting for a writer on port {}; acks go to {}", a.port, a.out.display());
+    let got = listen::record(&listener, &out, &AtomicBool::new(false))?;
+    let partial = if got.partial_bytes > 0 {
+        format!(", a partial last line of {} bytes dropped", got.partial_bytes)
+    } else {
+        String::new()
+    };
+    eprintln!("syncbench: {} lines recorded ({}){partial}", got.lines, got.ended_by);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_acks(path: &Path) -> anyhow::Result<String> {
+    let text =
+        if path == Path::new("-") { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(path) };
+    text.map_err(|e| {
+        usage(format!("cannot read the acks file {}: {e}; give the file the witness kept", path.display()))
+    })
+}
+
+fn verify_main(a: VerifyArgs) -> Outcome {
+    let dir = existing_dir(&a.dir, "the directory `powercut write` wrote to")?;
+    let text = read_acks(&a.acks)?;
+    let (header, acks) =
+        acks::parse(&text).map_err(|e| usage(format!("{} is not a powercut acks file: {e}", a.acks.display())))?;
+    let root = verify::run_root(&dir, &header).map_err(|e| usage(format!("{}: {e}", a.acks.display())))?;
+    let v = verify::verify(&root, &header, &acks)?;
+    let env = crate::probe::collect(&dir);
+    let verdicts = crate::probe::verdicts(&env, &[]);
+    if a.json.as_deref() != Some(Path::new("-")) {
+        print!(
+            "{}\n{}\n{}",
+            crate::probe::render::environment_tree(&env),
+            crate::probe::render::verdict_list(&verdicts),
+            render::verification(&v)
+        );
+    }
+    if let Some(dest) = &a.json {
+        let doc = serde_json::json!({ "verify": v, "environment": env, "verdicts": verdicts });
+        crate::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
+    }
+    Ok(if v.failures() > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+#[cfg(not(feature = "fuse"))]
+fn lab(_a: LabArgs) -> Outcome {
+    Err(usage(
+        "this syncbench was built without FUSE support, which powercut lab needs; rebuild with the default features",
+    ))
+}
+
+#[cfg(feature = "fuse")]
+fn lab(a: LabArgs) -> Outcome {
+    use crate::powercut::lab;
+    let profiles =
+        a.profile.iter().map(|p| crate::lab::profile::by_name(p).map_err(usage)).collect::<anyhow::Result<Vec<_>>>()?;
+    let methods = a.method.iter().map(|m| method(m)).collect::<anyhow::Result<Vec<_>>>()?;
+    if a.cuts == 0 {
+        return Err(usage("--cuts must be at least 1"));
+    }
+    let missing = crate::fsync_errors::prereq::missing_for_command();
+    if !missing.is_empty() {
+        return Err(usage(format!("powercut lab cannot run: missing {}", missing.join("; "))));
+    }
+    let plan = lab::LabPlan { profiles, fss: a.fs.clone(), methods, cuts: a.cuts, seed: a.seed };
+    let cells = lab::run(&plan, |cell, cut| eprintln!("{}", render::lab_progress(cell, cut)))?;
+    if a.json.as_deref() != Some(Path::new("-")) {
+        print!("{}", render::lab_table(&cells));
+    }
+    if let Some(dest) = &a.json {
+        crate::output::write_to(
+            dest,
+            &(serde_json::to_string_pretty(&serde_json::json!({ "seed": a.seed, "cells": cells }))? + "\n"),
+        )?;
+    }
+    if let Some(dest) = &a.markdown {
+        crate::output::write_to(dest, &render::lab_markdown(&cells))?;
+    }
+    Ok(if cells.iter().any(lab::Cell::unexpected_loss) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
