@@ -15,7 +15,7 @@ fn leftovers(dir: &Path) -> Vec<String> {
 fn commit_json_has_one_point_per_client_count_and_mode() {
     let dir = tempfile::tempdir().unwrap();
     let out = syncbench()
-        .args(["commit", dir.path().to_str().unwrap(), "--clients", "1,3", "--with-baseline", "--secs", "0.2"])
+        .args(["commit", dir.path().to_str().unwrap(), "--clients", "1,3", "--with-baseline", "--secs", "1"])
         .args(["--record-size", "100", "--json", "-"])
         .output()
         .unwrap();
