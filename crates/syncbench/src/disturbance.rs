@@ -6,6 +6,8 @@
 //! to the same disk is slower for reasons the numbers cannot show; naming the disturbance on the case it
 //! touched lets `compare` say "environment changed" instead of "slower".
 
+// The device counters are the ones `trace` reads: one parser of the stat file.
+use crate::blockdev::stat::{Counters as DeviceCounters, parse as parse_stat};
 use crate::cleanup::{Created, PREFIX};
 use crate::probe::steal::{self, CpuTimes};
 use crate::probe::sysfs::Root;
@@ -23,33 +25,6 @@ pub struct Disturbance {
 
 /// Bytes per sector in /sys/block/*/stat (always 512, whatever the device's block size).
 const SECTOR_BYTES: u64 = 512;
-
-/// Counters of one block device (Documentation/block/stat.rst): requests and sectors since boot.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DeviceCounters {
-    /// Read requests completed.
-    pub reads: u64,
-    /// Sectors read.
-    pub read_sectors: u64,
-    /// Write requests completed.
-    pub writes: u64,
-    /// Sectors written.
-    pub write_sectors: u64,
-    /// Flush requests completed (field 16; 0 on kernels before 5.5).
-    pub flushes: u64,
-}
-
-/// Parse the contents of a `stat` file.
-pub fn parse_stat(text: &str) -> Option<DeviceCounters> {
-    let f: Vec<u64> = text.split_whitespace().map(|x| x.parse().ok()).collect::<Option<_>>()?;
-    Some(DeviceCounters {
-        reads: *f.first()?,
-        read_sectors: *f.get(2)?,
-        writes: *f.get(4)?,
-        write_sectors: *f.get(6)?,
-        flushes: f.get(15).copied().unwrap_or(0),
-    })
-}
 
 /// What our own commits may cost the device: their bytes, and per commit a journal transaction (fsync,
 /// append: descriptor, inode and bitmap blocks, commit block) and a flush, measured on ext4 and xfs at up
@@ -367,22 +342,6 @@ fn shell_quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const STAT: &str =
-        "  4925  1320  330398  2154  881113  577410 27713474 1141307  0  741788 1517020  0 0 0 0  98213  373558\n";
-
-    #[test]
-    fn parses_the_stat_file() {
-        let c = parse_stat(STAT).unwrap();
-        assert_eq!(
-            (c.reads, c.read_sectors, c.writes, c.write_sectors, c.flushes),
-            (4925, 330398, 881113, 27713474, 98213)
-        );
-        // Before 5.5 there is no flush column: flushes unknown, read as 0.
-        assert_eq!(parse_stat("1 2 3 4 5 6 7 8 9 10 11").unwrap().flushes, 0);
-        assert_eq!(parse_stat("1 2 x"), None);
-        assert_eq!(parse_stat(""), None);
-    }
 
     #[test]
     fn our_own_requests_are_not_foreign() {

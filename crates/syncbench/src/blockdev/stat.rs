@@ -127,6 +127,11 @@ mod tests {
         let old_kernel = parse("1 2 3 4 5 6 7 8 9 10 11").unwrap();
         assert_eq!((old_kernel.writes, old_kernel.flushes), (5, 0));
         assert!(parse("1 2 3").is_none());
+        // Before 5.5 there is no flush column: flushes unknown, read as 0; anything else is refused.
+        assert_eq!(parse("1 2 3 4 5 6 7 8 9 10 11").unwrap().flushes, 0);
+        assert_eq!(parse("1 2 3 4 5 6 7 8 9 10"), None);
+        assert_eq!(parse("1 2 x"), None);
+        assert_eq!(parse(""), None);
     }
 
     #[test]
