@@ -14,6 +14,7 @@ pub mod disturbance;
 pub mod exit;
 pub mod export;
 pub mod fsync_errors;
+pub mod hash;
 pub mod lab;
 pub mod method;
 pub mod output;

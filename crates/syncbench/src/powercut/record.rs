@@ -87,17 +87,9 @@ pub enum Decoded {
 }
 
 /// splitmix64: the payload generator and the run-id mixer.
-pub fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use crate::hash::splitmix64_next as splitmix64;
 
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xCBF2_9CE4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3))
-}
+use crate::hash::fnv1a64;
 
 fn fill_payload(run: u64, seq: u64, out: &mut [u8]) {
     let mut state = run ^ seq;

@@ -110,20 +110,14 @@ fn model_ns(case: &Case) -> f64 {
     base * state + reopen_ns
 }
 
-/// SplitMix64: a tiny, good-enough deterministic generator (also fills the real write buffers).
-pub(crate) fn splitmix64(state: u64) -> u64 {
-    let mut z = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub(crate) use crate::hash::splitmix64;
 
 fn unit(x: u64) -> f64 {
     (x >> 11) as f64 / (1u64 << 53) as f64
 }
 
 fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    crate::hash::fnv1a64(text.as_bytes())
 }
 
 #[cfg(test)]
