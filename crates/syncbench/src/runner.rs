@@ -375,14 +375,14 @@ pub enum CaseFailure {
 /// A result with identification only: the case did not produce numbers.
 fn empty_result(case: &Case) -> CaseResult {
     CaseResult {
-        section: case.section.name().to_string(),
-        method: case.method.name().to_string(),
+        section: case.section,
+        method: case.method,
         label: case.label.clone(),
         durable: case.method.durable(),
         supported: true,
         write_size_bytes: case.write_size_bytes,
         writes_per_commit: case.writes_per_commit,
-        file_state: case.file_state.name().to_string(),
+        file_state: case.file_state,
         ..CaseResult::default()
     }
 }
@@ -504,7 +504,7 @@ mod tests {
         let m = measure(&mut exec, &mut clock, &RunBudget::per_case(0.5)).unwrap();
         let case = Case { writes_per_commit: 2, ..Case::one_write(crate::method::SyncMethod::Fsync, 8192) };
         let r = result_from(&case, &m);
-        assert_eq!((r.method.as_str(), r.section.as_str(), r.file_state.as_str()), ("fsync", "one_write", "overwrite"));
+        assert_eq!((r.method.name(), r.section.name(), r.file_state.name()), ("fsync", "one_write", "overwrite"));
         assert!(r.supported && r.durable && r.error.is_none());
         assert_eq!(r.ops, m.samples.count());
         let expected_ops_per_s = r.ops as f64 / r.duration_s;

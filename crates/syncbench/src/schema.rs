@@ -4,7 +4,9 @@
 //! defined once, next to the code that measures it, and read back with the same type
 //! ([`crate::export::read_any`]): a field an older file lacks takes its default (`#[serde(default)]`).
 
+use crate::method::SyncMethod;
 use crate::probe::Environment;
+use crate::suite::{FileState, Section};
 use crate::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 
@@ -105,9 +107,9 @@ pub struct Log2Bucket {
 pub struct CaseResult {
     /// Which part of the suite (`one_write`, `two_writes`, `write_sizes`, `close_then_sync`, `no_sync`,
     /// `size_sweep`, `file_state`).
-    pub section: String,
+    pub section: Section,
     /// Method name (VISION.md vocabulary, e.g. `open_datasync+direct`).
-    pub method: String,
+    pub method: SyncMethod,
     /// Human-readable label of the case inside its section.
     pub label: String,
     /// Whether a commit by this method is durable when it returns.
@@ -121,7 +123,7 @@ pub struct CaseResult {
     /// Writes per commit.
     pub writes_per_commit: u32,
     /// `overwrite`, `append` or `fallocate`.
-    pub file_state: String,
+    pub file_state: FileState,
     /// Commits timed.
     pub ops: u64,
     /// Commits per second (ops / total timed seconds).

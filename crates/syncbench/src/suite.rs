@@ -2,13 +2,16 @@
 //! sections (a-e), plus a write-size sweep (f) and the file state (g).
 
 use crate::method::SyncMethod;
+use serde::{Deserialize, Serialize};
 
 pub use crate::size::{KIB, MIB};
 
-/// A part of the suite.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A part of the suite. Its JSON name is [`Section::name`] (snake_case of the variant).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Section {
     /// (a) one write per commit, every method.
+    #[default]
     OneWrite,
     /// (b) two writes per commit, every method.
     TwoWrites,
@@ -22,6 +25,21 @@ pub enum Section {
     SizeSweep,
     /// (g) overwrite vs append vs fallocate.
     FileState,
+}
+
+impl std::str::FromStr for Section {
+    type Err = String;
+
+    /// By JSON name.
+    fn from_str(text: &str) -> Result<Self, String> {
+        Section::ALL.into_iter().find(|s| s.name() == text).ok_or_else(|| format!("unknown section '{text}'"))
+    }
+}
+
+impl std::fmt::Display for Section {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
 }
 
 impl Section {
@@ -76,15 +94,35 @@ impl Section {
     }
 }
 
-/// The state of the file region a case writes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The state of the file region a case writes to. Its JSON name is [`FileState::name`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FileState {
     /// A zero-filled, fully written file (a recycled WAL segment). Writes wrap around it.
+    #[default]
     Overwrite,
     /// An empty file that every write extends.
     Append,
     /// Preallocated, unwritten extents (fio's default): every write converts an extent.
     Fallocate,
+}
+
+impl std::str::FromStr for FileState {
+    type Err = String;
+
+    /// By JSON name.
+    fn from_str(text: &str) -> Result<Self, String> {
+        [FileState::Overwrite, FileState::Append, FileState::Fallocate]
+            .into_iter()
+            .find(|s| s.name() == text)
+            .ok_or_else(|| format!("unknown file state '{text}'"))
+    }
+}
+
+impl std::fmt::Display for FileState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
 }
 
 impl FileState {
@@ -277,6 +315,20 @@ pub use crate::size::{format_size, parse_size};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The JSON names of sections and file states are the names `run` has always written (`Section::name`).
+    #[test]
+    fn section_and_file_state_json_names_are_their_names() {
+        for s in Section::ALL {
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{}\"", s.name()));
+            assert_eq!(s.name().parse::<Section>().unwrap(), s);
+        }
+        for f in [FileState::Overwrite, FileState::Append, FileState::Fallocate] {
+            assert_eq!(serde_json::to_string(&f).unwrap(), format!("\"{}\"", f.name()));
+            assert_eq!(serde_json::from_str::<FileState>(&format!("\"{f}\"")).unwrap(), f);
+        }
+        assert!(serde_json::from_str::<Section>("\"mystery\"").is_err());
+    }
 
     fn count(cases: &[Case], section: Section) -> usize {
         cases.iter().filter(|c| c.section == section).count()

@@ -4,6 +4,7 @@
 //! individual cases (drift, disturbances) that follow the tables.
 
 use crate::schema::CaseResult;
+use crate::suite::Section;
 use crate::suite::format_size;
 use crate::verdict::{Severity, Verdict};
 use syncbench_engine::pages::Mode;
@@ -27,7 +28,7 @@ pub fn run_summary(results: &[CaseResult], ctx: &RunContext<'_>) -> String {
         out.push_str("  PARTIAL: interrupted — only the rounds finished so far are counted below\n");
     }
     out.push_str(&format!("  {}\n", verdict_line(ctx.verdicts)));
-    for (section, what) in [("one_write", "one"), ("two_writes", "two")] {
+    for (section, what) in [(Section::OneWrite, "one"), (Section::TwoWrites, "two")] {
         out.push_str(&format!("  {}\n", fastest_line(results, section, what)));
     }
     out.push_str(&format!("  {}\n", noise_line(results)));
@@ -130,12 +131,12 @@ fn measured(c: &CaseResult) -> bool {
 }
 
 /// `fastest durable, one 8 KiB write per commit: fdatasync 5030/s ±3% (tied within the intervals: …)`.
-pub fn fastest_line(results: &[CaseResult], section: &str, how_many: &str) -> String {
+pub fn fastest_line(results: &[CaseResult], section: Section, how_many: &str) -> String {
     let durable: Vec<&CaseResult> =
         results.iter().filter(|c| c.section == section && c.durable && measured(c)).collect();
     let plural = if how_many == "one" { "write" } else { "writes" };
     let Some(best) = durable.iter().max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s)) else {
-        let letter = if section == "one_write" { "a" } else { "b" };
+        let letter = section.letter();
         return format!("fastest durable, {how_many} {plural} per commit: not measured (section {letter})");
     };
     let mut line = format!(
@@ -148,7 +149,7 @@ pub fn fastest_line(results: &[CaseResult], section: &str, how_many: &str) -> St
     let tied: Vec<String> = durable
         .iter()
         .filter(|c| c.method != best.method && c.ops_per_s * (1.0 + c.ci95_rel) >= low)
-        .map(|c| c.method.clone())
+        .map(|c| c.method.name().to_string())
         .collect();
     if !tied.is_empty() {
         line.push_str(&format!(" (intervals overlap: {})", shorten(&tied, 3)));
@@ -224,8 +225,8 @@ mod tests {
 
     fn case(section: &str, method: &str, ops: f64, ci: f64) -> CaseResult {
         CaseResult {
-            section: section.into(),
-            method: method.into(),
+            section: section.parse().unwrap(),
+            method: method.parse().unwrap(),
             label: method.into(),
             durable: method != "write",
             supported: true,
@@ -248,16 +249,16 @@ mod tests {
             case("one_write", "fsync", 3000.0, 0.02),
             case("two_writes", "fdatasync", 2600.0, 0.10),
         ];
-        let line = fastest_line(&results, "one_write", "one");
+        let line = fastest_line(&results, Section::OneWrite, "one");
         assert_eq!(
             line,
             "fastest durable, one 8 KiB write per commit: fdatasync 5000/s ±4% (intervals overlap: open_datasync)"
         );
         assert_eq!(
-            fastest_line(&results, "two_writes", "two"),
+            fastest_line(&results, Section::TwoWrites, "two"),
             "fastest durable, two 8 KiB writes per commit: fdatasync 2600/s ±10%"
         );
-        assert!(fastest_line(&results[..1], "two_writes", "two").ends_with("not measured (section b)"));
+        assert!(fastest_line(&results[..1], Section::TwoWrites, "two").ends_with("not measured (section b)"));
     }
 
     /// The answer of a mock run (the real timing loop on the deterministic model, in rounds) through `run`'s

@@ -3,6 +3,7 @@
 //! marked, a note where pg_test_fsync's names mean something else, and optional log2 histograms like
 //! DTrace's quantize.
 
+use crate::method::SyncMethod;
 use crate::schema::{CaseResult, Log2Bucket};
 use crate::suite::Section;
 use std::borrow::Cow;
@@ -26,21 +27,21 @@ const SYNC_AFTER_CLOSE: &str = "write, close, fsync";
 /// Render every section present in `results`, in order. `size_bytes` is the write size in the headings.
 pub fn render(results: &[CaseResult], size_bytes: u64, histogram: bool) -> String {
     let mut out = String::new();
-    let mut sections: Vec<&str> = Vec::new();
+    let mut sections: Vec<Section> = Vec::new();
     for r in results {
-        if !sections.contains(&r.section.as_str()) {
-            sections.push(&r.section);
+        if !sections.contains(&r.section) {
+            sections.push(r.section);
         }
     }
     let mut pg_note_due = true;
     for name in sections {
         let cases: Vec<&CaseResult> = results.iter().filter(|r| r.section == name).collect();
         render_section(&mut out, name, &cases, size_bytes, histogram);
-        if Section::parse(name) == Some(Section::CloseThenSync) {
+        if name == Section::CloseThenSync {
             let all: Vec<&CaseResult> = results.iter().collect();
             let _ = writeln!(out, "  → {}", wrap(&honoured_answer(&all), 100, "    "));
         }
-        if pg_note_due && cases.iter().any(|c| matches!(c.method.as_str(), "open_datasync" | "open_sync")) {
+        if pg_note_due && cases.iter().any(|c| matches!(c.method, SyncMethod::OpenDatasync | SyncMethod::OpenSync)) {
             let _ = writeln!(out, "  {}", wrap(PG_TEST_FSYNC_NOTE, 100, "        "));
             pg_note_due = false;
         }
@@ -56,12 +57,8 @@ fn asks_for_fastest(section: Option<Section>) -> bool {
     matches!(section, Some(Section::OneWrite | Section::TwoWrites))
 }
 
-fn render_section(out: &mut String, name: &str, cases: &[&CaseResult], size_bytes: u64, histogram: bool) {
-    let section = Section::parse(name);
-    let heading = match section {
-        Some(s) => format!("({}) {}", s.letter(), s.title(size_bytes)),
-        None => name.to_string(),
-    };
+fn render_section(out: &mut String, section: Section, cases: &[&CaseResult], size_bytes: u64, histogram: bool) {
+    let heading = format!("({}) {}", section.letter(), section.title(size_bytes));
     let _ = writeln!(out, "\n{heading}:");
     let width = cases.iter().map(|c| c.label.chars().count()).max().unwrap_or(0).max(20);
     let _ = writeln!(
@@ -69,7 +66,7 @@ fn render_section(out: &mut String, name: &str, cases: &[&CaseResult], size_byte
         "  {:<width$} {:>12} {:>10} {:>10} {:>10} {:>10} {:>7}",
         "", "ops/s", "mean µs", "p50 µs", "p99 µs", "max µs", "±95%"
     );
-    let fastest = if asks_for_fastest(section) { fastest_durable(cases) } else { None };
+    let fastest = if asks_for_fastest(Some(section)) { fastest_durable(cases) } else { None };
     let tie = fastest.is_some_and(|i| is_tie(cases, i));
     for (i, c) in cases.iter().enumerate() {
         let mut line = case_line(c, width, fastest == Some(i));
@@ -110,14 +107,14 @@ pub fn honoured_answer(results: &[&CaseResult]) -> String {
     let half = floor.latency_ns.mean / 2.0;
     let facts = format!(
         "fsync on a descriptor that did not write took {} (95% interval {}–{}); the fastest durable commit \
-         of one {} write in this run took {} ({}{})",
+         of one {} write in this run took {} ({} in ({}))",
         us(mean),
         us(low),
         us(high),
         crate::suite::format_size(after.write_size_bytes),
         us(floor.latency_ns.mean),
         floor.label.trim(),
-        Section::parse(&floor.section).map(|s| format!(" in ({})", s.letter())).unwrap_or_default()
+        floor.section.letter()
     );
     if low >= half {
         format!("yes: {facts}: it waited for a flush like any durable commit.")
@@ -251,8 +248,8 @@ mod tests {
 
     fn case(label: &str, durable: bool, ops_per_s: f64) -> CaseResult {
         CaseResult {
-            section: "one_write".into(),
-            method: label.into(),
+            section: crate::suite::Section::OneWrite,
+            method: label.parse().unwrap_or_default(),
             label: label.into(),
             durable,
             supported: true,
@@ -294,7 +291,7 @@ mod tests {
     }
 
     fn in_section(section: &str, label: &str, ops_per_s: f64) -> CaseResult {
-        CaseResult { section: section.into(), ..case(label, true, ops_per_s) }
+        CaseResult { section: section.parse().unwrap(), ..case(label, true, ops_per_s) }
     }
 
     #[test]
@@ -318,8 +315,8 @@ mod tests {
 
     fn close_case(label: &str, mean_ns: f64, ci95_rel: f64) -> CaseResult {
         CaseResult {
-            section: "close_then_sync".into(),
-            method: "fsync".into(),
+            section: crate::suite::Section::CloseThenSync,
+            method: crate::method::SyncMethod::Fsync,
             latency_ns: crate::schema::LatencyNs { mean: mean_ns, ..Default::default() },
             ci95_rel,
             ..case(label, true, 1e9 / mean_ns)
@@ -327,7 +324,7 @@ mod tests {
     }
 
     fn one_write(label: &str, mean_ns: f64) -> CaseResult {
-        CaseResult { section: "one_write".into(), ..close_case(label, mean_ns, 0.05) }
+        CaseResult { section: crate::suite::Section::OneWrite, ..close_case(label, mean_ns, 0.05) }
     }
 
     /// (d)'s answer line, whitespace collapsed.
@@ -370,8 +367,10 @@ mod tests {
 
     #[test]
     fn the_pg_test_fsync_note_follows_the_first_table_with_buffered_open_datasync_once() {
-        let open =
-            |section: &str| CaseResult { method: "open_datasync".into(), ..in_section(section, "open_datasync", 1.0) };
+        let open = |section: &str| CaseResult {
+            method: crate::method::SyncMethod::OpenDatasync,
+            ..in_section(section, "open_datasync", 1.0)
+        };
         let text = render(&[in_section("no_sync", "write", 1.0), open("one_write"), open("two_writes")], 8192, false);
         assert_eq!(text.matches("pg_test_fsync's open_datasync").count(), 1, "{text}");
         let note = text.find("pg_test_fsync's").unwrap();

@@ -14,7 +14,11 @@ pub const ETCD_P99_LIMIT_NS: u64 = 10_000_000;
 pub fn etcd_case<'a>(f: &Facts<'a>) -> Option<&'a CaseResult> {
     f.results
         .iter()
-        .filter(|c| c.method == "fdatasync" && c.write_size_bytes == ETCD_WRITE_BYTES && c.writes_per_commit == 1)
+        .filter(|c| {
+            c.method == crate::method::SyncMethod::Fdatasync
+                && c.write_size_bytes == ETCD_WRITE_BYTES
+                && c.writes_per_commit == 1
+        })
         .find(|c| c.supported && c.error.is_none() && c.ops > 0)
 }
 

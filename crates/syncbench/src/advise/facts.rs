@@ -3,6 +3,7 @@
 use super::{Evidence, Input};
 use crate::probe::Environment;
 use crate::schema::CaseResult;
+use crate::suite::Section;
 use crate::verdict::Verdict;
 
 /// Size of a PostgreSQL WAL block and of the default `run` write.
@@ -35,7 +36,7 @@ pub struct Facts<'a> {
 pub fn evidence(c: &CaseResult) -> Evidence {
     Evidence {
         case: format!("{}: {}", c.section, c.label),
-        method: c.method.clone(),
+        method: c.method.name().to_string(),
         ops_per_s: c.ops_per_s,
         latency_ns_p50: c.latency_ns.p50,
         latency_ns_p99: c.latency_ns.p99,
@@ -51,8 +52,8 @@ impl<'a> Facts<'a> {
     /// A measured (supported, error-free, non-empty) case.
     pub fn case(&self, section: &str, method: &str, size: u64, writes: u32) -> Option<&'a CaseResult> {
         self.results.iter().find(|c| {
-            c.section == section
-                && c.method == method
+            c.section.name() == section
+                && c.method.name() == method
                 && c.write_size_bytes == size
                 && c.writes_per_commit == writes
                 && measured(c)
@@ -61,21 +62,21 @@ impl<'a> Facts<'a> {
 
     /// A measured case by file state (section `file_state`).
     pub fn file_state_case(&self, method: &str, state: &str) -> Option<&'a CaseResult> {
-        self.results
-            .iter()
-            .find(|c| c.section == "file_state" && c.method == method && c.file_state == state && measured(c))
+        self.results.iter().find(|c| {
+            c.section == Section::FileState && c.method.name() == method && c.file_state.name() == state && measured(c)
+        })
     }
 
     /// A measured case of any section with this method and write size (first match).
     pub fn any_case(&self, method: &str, size: u64) -> Option<&'a CaseResult> {
-        self.results
-            .iter()
-            .find(|c| c.method == method && c.write_size_bytes == size && c.writes_per_commit == 1 && measured(c))
+        self.results.iter().find(|c| {
+            c.method.name() == method && c.write_size_bytes == size && c.writes_per_commit == 1 && measured(c)
+        })
     }
 
     /// Whether the method was tried and refused (unsupported) in any case.
     pub fn refused(&self, method: &str) -> Option<&'a CaseResult> {
-        self.results.iter().find(|c| c.method == method && !c.supported)
+        self.results.iter().find(|c| c.method.name() == method && !c.supported)
     }
 
     /// The WAL-like score of a method: the geometric mean of one 8 KiB write per commit and two 8 KiB
@@ -95,7 +96,7 @@ impl<'a> Facts<'a> {
         ["one_write", "write_sizes", "size_sweep"]
             .iter()
             .filter_map(|section| self.case(section, method, size, 1))
-            .find(|c| c.file_state == "overwrite")
+            .find(|c| c.file_state == crate::suite::FileState::Overwrite)
     }
 
     /// PostgreSQL's WAL score: the geometric mean of one 8 KiB and one 16 KiB write per commit. XLogWrite
@@ -121,7 +122,7 @@ impl<'a> Facts<'a> {
         if self.data_journal() {
             return Some(false);
         }
-        let direct: Vec<&CaseResult> = self.results.iter().filter(|c| c.method.contains("direct")).collect();
+        let direct: Vec<&CaseResult> = self.results.iter().filter(|c| c.method.is_direct()).collect();
         if direct.is_empty() {
             return None;
         }

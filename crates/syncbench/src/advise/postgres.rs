@@ -186,8 +186,8 @@ mod tests {
 
     fn fdatasync(p10: Option<u64>) -> CaseResult {
         CaseResult {
-            section: "one_write".into(),
-            method: "fdatasync".into(),
+            section: crate::suite::Section::OneWrite,
+            method: crate::method::SyncMethod::Fdatasync,
             supported: true,
             write_size_bytes: BLOCK_8K,
             writes_per_commit: 1,

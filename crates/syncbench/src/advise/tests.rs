@@ -12,15 +12,15 @@ type Row = (&'static str, &'static str, u64, u32, &'static str, f64);
 fn case((section, method, size, writes, state, ops_per_s): Row) -> CaseResult {
     let mean = 1e9 / ops_per_s;
     CaseResult {
-        section: section.into(),
-        method: method.into(),
+        section: section.parse().unwrap(),
+        method: method.parse().unwrap(),
         label: format!("{writes} × {size} B {method} ({state})"),
         durable: !matches!(method, "write" | "direct" | "sync_file_range"),
         supported: ops_per_s > 0.0,
         error: (ops_per_s <= 0.0).then(|| "EINVAL: O_DIRECT is not supported by this file system".into()),
         write_size_bytes: size,
         writes_per_commit: writes,
-        file_state: state.into(),
+        file_state: state.parse().unwrap(),
         ops: if ops_per_s > 0.0 { 5000 } else { 0 },
         ops_per_s: ops_per_s.max(0.0),
         bytes_per_s: ops_per_s.max(0.0) * (size * writes as u64) as f64,
@@ -87,7 +87,7 @@ fn standard_rows(flush: f64, fsync_factor: f64, dsync_factor: f64, direct: Optio
         ("file_state", "fdatasync", 8192, 1, "overwrite", flush),
         ("file_state", "fdatasync", 8192, 1, "append", flush * 0.55),
         ("file_state", "fdatasync", 8192, 1, "fallocate", flush * 0.6),
-        ("etcd", "fdatasync", 2300, 1, "fallocate", flush * 0.6),
+        ("one_write", "fdatasync", 2300, 1, "fallocate", flush * 0.6),
     ];
     rows.into_iter().map(case).collect()
 }
@@ -252,7 +252,7 @@ fn fixture_verdicts_are_the_probes_own() {
 fn data_journal_never_advises_direct_io() {
     let base = fixture("data_journal");
     // The realistic run: ext4 accepted O_DIRECT and fell back to buffered I/O, so +direct cases have numbers.
-    assert!(base.results.iter().any(|c| c.method.ends_with("+direct") && c.supported && c.ops_per_s > 0.0));
+    assert!(base.results.iter().any(|c| c.method.name().ends_with("+direct") && c.supported && c.ops_per_s > 0.0));
     let targets = [
         Target { database: Database::Postgres, version: Version::new(17, 0) },
         Target { database: Database::Postgres, version: Version::new(15, 0) },
@@ -281,7 +281,7 @@ fn data_journal_never_advises_direct_io() {
 }
 
 fn with_rate(mut results: Vec<CaseResult>, method: &str, factor: f64) -> Vec<CaseResult> {
-    for c in results.iter_mut().filter(|c| c.method == method) {
+    for c in results.iter_mut().filter(|c| c.method.name() == method) {
         c.ops_per_s *= factor;
     }
     results
@@ -305,7 +305,10 @@ fn postgres_picks_the_fastest_wal_sync_method() {
     assert!(advice[0].caveats.iter().all(|c| !c.contains("no single 16 KiB write")));
     // When its 16 KiB write is slow (a device that splits it), fdatasync stays.
     let mut results = base.results.clone();
-    for c in results.iter_mut().filter(|c| c.method == "open_datasync" && c.write_size_bytes == 16384) {
+    for c in results
+        .iter_mut()
+        .filter(|c| c.method == crate::method::SyncMethod::OpenDatasync && c.write_size_bytes == 16384)
+    {
         c.ops_per_s *= 0.6;
     }
     let advice = run_fixture(&Fixture { results, ..fixtures().remove(0) }, &pg17);
@@ -315,14 +318,15 @@ fn postgres_picks_the_fastest_wal_sync_method() {
 #[test]
 fn postgres_without_16k_cases_scores_separate_writes_and_says_so() {
     let mut f = fixtures().remove(0);
-    f.results.retain(|c| c.section != "write_sizes");
+    f.results.retain(|c| c.section != crate::suite::Section::WriteSizes);
     let advice = run_fixture(&f, &[Target { database: Database::Postgres, version: Version::new(17, 0) }]);
     // On two separate 8 KiB writes open_datasync pays two round trips and fdatasync wins.
     assert_eq!(setting(&advice, "postgres", "wal_sync_method"), "fdatasync");
     assert!(advice[0].caveats.iter().any(|c| c.contains("no single 16 KiB write")), "{:?}", advice[0].caveats);
     // One method without its 16 KiB case puts every method back on the separate-writes basis.
     let mut f = fixtures().remove(0);
-    f.results.retain(|c| !(c.section == "write_sizes" && c.method == "fsync"));
+    f.results
+        .retain(|c| !(c.section == crate::suite::Section::WriteSizes && c.method == crate::method::SyncMethod::Fsync));
     let advice = run_fixture(&f, &[Target { database: Database::Postgres, version: Version::new(17, 0) }]);
     assert!(advice[0].caveats.iter().any(|c| c.contains("no single 16 KiB write")), "{:?}", advice[0].caveats);
 }
@@ -392,15 +396,18 @@ fn rocksdb_recycles_only_when_overwrite_is_clearly_faster() {
     let base = fixtures().remove(0);
     assert_eq!(setting(&run_fixture(&base, &t), "rocksdb", "recycle_log_file_num"), "4");
     let mut results = base.results.clone();
-    for c in results.iter_mut().filter(|c| c.section == "file_state" && c.file_state == "append") {
-        c.ops_per_s = base.results.iter().find(|c| c.section == "file_state").unwrap().ops_per_s;
+    for c in results
+        .iter_mut()
+        .filter(|c| c.section == crate::suite::Section::FileState && c.file_state == crate::suite::FileState::Append)
+    {
+        c.ops_per_s = base.results.iter().find(|c| c.section == crate::suite::Section::FileState).unwrap().ops_per_s;
     }
     let f = Fixture { results, ..fixtures().remove(0) };
     assert_eq!(setting(&run_fixture(&f, &t), "rocksdb", "recycle_log_file_num"), "0");
     // Faster by more than the 10% but within wide intervals (a device in and out of slow phases): the
     // default stays, and the reason says why in those words.
     let mut noisy = base.results.clone();
-    noisy.iter_mut().filter(|c| c.section == "file_state").for_each(|c| c.ci95_rel = 0.6);
+    noisy.iter_mut().filter(|c| c.section == crate::suite::Section::FileState).for_each(|c| c.ci95_rel = 0.6);
     let advice = run_fixture(&Fixture { results: noisy, ..fixtures().remove(0) }, &t);
     assert_eq!(setting(&advice, "rocksdb", "recycle_log_file_num"), "0");
     let reason = &advice[0].settings.iter().find(|s| s.name == "recycle_log_file_num").unwrap().reason;

@@ -82,11 +82,11 @@ fn keyed(results: &[CaseResult]) -> Vec<(CaseKey, &CaseResult)> {
     let mut out: Vec<(CaseKey, &CaseResult)> = Vec::new();
     for case in results {
         let mut key = CaseKey {
-            section: case.section.clone(),
-            method: case.method.clone(),
+            section: case.section.name().to_string(),
+            method: case.method.name().to_string(),
             write_size_bytes: case.write_size_bytes,
             writes_per_commit: case.writes_per_commit,
-            file_state: case.file_state.clone(),
+            file_state: case.file_state.name().to_string(),
             repeat: 0,
         };
         key.repeat = out.iter().filter(|(k, _)| CaseKey { repeat: 0, ..k.clone() } == key).count() as u32;
@@ -126,11 +126,11 @@ mod tests {
 
     fn case(method: &str, size: u64, ops: f64) -> CaseResult {
         CaseResult {
-            section: "one_write".into(),
-            method: method.into(),
+            section: crate::suite::Section::OneWrite,
+            method: method.parse().unwrap(),
             write_size_bytes: size,
             writes_per_commit: 1,
-            file_state: "overwrite".into(),
+            file_state: crate::suite::FileState::Overwrite,
             supported: true,
             durable: true,
             ops_per_s: ops,

@@ -287,11 +287,11 @@ mod tests {
 
     fn case(method: &str, ops: f64, durable: bool) -> CaseResult {
         CaseResult {
-            section: "one_write".into(),
-            method: method.into(),
+            section: crate::suite::Section::OneWrite,
+            method: method.parse().unwrap(),
             write_size_bytes: 8192,
             writes_per_commit: 1,
-            file_state: "overwrite".into(),
+            file_state: crate::suite::FileState::Overwrite,
             supported: true,
             durable,
             ops_per_s: ops,
@@ -314,7 +314,7 @@ mod tests {
                 case("fsync", 2000.0, true),
                 case("fdatasync", 500.0, true),
                 case("write", 1005.0, false),
-                case("new", 1.0, true),
+                case("open_sync", 1.0, true),
             ],
         );
         let cmp = compare(&[a, b]);

@@ -40,15 +40,15 @@ pub fn to_csv(cases: &[CaseResult]) -> anyhow::Result<String> {
 fn row(c: &CaseResult) -> Vec<String> {
     let l = &c.latency_ns;
     vec![
-        c.section.clone(),
-        c.method.clone(),
+        c.section.name().to_string(),
+        c.method.name().to_string(),
         c.label.clone(),
         c.durable.to_string(),
         c.supported.to_string(),
         c.error.clone().unwrap_or_default(),
         c.write_size_bytes.to_string(),
         c.writes_per_commit.to_string(),
-        c.file_state.clone(),
+        c.file_state.name().to_string(),
         c.ops.to_string(),
         format!("{:.3}", c.ops_per_s),
         format!("{:.1}", c.bytes_per_s),

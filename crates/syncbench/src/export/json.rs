@@ -94,7 +94,7 @@ mod tests {
             "method":"fsync","ops_per_s":10.5,"new_field":true,"latency_ns":{"p50":7}}]}"#;
         let doc = parse_any::<AnyPayload>("t.json", text).unwrap();
         let case = &doc.payload.results[0];
-        assert_eq!((case.method.as_str(), case.ops_per_s, case.latency_ns.p50), ("fsync", 10.5, 7));
+        assert_eq!((case.method.name(), case.ops_per_s, case.latency_ns.p50), ("fsync", 10.5, 7));
         assert_eq!((case.write_size_bytes, case.latency_ns.p99), (0, 0));
         assert!(doc.version.is_empty() && doc.verdicts.is_empty());
     }

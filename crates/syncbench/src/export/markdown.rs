@@ -2,6 +2,7 @@
 //! Written by hand (as hyperfine does) so the format is stable and easy to snapshot.
 
 use crate::schema::{CaseResult, Envelope, RunPayload};
+use crate::suite::Section;
 use std::fmt::Write;
 
 /// The run as Markdown.
@@ -27,17 +28,17 @@ pub fn to_markdown(doc: &Envelope<RunPayload>) -> String {
     out
 }
 
-fn sections_in_order(cases: &[CaseResult]) -> Vec<&str> {
-    let mut seen: Vec<&str> = Vec::new();
+fn sections_in_order(cases: &[CaseResult]) -> Vec<Section> {
+    let mut seen: Vec<Section> = Vec::new();
     for c in cases {
-        if !seen.contains(&c.section.as_str()) {
-            seen.push(&c.section);
+        if !seen.contains(&c.section) {
+            seen.push(c.section);
         }
     }
     seen
 }
 
-fn section_table(out: &mut String, section: &str, cases: &[CaseResult]) {
+fn section_table(out: &mut String, section: Section, cases: &[CaseResult]) {
     let _ = writeln!(out, "## {section}\n");
     let _ = writeln!(out, "| Case | Method | Durable | ops/s | p50 µs | p99 µs | p99.9 µs | ±95% |");
     let _ = writeln!(out, "|:---|:---|:---:|---:|---:|---:|---:|---:|");

@@ -94,12 +94,12 @@ pub fn run_families(results: &[crate::schema::CaseResult]) -> Vec<Family> {
     let mut latency = Family::new("syncbench_run_commit_latency_seconds", "seconds", "Commit latency quantile.");
     for case in results.iter().filter(|c| c.supported && c.error.is_none() && c.ops > 0) {
         let labels = vec![
-            ("section", case.section.clone()),
+            ("section", case.section.name().to_string()),
             ("case", case.label.trim().to_string()),
-            ("method", case.method.clone()),
+            ("method", case.method.name().to_string()),
             ("write_size_bytes", case.write_size_bytes.to_string()),
             ("writes_per_commit", case.writes_per_commit.to_string()),
-            ("file_state", case.file_state.clone()),
+            ("file_state", case.file_state.name().to_string()),
             ("durable", case.durable.to_string()),
         ];
         rate.push(labels.clone(), case.ops_per_s);

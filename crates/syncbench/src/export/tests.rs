@@ -10,15 +10,15 @@ fn case(section: &str, method: &str, durable: bool, p50_ns: u64) -> CaseResult {
     let ops = 1000;
     let mean = p50_ns as f64 * 1.1;
     CaseResult {
-        section: section.to_string(),
-        method: method.to_string(),
+        section: section.parse().unwrap(),
+        method: method.parse().unwrap(),
         label: format!("1 × 8 KiB, {method}"),
         durable,
         supported: true,
         error: None,
         write_size_bytes: 8192,
         writes_per_commit: 1,
-        file_state: "overwrite".to_string(),
+        file_state: crate::suite::FileState::Overwrite,
         ops,
         ops_per_s: 1e9 / mean,
         bytes_per_s: 8192.0 * 1e9 / mean,
@@ -168,14 +168,26 @@ fn write_all_writes_every_requested_file() {
 }
 
 fn arb_case() -> impl Strategy<Value = CaseResult> {
-    (any::<bool>(), any::<bool>(), 1u64..1 << 20, 1u32..16, 0u64..1_000_000, 1u64..u32::MAX as u64, "[a-z_+|,\"]{1,12}")
-        .prop_map(|(durable, supported, size, writes, ops, p50, method)| {
-            let mut c = case("s", &method, durable, p50);
+    let method = 0..crate::method::SyncMethod::ALL.len();
+    (
+        any::<bool>(),
+        any::<bool>(),
+        1u64..1 << 20,
+        1u32..16,
+        0u64..1_000_000,
+        1u64..u32::MAX as u64,
+        "[a-z_+|,\"]{1,12}",
+        method,
+    )
+        .prop_map(|(durable, supported, size, writes, ops, p50, label, method)| {
+            let mut c = case("one_write", crate::method::SyncMethod::ALL[method].name(), durable, p50);
+            // The free text of a case (label, error) is what CSV must quote.
+            c.label = label.clone();
             c.supported = supported;
             c.write_size_bytes = size;
             c.writes_per_commit = writes;
             c.ops = ops;
-            c.error = (!supported).then(|| format!("EINVAL: {method}"));
+            c.error = (!supported).then(|| format!("EINVAL: {label}"));
             c
         })
 }
@@ -188,7 +200,7 @@ proptest! {
         let rows: Vec<_> = r.records().collect::<Result<_, _>>().unwrap();
         prop_assert_eq!(rows.len(), cases.len());
         for (row, c) in rows.iter().zip(&cases) {
-            prop_assert_eq!(&row[1], c.method.as_str());
+            prop_assert_eq!(&row[1], c.method.name());
             prop_assert_eq!(row[6].parse::<u64>().unwrap(), c.write_size_bytes);
         }
     }

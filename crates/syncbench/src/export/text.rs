@@ -106,14 +106,14 @@ mod tests {
             ..probe::Environment::default()
         };
         let result = CaseResult {
-            section: "one_write".into(),
-            method: "fdatasync".into(),
+            section: crate::suite::Section::OneWrite,
+            method: crate::method::SyncMethod::Fdatasync,
             label: "fdatasync".into(),
             durable: true,
             supported: true,
             write_size_bytes: 8192,
             writes_per_commit: 1,
-            file_state: "overwrite".into(),
+            file_state: crate::suite::FileState::Overwrite,
             ops: 5000,
             ops_per_s: 5000.0,
             ..CaseResult::default()

@@ -75,10 +75,7 @@ mod tests {
     fn burst_on_a_real_dir_counts_commits_and_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
         let r = fdatasync_burst(dir.path(), Duration::from_millis(50)).unwrap();
-        assert_eq!(
-            (r.method.as_str(), r.section.as_str(), r.file_state.as_str()),
-            ("fdatasync", "one_write", "overwrite")
-        );
+        assert_eq!((r.method.name(), r.section.name(), r.file_state.name()), ("fdatasync", "one_write", "overwrite"));
         assert!(r.ops > 0 && r.ops_per_s > 0.0);
         assert_eq!(r.histogram_log2.iter().map(|b| b.count).sum::<u64>(), r.ops);
         assert!(r.latency_ns.min <= r.latency_ns.p50 && r.latency_ns.p50 <= r.latency_ns.max);

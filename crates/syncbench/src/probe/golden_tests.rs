@@ -31,14 +31,14 @@ fn fixture_dir(scenario: &str) -> PathBuf {
 
 fn measured(method: &str, ops_per_s: f64) -> CaseResult {
     CaseResult {
-        section: "one_write".into(),
-        method: method.into(),
+        section: crate::suite::Section::OneWrite,
+        method: method.parse().unwrap(),
         label: format!("8 KiB overwrite + {method}"),
         durable: true,
         supported: true,
         write_size_bytes: 8192,
         writes_per_commit: 1,
-        file_state: "overwrite".into(),
+        file_state: crate::suite::FileState::Overwrite,
         ops: 1000,
         ops_per_s,
         // One commit at a time, so the median is close to the mean, 1/rate.

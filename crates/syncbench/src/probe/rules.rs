@@ -2,6 +2,7 @@
 //! verdicts with what to do next. Every rule has a test that it fires and one that it stays silent.
 
 use super::{Device, Environment, fs_type};
+use crate::method::SyncMethod;
 use crate::schema::CaseResult;
 use crate::verdict::{Severity, Verdict};
 
@@ -70,7 +71,7 @@ fn all_disks_rotational(env: &Environment) -> bool {
 fn flush_cases(results: &[CaseResult]) -> impl Iterator<Item = &CaseResult> {
     results
         .iter()
-        .filter(|r| matches!(r.method.as_str(), "fdatasync" | "fsync"))
+        .filter(|r| matches!(r.method, SyncMethod::Fdatasync | SyncMethod::Fsync))
         .filter(|r| r.supported && r.error.is_none() && r.ops > 0 && r.ops_per_s.is_finite())
 }
 
@@ -273,16 +274,18 @@ pub fn atomic_writes(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
 
 /// fsync much slower than fdatasync on the same workload: the metadata journal costs extra flushes.
 pub fn fsync_slower_than_fdatasync(_: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
-    let ok = |r: &&CaseResult| r.section == "one_write" && r.supported && r.error.is_none() && r.ops > 0;
-    let found = results.iter().filter(ok).filter(|r| r.method == "fdatasync").find_map(|fdatasync| {
-        let fsync = results.iter().filter(ok).find(|r| {
-            r.method == "fsync"
-                && r.write_size_bytes == fdatasync.write_size_bytes
-                && r.file_state == fdatasync.file_state
-        })?;
-        let ratio = fdatasync.ops_per_s / fsync.ops_per_s;
-        (ratio >= FSYNC_SLOWDOWN_RATIO_MIN).then_some((fdatasync, fsync, ratio))
-    });
+    let ok =
+        |r: &&CaseResult| r.section == crate::suite::Section::OneWrite && r.supported && r.error.is_none() && r.ops > 0;
+    let found =
+        results.iter().filter(ok).filter(|r| r.method == crate::method::SyncMethod::Fdatasync).find_map(|fdatasync| {
+            let fsync = results.iter().filter(ok).find(|r| {
+                r.method == crate::method::SyncMethod::Fsync
+                    && r.write_size_bytes == fdatasync.write_size_bytes
+                    && r.file_state == fdatasync.file_state
+            })?;
+            let ratio = fdatasync.ops_per_s / fsync.ops_per_s;
+            (ratio >= FSYNC_SLOWDOWN_RATIO_MIN).then_some((fdatasync, fsync, ratio))
+        });
     let Some((fdatasync, fsync, ratio)) = found else { return Vec::new() };
     verdict(
         Severity::Info,
@@ -467,13 +470,13 @@ mod tests {
 
     fn case(method: &str, ops_per_s: f64) -> CaseResult {
         CaseResult {
-            section: "one_write".into(),
-            method: method.into(),
+            section: crate::suite::Section::OneWrite,
+            method: method.parse().unwrap(),
             durable: true,
             supported: true,
             write_size_bytes: 8192,
             writes_per_commit: 1,
-            file_state: "overwrite".into(),
+            file_state: crate::suite::FileState::Overwrite,
             ops: 100,
             ops_per_s,
             ..CaseResult::default()

@@ -217,17 +217,17 @@ fn results_table(out: &mut String, run: &RunFile) {
     );
     let mut section: Option<&str> = None;
     for case in &run.results {
-        if section != Some(case.section.as_str()) {
+        if section != Some(case.section.name()) {
             close_then_sync_answer(out, run, section);
-            section = Some(&case.section);
+            section = Some(case.section.name());
             let _ = writeln!(
                 out,
                 "<tr><th class=\"section\" colspan=\"7\">{}</th></tr>",
-                esc(&super::figures::section_title(&case.section))
+                esc(&super::figures::section_title(case.section.name()))
             );
         }
         let class = if case.durable { "" } else { " class=\"notdurable\"" };
-        let name = if case.label.is_empty() { case.method.clone() } else { case.label.trim().to_string() };
+        let name = if case.label.is_empty() { case.method.name().to_string() } else { case.label.trim().to_string() };
         let durable = if case.durable { "" } else { " (not durable)" };
         let _ = write!(out, "<tr{class}><td>{}{durable}</td>", esc(&name));
         if super::figures::measured(case) {
@@ -305,8 +305,8 @@ mod tests {
     #[test]
     fn results_are_grouped_by_section_and_close_then_sync_is_answered_in_words() {
         let case = |section: &str, label: &str, mean_ns: f64| crate::schema::CaseResult {
-            section: section.into(),
-            method: "fsync".into(),
+            section: section.parse().unwrap(),
+            method: crate::method::SyncMethod::Fsync,
             label: label.into(),
             durable: true,
             supported: true,

@@ -79,7 +79,7 @@ mod tests {
         assert_eq!((run.started_at.as_str(), run.command.as_str()), ("2026-11-21T00:00:00Z", "syncbench run"));
         assert_eq!(run.environment.fs_type, "xfs");
         assert_eq!(run.verdicts[0].code, "c");
-        assert_eq!(run.results[0].method, "fsync");
+        assert_eq!(run.results[0].method, crate::method::SyncMethod::Fsync);
         assert_eq!(run.commit.unwrap().points[0].clients, 4);
         let pages = run.pages.unwrap();
         assert!(!pages.rows[0].supported);

@@ -8,8 +8,12 @@ use std::path::Path;
 /// The run case to compare with: section `one_write`, method `fdatasync`, preferring an 8 KiB write
 /// (PostgreSQL's WAL block) when several sizes were measured.
 pub fn pick_case(results: &[CaseResult]) -> Option<&CaseResult> {
-    let candidates =
-        results.iter().filter(|c| c.section == "one_write" && c.method == "fdatasync" && c.supported && c.ops > 0);
+    let candidates = results.iter().filter(|c| {
+        c.section == crate::suite::Section::OneWrite
+            && c.method == crate::method::SyncMethod::Fdatasync
+            && c.supported
+            && c.ops > 0
+    });
     candidates.min_by_key(|c| c.write_size_bytes.abs_diff(8192))
 }
 
@@ -50,8 +54,8 @@ mod tests {
 
     fn case(section: &str, method: &str, size: u64) -> CaseResult {
         CaseResult {
-            section: section.into(),
-            method: method.into(),
+            section: section.parse().unwrap(),
+            method: method.parse().unwrap(),
             supported: true,
             ops: 10,
             write_size_bytes: size,

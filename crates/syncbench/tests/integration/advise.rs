@@ -8,14 +8,14 @@ use syncbench::schema::{CaseResult, Envelope, LatencyNs, RunPayload};
 fn case(section: &str, method: &str, size: u64, writes: u32, state: &str, ops_per_s: f64) -> CaseResult {
     let mean = 1e9 / ops_per_s;
     CaseResult {
-        section: section.into(),
-        method: method.into(),
+        section: section.parse().unwrap(),
+        method: method.parse().unwrap(),
         label: method.into(),
         durable: true,
         supported: true,
         write_size_bytes: size,
         writes_per_commit: writes,
-        file_state: state.into(),
+        file_state: state.parse().unwrap(),
         ops: 3000,
         ops_per_s,
         latency_ns: LatencyNs {
@@ -45,7 +45,7 @@ fn saved_run_with(
         case("one_write", "open_datasync", 8192, 1, "overwrite", 4000.0),
         case("two_writes", "fdatasync", 8192, 2, "overwrite", 4800.0),
         case("two_writes", "open_datasync", 8192, 2, "overwrite", 2000.0),
-        case("etcd", "fdatasync", 2300, 1, "fallocate", etcd_ops_per_s),
+        case("one_write", "fdatasync", 2300, 1, "fallocate", etcd_ops_per_s),
     ];
     let env = Environment { fs_type: "ext4".into(), kernel: "6.18".into(), ..Environment::default() };
     let payload = RunPayload { dir: "/data".into(), pattern: "sequential".into(), results, partial: false };

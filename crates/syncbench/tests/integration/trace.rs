@@ -243,12 +243,12 @@ fn baseline_comparison_uses_the_run_fdatasync_case() {
         return;
     }
     let case = CaseResult {
-        section: "one_write".into(),
-        method: "fdatasync".into(),
+        section: syncbench::suite::Section::OneWrite,
+        method: syncbench::method::SyncMethod::Fdatasync,
         supported: true,
         ops: 100,
         write_size_bytes: 8192,
-        file_state: "overwrite".into(),
+        file_state: syncbench::suite::FileState::Overwrite,
         latency_ns: LatencyNs { p50: 200_000, p99: 900_000, ..LatencyNs::default() },
         ..CaseResult::default()
     };

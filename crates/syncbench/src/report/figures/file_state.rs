@@ -5,9 +5,10 @@ use crate::report::chart::bar_chart::{Bar, BarChart, BarFill, BarGroup};
 use crate::report::chart::scale::format_count;
 use crate::report::chart::svg::{LegendEntry, Swatch, color};
 use crate::schema::CaseResult;
+use crate::suite::Section;
 
 /// The section this figure draws.
-pub const SECTION: &str = "file_state";
+pub const SECTION: Section = Section::FileState;
 
 /// A grouped bar chart (one group per method, one bar per file state) when `results` has the section.
 pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure> {
@@ -15,8 +16,8 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
     if cases.is_empty() {
         return Vec::new();
     }
-    let states = first_seen(cases.iter().map(|c| c.file_state.as_str()));
-    let methods = first_seen(cases.iter().map(|c| c.method.as_str()));
+    let states = first_seen(cases.iter().map(|c| c.file_state.name()));
+    let methods = first_seen(cases.iter().map(|c| c.method.name()));
     let groups = methods
         .iter()
         .map(|method| BarGroup {
@@ -25,7 +26,7 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
                 .iter()
                 .enumerate()
                 .filter_map(|(index, state)| {
-                    let case = cases.iter().find(|c| &c.method == method && &c.file_state == state)?;
+                    let case = cases.iter().find(|c| c.method.name() == method && c.file_state.name() == state)?;
                     Some(Bar {
                         series: state.clone(),
                         value: measured(case).then_some(case.ops_per_s),
@@ -46,7 +47,7 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
         legend.push(LegendEntry { name: "not durable".into(), swatch: Swatch::Hatch });
     }
     let id = format!("{stem}-file-state");
-    let title = format!("{}{context}", section_title(SECTION));
+    let title = format!("{}{context}", section_title(SECTION.name()));
     let chart = BarChart {
         id: id.clone(),
         title: title.clone(),

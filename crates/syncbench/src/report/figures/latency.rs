@@ -33,7 +33,7 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
     bar_sections(results)
         .iter()
         .filter_map(|section| {
-            let cases: Vec<&CaseResult> = results.iter().filter(|c| &c.section == section).collect();
+            let cases: Vec<&CaseResult> = results.iter().filter(|c| c.section == *section).collect();
             if !cases.iter().any(|c| measured(c)) {
                 return None;
             }
@@ -58,8 +58,8 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
                 .collect();
             let values = rows.iter().flat_map(|r| r.values.iter().map(|v| v.1));
             let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-            let id = format!("{stem}-latency-{}", slug(section));
-            let title = format!("{}: commit latency percentiles{context}", section_title(section));
+            let id = format!("{stem}-latency-{}", slug(section.name()));
+            let title = format!("{}: commit latency percentiles{context}", section_title(section.name()));
             let chart = StripChart {
                 id: id.clone(),
                 title: title.clone(),

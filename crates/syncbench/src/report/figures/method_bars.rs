@@ -6,6 +6,7 @@ use crate::report::chart::bar_chart::{Bar, BarChart, BarFill, BarGroup};
 use crate::report::chart::scale::format_count;
 use crate::report::chart::svg::{LegendEntry, Swatch, color};
 use crate::schema::CaseResult;
+use crate::suite::Section;
 
 const VALUE_LABEL: &str = "commits per second (higher is better; whisker: 95% confidence interval)";
 
@@ -14,12 +15,12 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
     bar_sections(results)
         .iter()
         .map(|section| {
-            let cases: Vec<&CaseResult> = results.iter().filter(|c| &c.section == section).collect();
+            let cases: Vec<&CaseResult> = results.iter().filter(|c| c.section == *section).collect();
             let names = case_names(&cases);
             let groups =
                 cases.iter().zip(names).map(|(case, name)| BarGroup { label: name, bars: vec![bar(case)] }).collect();
-            let id = format!("{stem}-commits-{}", slug(section));
-            let title = format!("{}: commits per second{context}", section_title(section));
+            let id = format!("{stem}-commits-{}", slug(section.name()));
+            let title = format!("{}: commits per second{context}", section_title(section.name()));
             let chart = BarChart {
                 id: id.clone(),
                 title: title.clone(),
@@ -72,7 +73,7 @@ fn durability_legend(cases: &[&CaseResult]) -> Vec<LegendEntry> {
 
 /// With several runs: per section, one group per case and one bar per run (runs keep their colour).
 pub fn across_runs(runs: &[(&str, &[CaseResult])]) -> Vec<Figure> {
-    let mut sections: Vec<String> = Vec::new();
+    let mut sections: Vec<Section> = Vec::new();
     for (_, results) in runs {
         for section in bar_sections(results) {
             if !sections.contains(&section) {
@@ -85,7 +86,7 @@ pub fn across_runs(runs: &[(&str, &[CaseResult])]) -> Vec<Figure> {
         .map(|section| {
             let mut keys: Vec<(String, String)> = Vec::new();
             for (_, results) in runs {
-                let cases: Vec<&CaseResult> = results.iter().filter(|c| &c.section == section).collect();
+                let cases: Vec<&CaseResult> = results.iter().filter(|c| c.section == *section).collect();
                 for (case, name) in cases.iter().zip(case_names(&cases)) {
                     let key = (case.label.clone(), name);
                     if !keys.iter().any(|k| k.1 == key.1) {
@@ -100,12 +101,12 @@ pub fn across_runs(runs: &[(&str, &[CaseResult])]) -> Vec<Figure> {
                     bars: runs
                         .iter()
                         .enumerate()
-                        .map(|(index, (run_name, results))| run_bar(index, run_name, results, section, name))
+                        .map(|(index, (run_name, results))| run_bar(index, run_name, results, *section, name))
                         .collect(),
                 })
                 .collect();
             let all_cases: Vec<&CaseResult> =
-                runs.iter().flat_map(|(_, results)| results.iter().filter(|c| &c.section == section)).collect();
+                runs.iter().flat_map(|(_, results)| results.iter().filter(|c| c.section == *section)).collect();
             let mut legend: Vec<LegendEntry> = runs
                 .iter()
                 .enumerate()
@@ -117,8 +118,8 @@ pub fn across_runs(runs: &[(&str, &[CaseResult])]) -> Vec<Figure> {
                     swatch: Swatch::Faded(color(8).into()),
                 });
             }
-            let id = format!("runs-commits-{}", slug(section));
-            let title = format!("{}: commits per second, runs side by side", section_title(section));
+            let id = format!("runs-commits-{}", slug(section.name()));
+            let title = format!("{}: commits per second, runs side by side", section_title(section.name()));
             let chart = BarChart {
                 id: id.clone(),
                 title: title.clone(),
@@ -133,7 +134,7 @@ pub fn across_runs(runs: &[(&str, &[CaseResult])]) -> Vec<Figure> {
         .collect()
 }
 
-fn run_bar(index: usize, run_name: &str, results: &[CaseResult], section: &str, name: &str) -> Bar {
+fn run_bar(index: usize, run_name: &str, results: &[CaseResult], section: Section, name: &str) -> Bar {
     let cases: Vec<&CaseResult> = results.iter().filter(|c| c.section == section).collect();
     let found = cases.iter().zip(case_names(&cases)).find(|(_, n)| n == name).map(|(c, _)| *c);
     match found {

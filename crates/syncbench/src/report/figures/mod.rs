@@ -7,6 +7,7 @@ pub mod method_bars;
 pub mod size_sweep;
 
 use crate::schema::CaseResult;
+use crate::suite::Section;
 
 /// One chart ready to embed or write: its SVG and the file name stem it gets with `--svg DIR`.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,26 +38,27 @@ pub fn section_title(section: &str) -> String {
 }
 
 /// The sections present in `results`, in first-seen order, that are not drawn by a dedicated figure.
-pub fn bar_sections(results: &[CaseResult]) -> Vec<String> {
-    let mut sections: Vec<String> = Vec::new();
+pub fn bar_sections(results: &[CaseResult]) -> Vec<Section> {
+    let mut sections: Vec<Section> = Vec::new();
     for case in results {
-        if case.section != "size_sweep" && case.section != "file_state" && !sections.contains(&case.section) {
-            sections.push(case.section.clone());
+        if case.section != Section::SizeSweep && case.section != Section::FileState && !sections.contains(&case.section)
+        {
+            sections.push(case.section);
         }
     }
-    sections.sort_by_key(|s| BAR_SECTIONS.iter().position(|known| known == s).unwrap_or(BAR_SECTIONS.len()));
+    sections.sort_by_key(|s| BAR_SECTIONS.iter().position(|known| *known == s.name()).unwrap_or(BAR_SECTIONS.len()));
     sections
 }
 
 /// How a case is named inside its section: the method, or the label when several cases share a method.
 pub fn case_names(cases: &[&CaseResult]) -> Vec<String> {
-    let mut methods: Vec<&str> = cases.iter().map(|c| c.method.as_str()).collect();
+    let mut methods: Vec<&str> = cases.iter().map(|c| c.method.name()).collect();
     methods.sort_unstable();
     let methods_unique = methods.windows(2).all(|w| w[0] != w[1]);
     cases
         .iter()
         .map(|c| {
-            let base = if methods_unique || c.label.is_empty() { c.method.clone() } else { c.label.clone() };
+            let base = if methods_unique || c.label.is_empty() { c.method.name().to_string() } else { c.label.clone() };
             if c.durable || base.contains("not durable") { base } else { format!("{base} (not durable)") }
         })
         .collect()
@@ -95,8 +97,8 @@ mod tests {
 
     fn case(section: &str, method: &str, label: &str, durable: bool) -> CaseResult {
         CaseResult {
-            section: section.into(),
-            method: method.into(),
+            section: section.parse().unwrap(),
+            method: method.parse().unwrap(),
             label: label.into(),
             durable,
             ..CaseResult::default()
@@ -119,10 +121,9 @@ mod tests {
             case("no_sync", "write", "", false),
             case("size_sweep", "fsync", "", true),
             case("one_write", "fsync", "", true),
-            case("mystery", "fsync", "", true),
             case("one_write", "fdatasync", "", true),
         ];
-        assert_eq!(bar_sections(&cases), vec!["one_write", "no_sync", "mystery"]);
+        assert_eq!(bar_sections(&cases), vec![Section::OneWrite, Section::NoSync]);
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! The write-size sweep: commits/s and bytes/s against the size of one write, per method.
 
 use super::{Figure, measured, section_title};
+use crate::method::SyncMethod;
 use crate::report::chart::line_chart::{Axis, LineChart, LineSeries};
 use crate::report::chart::scale::{Scale, format_bytes, format_count};
 use crate::report::chart::svg::color;
 use crate::schema::CaseResult;
+use crate::suite::Section;
 
 /// The section this figure draws.
-pub const SECTION: &str = "size_sweep";
+pub const SECTION: Section = Section::SizeSweep;
 
 /// Two line charts (commits/s, MiB/s) when `results` has a size sweep.
 pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure> {
@@ -15,10 +17,10 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
     if cases.is_empty() {
         return Vec::new();
     }
-    let mut methods: Vec<(&str, bool)> = Vec::new();
+    let mut methods: Vec<(SyncMethod, bool)> = Vec::new();
     for case in &cases {
         if !methods.iter().any(|(m, _)| *m == case.method) {
-            methods.push((&case.method, case.durable));
+            methods.push((case.method, case.durable));
         }
     }
     let series_of = |value: fn(&CaseResult) -> f64| -> Vec<LineSeries> {
@@ -72,7 +74,7 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
         .into_iter()
         .map(|(kind, what, y_label, format, series, scale)| {
             let id = format!("{stem}-size-sweep-{kind}");
-            let title = format!("{}: {what}{context}", section_title(SECTION));
+            let title = format!("{}: {what}{context}", section_title(SECTION.name()));
             let y = Axis { label: y_label.into(), scale, ticks: None, format };
             let chart = LineChart { id: id.clone(), title: title.clone(), x: x.clone(), y, series };
             Figure { stem: id, title, svg: chart.render() }
