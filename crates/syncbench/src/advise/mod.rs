@@ -77,7 +77,7 @@ impl Database {
             Database::Mysql => Version::new(8, 4),
             Database::Mariadb => Version::new(11, 4),
             Database::Sqlite => Version::new(3, 46),
-            Database::Rocksdb => Version::new(9, 0),
+            Database::Rocksdb => Version::new(10, 0),
             Database::Etcd => Version::new(3, 5),
         }
     }
@@ -207,7 +207,7 @@ fn advise_one(facts: &Facts<'_>, target: Target) -> DatabaseAdvice {
         Database::Mysql => mysql::advise_mysql(facts, target.version),
         Database::Mariadb => mysql::advise_mariadb(facts, target.version),
         Database::Sqlite => sqlite::advise(facts),
-        Database::Rocksdb => rocksdb::advise(facts),
+        Database::Rocksdb => rocksdb::advise(facts, target.version),
         Database::Etcd => etcd::advise(facts),
     };
     advice.database = target.database.name().to_string();

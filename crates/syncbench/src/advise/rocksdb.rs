@@ -1,15 +1,22 @@
 //! RocksDB: WriteOptions.sync, recycle_log_file_num, wal_bytes_per_sync, manual_wal_flush.
 
 use super::facts::{Facts, dur, evidence, per_s};
-use super::{DatabaseAdvice, Setting};
+use super::{DatabaseAdvice, Setting, Version};
+use crate::schema::CaseResult;
 
 /// Recycling must make an fdatasync at least this much faster to be worth its constraints.
 const RECYCLE_GAIN: f64 = 0.10;
 
-pub fn advise(f: &Facts<'_>) -> DatabaseAdvice {
+/// The first release whose recycled WALs work with the default wal_recovery_mode kPointInTimeRecovery
+/// (facebook/rocksdb PR #12403, March 2024, after 9.0.0). From 6.8 (PR #6351) until then SanitizeOptions sets
+/// recycle_log_file_num to 0 under kPointInTimeRecovery and kAbsoluteConsistency: Debian's 7.8.3 logs
+/// `Options.recycle_log_file_num: 0` when 4 is set (bench/advise_rocksdb.sh), so a 4 there changes nothing.
+pub const RECYCLE_WITH_POINT_IN_TIME: Version = Version::new(9, 1);
+
+pub fn advise(f: &Facts<'_>, version: Version) -> DatabaseAdvice {
     let mut settings = vec![sync(f)];
     let mut caveats = Vec::new();
-    settings.push(recycle(f, &mut caveats));
+    settings.push(recycle(f, version, &mut caveats));
     settings.push(Setting {
         name: "wal_bytes_per_sync".into(),
         value: "0".into(),
@@ -54,47 +61,26 @@ fn sync(f: &Facts<'_>) -> Setting {
     Setting { name: "WriteOptions.sync".into(), value: "true".into(), reason, evidence: ev }
 }
 
-fn recycle(f: &Facts<'_>, caveats: &mut Vec<String>) -> Setting {
+fn recycle(f: &Facts<'_>, version: Version, caveats: &mut Vec<String>) -> Setting {
     let over = f.file_state_case("fdatasync", "overwrite");
     let append = f.file_state_case("fdatasync", "append");
-    let (value, reason, ev) = match (over, append) {
-        (Some(o), Some(a))
-            if !f.copy_on_write() && o.ops_per_s > a.ops_per_s * (1.0 + RECYCLE_GAIN.max(o.ci95_rel + a.ci95_rel)) =>
-        {
-            (
-                "4",
-                format!(
-                    "Overwriting an already-written WAL file avoids a metadata update per sync: fdatasync measured {} \
-                 overwriting vs {} appending ({:.0}% faster).",
-                    per_s(o.ops_per_s),
-                    per_s(a.ops_per_s),
-                    (o.ops_per_s / a.ops_per_s - 1.0) * 100.0
-                ),
-                vec![evidence(o), evidence(a)],
-            )
-        }
-        (Some(o), Some(a)) => {
-            let gain = (o.ops_per_s / a.ops_per_s - 1.0) * 100.0;
-            let why = if gain > RECYCLE_GAIN * 100.0 && !f.copy_on_write() {
-                format!(
-                    "Overwriting measured {gain:.0}% faster than appending ({} ±{:.0}% vs {} ±{:.0}%), but that is \
-                     within the two measurements' 95% intervals",
-                    per_s(o.ops_per_s),
-                    o.ci95_rel * 100.0,
-                    per_s(a.ops_per_s),
-                    a.ci95_rel * 100.0
-                )
-            } else {
-                format!(
-                    "Overwriting measured no clear gain over appending here ({} vs {})",
-                    per_s(o.ops_per_s),
-                    per_s(a.ops_per_s)
-                )
-            };
-            let cow = if f.copy_on_write() { ", and a copy-on-write file system reallocates anyway" } else { "" };
-            ("0", format!("{why}{cow}; keep the default."), vec![evidence(o), evidence(a)])
-        }
-        _ => ("0", "The overwrite and append file states were not both measured; keep the default.".into(), vec![]),
+    let (gain, ev) = match (over, append) {
+        (Some(o), Some(a)) => (Some(recycle_gain(f, o, a)), vec![evidence(o), evidence(a)]),
+        _ => (None, Vec::new()),
+    };
+    let (value, reason) = match gain {
+        None => ("0", "The overwrite and append file states were not both measured; keep the default.".to_string()),
+        Some(Gain::Clear(why)) if version >= RECYCLE_WITH_POINT_IN_TIME => ("4", why),
+        Some(Gain::Clear(why)) => (
+            "0",
+            format!(
+                "{why} But RocksDB {version} sets recycle_log_file_num to 0 under the default wal_recovery_mode \
+                 kPointInTimeRecovery (releases before {RECYCLE_WITH_POINT_IN_TIME}; its LOG shows \
+                 `Options.recycle_log_file_num: 0`): recycling would need kSkipAnyCorruptedRecords, which replays \
+                 past a corrupted record instead of stopping there. Keep the default, or upgrade to gain this."
+            ),
+        ),
+        Some(Gain::Unclear(why)) => ("0", format!("{why}; keep the default.")),
     };
     if value != "0" {
         caveats.push(
@@ -105,3 +91,43 @@ fn recycle(f: &Facts<'_>, caveats: &mut Vec<String>) -> Setting {
     }
     Setting { name: "recycle_log_file_num".into(), value: value.into(), reason, evidence: ev }
 }
+
+/// Whether overwriting an already-written WAL file syncs clearly faster than appending, and why.
+enum Gain {
+    Clear(String),
+    Unclear(String),
+}
+
+fn recycle_gain(f: &Facts<'_>, o: &CaseResult, a: &CaseResult) -> Gain {
+    let gain = (o.ops_per_s / a.ops_per_s - 1.0) * 100.0;
+    if !f.copy_on_write() && o.ops_per_s > a.ops_per_s * (1.0 + RECYCLE_GAIN.max(o.ci95_rel + a.ci95_rel)) {
+        return Gain::Clear(format!(
+            "Overwriting an already-written WAL file avoids a metadata update per sync: fdatasync measured {} \
+             overwriting vs {} appending ({gain:.0}% faster).",
+            per_s(o.ops_per_s),
+            per_s(a.ops_per_s)
+        ));
+    }
+    let why = if gain > RECYCLE_GAIN * 100.0 && !f.copy_on_write() {
+        format!(
+            "Overwriting measured {gain:.0}% faster than appending ({} ±{:.0}% vs {} ±{:.0}%), but that is \
+             within the two measurements' 95% intervals",
+            per_s(o.ops_per_s),
+            o.ci95_rel * 100.0,
+            per_s(a.ops_per_s),
+            a.ci95_rel * 100.0
+        )
+    } else {
+        format!(
+            "Overwriting measured no clear gain over appending here ({} vs {})",
+            per_s(o.ops_per_s),
+            per_s(a.ops_per_s)
+        )
+    };
+    let cow = if f.copy_on_write() { ", and a copy-on-write file system reallocates anyway" } else { "" };
+    Gain::Unclear(format!("{why}{cow}"))
+}
+
+#[cfg(test)]
+#[path = "tests_rocksdb_etcd.rs"]
+mod tests;

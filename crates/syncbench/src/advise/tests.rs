@@ -392,7 +392,7 @@ fn mariadb_picks_the_fastest_log_combination() {
 
 #[test]
 fn rocksdb_recycles_only_when_overwrite_is_clearly_faster() {
-    let t = [Target { database: Database::Rocksdb, version: Version::new(9, 0) }];
+    let t = [Target { database: Database::Rocksdb, version: Version::new(9, 1) }];
     let base = fixtures().remove(0);
     assert_eq!(setting(&run_fixture(&base, &t), "rocksdb", "recycle_log_file_num"), "4");
     let mut results = base.results.clone();
