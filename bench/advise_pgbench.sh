@@ -4,14 +4,15 @@
 # per method (median of the rounds) and the rank of the method advise chose. advise measures DIR after the
 # pgbench rounds, in the same directory as the cluster, while the (idle) server is still running.
 #
-# usage: bench/advise_pgbench.sh DIR [SECONDS_PER_RUN] [ROUNDS]   (defaults 15 s, 10 rounds: at one client the per-round ratio of two methods spans 0.64-1.33 on the test VM, so 5 rounds cannot resolve 5%)
+# usage: bench/advise_pgbench.sh DIR [SECONDS_PER_RUN] [ROUNDS] [PORT]   (defaults 15 s, 10 rounds, port 5439: at one client the per-round ratio of two methods spans 0.64-1.33 on the test VM, so 5 rounds cannot resolve 5%)
 # needs: root (runs PostgreSQL as the postgres user; installs Debian's postgresql package with apt-get when
 # it is missing) and a release build of syncbench (built when missing).
 set -euo pipefail
-[ -d "${1:-}" ] || { echo "usage: $0 DIR [SECONDS] [ROUNDS] (DIR: an existing directory on the file system to test)" >&2; exit 2; }
+[ -d "${1:-}" ] || { echo "usage: $0 DIR [SECONDS] [ROUNDS] [PORT] (DIR: an existing directory on the file system to test)" >&2; exit 2; }
 dir=$(realpath "$1")
 secs=${2:-15}
 rounds=${3:-10}
+port=${4:-5439}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin="$repo/target/release/syncbench"
 [ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
@@ -37,7 +38,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
-pg_cluster_start "$work" 5439
+pg_cluster_start "$work" "$port"
 
 methods=(fdatasync fsync open_datasync open_sync)
 declare -A tps
@@ -49,7 +50,7 @@ for round in $(seq 1 "$rounds"); do
     for c in 1 8; do
       t=$(pgbench_ -c "$c" -j "$c" -T "$secs" | sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -1)
       tps[$m,$c]="${tps[$m,$c]:-} $t"
-      echo "round $round method $m clients $c tps $t" >&2
+      echo "round $round method $m clients $c tps $t load $(cut -d' ' -f1 /proc/loadavg)" >&2
     done
   done
 done

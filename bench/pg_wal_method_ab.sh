@@ -3,7 +3,7 @@
 # open_datasync), the order rotated every round, ROUNDS rounds (6) of SECS seconds (5) per run with CLIENTS
 # clients (1). Root; Debian's postgresql (the newest installed). Prints one line per run: round, method,
 # clients, tps.
-# usage: ROUNDS=6 SECS=5 CLIENTS="1 8" bash bench/pg_wal_method_ab.sh DIR
+# usage: ROUNDS=6 SECS=5 CLIENTS="1 8" [PORT=5440] bash bench/pg_wal_method_ab.sh DIR
 set -euo pipefail
 [ -d "${1:-}" ] || { echo "usage: [ROUNDS=6] [SECS=5] [CLIENTS=\"1 8\"] [METHODS=...] $0 DIR (an existing directory)" >&2; exit 2; }
 dir=$1; rounds=${ROUNDS:-6}; secs=${SECS:-5}; clients=${CLIENTS:-1}; methods=(${METHODS:-fdatasync open_datasync})
@@ -13,7 +13,7 @@ pgbin=$(find_pgbin)
 work=$dir/.syncbench-pgab-$$; mkdir "$work"; chown postgres: "$work"
 cleanup() { pg_cluster_stop; rm -rf "$work"; }
 trap cleanup EXIT INT TERM
-pg_cluster_start "$work" 5440
+pg_cluster_start "$work" "${PORT:-5440}"
 n=${#methods[@]}
 for r in $(seq 1 "$rounds"); do
   for i in $(seq 0 $((n - 1))); do
