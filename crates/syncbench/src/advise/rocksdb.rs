@@ -7,8 +7,9 @@ use crate::schema::CaseResult;
 /// Recycling must make an fdatasync at least this much faster to be worth its constraints.
 const RECYCLE_GAIN: f64 = 0.10;
 
-/// The first release whose recycled WALs work with the default wal_recovery_mode kPointInTimeRecovery
-/// (facebook/rocksdb PR #12403, March 2024, after 9.0.0). From 6.8 (PR #6351) until then SanitizeOptions sets
+/// The first release whose recycled WALs work with the default wal_recovery_mode kPointInTimeRecovery:
+/// facebook/rocksdb PR #12403 (March 2024) lifted the restriction after 9.0.0 (February 2024), so 9.1 is
+/// taken as the first; no 9.x binary was checked. Since PR #6351 (2020) SanitizeOptions had set
 /// recycle_log_file_num to 0 under kPointInTimeRecovery and kAbsoluteConsistency: Debian's 7.8.3 logs
 /// `Options.recycle_log_file_num: 0` when 4 is set (bench/advise_rocksdb.sh), so a 4 there changes nothing.
 pub const RECYCLE_WITH_POINT_IN_TIME: Version = Version::new(9, 1);
