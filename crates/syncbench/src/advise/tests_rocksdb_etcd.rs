@@ -12,14 +12,14 @@ use crate::schema::{CaseResult, LatencyNs};
 fn file_state(state: &str, ops_per_s: f64, ci95_rel: f64) -> CaseResult {
     let mean = 1e9 / ops_per_s;
     CaseResult {
-        section: "file_state".into(),
-        method: "fdatasync".into(),
+        section: "file_state".parse().unwrap(),
+        method: "fdatasync".parse().unwrap(),
         label: format!("{state} fdatasync"),
         durable: true,
         supported: true,
         write_size_bytes: 8192,
         writes_per_commit: 1,
-        file_state: state.into(),
+        file_state: state.parse().unwrap(),
         ops: 3000,
         ops_per_s,
         latency_ns: LatencyNs { mean, p50: mean as u64, p99: (2.0 * mean) as u64, ..LatencyNs::default() },
@@ -73,14 +73,14 @@ fn recycling_stays_off_without_a_clear_gain_in_any_version() {
 fn etcd(p99_ms: f64) -> (Option<bool>, Vec<String>) {
     let mean = p99_ms * 1e6 / 3.0;
     let c = CaseResult {
-        section: "file_state".into(),
-        method: "fdatasync".into(),
+        section: "file_state".parse().unwrap(),
+        method: "fdatasync".parse().unwrap(),
         label: "etcd: 2300 B + fdatasync".into(),
         durable: true,
         supported: true,
         write_size_bytes: crate::advise::ETCD_WRITE_BYTES,
         writes_per_commit: 1,
-        file_state: "fallocate".into(),
+        file_state: "fallocate".parse().unwrap(),
         ops: 5000,
         ops_per_s: 1e9 / mean,
         latency_ns: LatencyNs { mean, p50: mean as u64, p99: (p99_ms * 1e6) as u64, ..LatencyNs::default() },
