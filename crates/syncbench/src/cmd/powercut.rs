@@ -146,8 +146,10 @@ fn write(a: WriteArgs) -> Outcome {
     );
     let s = writer::write(&plan, &root, witness.as_mut(), &AtomicBool::new(false))?;
     let [o, ap, n] = s.acknowledged;
+    let [o_rate, ap_rate, n_rate] = s.records_per_s_by_kind();
     eprintln!(
-        "syncbench: {o} overwrites, {ap} appends, {n} new files acknowledged in {:.1} s ({:.0} records/s)",
+        "syncbench: {o} overwrites, {ap} appends, {n} new files acknowledged in {:.1} s ({:.0} records/s; \
+         each kind while it was written: {o_rate:.0} overwrites/s, {ap_rate:.0} appends/s, {n_rate:.0} new files/s)",
         s.elapsed_s,
         s.records_per_s()
     );

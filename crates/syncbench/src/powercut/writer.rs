@@ -109,6 +109,10 @@ pub struct WriteSummary {
     pub acknowledged: [u64; 3],
     /// Seconds from the first record to the end.
     pub elapsed_s: f64,
+    /// Seconds spent making each kind's records durable (write and sync; for a new file also its create and
+    /// the directory fsync), per kind: what `records_per_s_by_kind` divides by, to compare each kind with
+    /// `syncbench run`'s case for the same write (overwrite: `one_write`; append: `file_state` append).
+    pub busy_s: [f64; 3],
     /// Why it ended: `duration`, `stopped`, or the error that ended it (a dead disk after a cut).
     pub ended_by: String,
 }
@@ -117,6 +121,11 @@ impl WriteSummary {
     /// Acknowledged records per second.
     pub fn records_per_s(&self) -> f64 {
         self.acknowledged.iter().sum::<u64>() as f64 / self.elapsed_s.max(1e-9)
+    }
+
+    /// Acknowledged records per second of time spent on that kind: overwrite, append, new file.
+    pub fn records_per_s_by_kind(&self) -> [f64; 3] {
+        std::array::from_fn(|k| self.acknowledged[k] as f64 / self.busy_s[k].max(1e-9))
     }
 }
 
@@ -175,6 +184,7 @@ pub fn write(
     };
     let started = Instant::now();
     let mut acknowledged = [0u64; 3];
+    let mut busy_s = [0f64; 3];
     let mut seq = 0u64;
     let mut n = 0u64;
     let ended_by = loop {
@@ -188,7 +198,9 @@ pub fn write(
             let id = RecordId { kind, seq: *seq, slot };
             debug_assert!(kind != Kind::Overwrite || overwrite_seq(n) == *seq);
             *seq += 1;
+            let began = Instant::now();
             files.write(plan.run, id, witness)?;
+            busy_s[kind as usize] += began.elapsed().as_secs_f64();
             witness.send(&ack_line(id)).context("sending an ack to the witness")?;
             acknowledged[kind as usize] += 1;
             Ok(())
@@ -208,7 +220,7 @@ pub fn write(
         }
         n += 1;
     };
-    Ok(WriteSummary { acknowledged, elapsed_s: started.elapsed().as_secs_f64(), ended_by })
+    Ok(WriteSummary { acknowledged, elapsed_s: started.elapsed().as_secs_f64(), busy_s, ended_by })
 }
 
 impl Files {
@@ -271,4 +283,40 @@ impl Files {
 fn open_new(path: &Path, method: SyncMethod) -> anyhow::Result<MethodFile> {
     drop(syncbench_sys::create_new(path, OpenFlags::BUFFERED).with_context(|| format!("creating {}", path.display()))?);
     method.open(path).map_err(|e| anyhow::anyhow!("{} on {}: {}", method.name(), path.display(), e.io()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Lines(String);
+
+    impl Witness for Lines {
+        fn send(&mut self, line: &str) -> io::Result<()> {
+            self.0.push_str(line);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn each_kinds_time_is_counted_and_within_the_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = WritePlan {
+            dir: dir.path().canonicalize().unwrap(),
+            method: SyncMethod::Fdatasync,
+            duration: Some(Duration::from_millis(300)),
+            run: 7,
+        };
+        let mut witness = Lines(String::new());
+        let root = prepare(&plan, &mut witness).unwrap();
+        let s = write(&plan, &root, &mut witness, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.ended_by, "duration");
+        assert!(s.acknowledged.iter().all(|&n| n > 0), "{s:?}");
+        assert!(s.busy_s.iter().all(|&b| b > 0.0), "{s:?}");
+        assert!(s.busy_s.iter().sum::<f64>() <= s.elapsed_s, "{s:?}");
+        let by_kind = s.records_per_s_by_kind();
+        assert!((0..3).all(|k| (by_kind[k] * s.busy_s[k] - s.acknowledged[k] as f64).abs() < 1e-6), "{by_kind:?}");
+        let acks = witness.0.lines().filter(|l| !l.starts_with("retire") && !l.starts_with("syncbench-")).count();
+        assert_eq!(acks as u64, s.acknowledged.iter().sum::<u64>());
+    }
 }
