@@ -6,7 +6,9 @@ mean of the two runs around it (files P-rR-run-K-1.json, P-rR-write-K.txt, P-rR-
 layout P-rR-run-a.json, P-rR-write.txt, P-rR-run-b.json is read too). `mix` is the writer's rate predicted
 from run's cases and the writer's own new-file rate: per 17 records 8 overwrites at one_write's rate,
 8 appends at file_state append's rate and 1 new file. `load` is the 1-minute load average at the start of
-each lab disk's round.
+each lab disk's round. A second table compares median latencies (the writer's per record of a kind, run's
+p50 per commit), which the stalls of a loaded machine drag far less than rates (1 / mean); its ratios are
+run's median over the writer's, so 1.0 means the writer's record takes as long as run's commit.
 Usage: bench/powercut_throughput_summary.py DIR"""
 import glob
 import json
@@ -23,14 +25,21 @@ LINE = re.compile(
 )
 
 
-def run_rates(path):
+MEDIANS = re.compile(r"median per record: overwrite ([0-9]+) µs, append ([0-9]+) µs, new file ([0-9]+) µs")
+
+
+def run_cases(path, field):
     with open(path) as f:
         doc = json.load(f)
-    rates = {}
+    values = {}
     for r in doc["results"]:
         key = r["section"] if r["section"] == "one_write" else r["section"] + ":" + r["file_state"]
-        rates[key] = r["ops_per_s"]
-    return rates
+        values[key] = r["ops_per_s"] if field == "rate" else r["latency_ns"]["p50"] / 1e3
+    return values
+
+
+def run_rates(path):
+    return run_cases(path, "rate")
 
 
 def windows():
@@ -61,9 +70,15 @@ for profile, w, before, after, loadfile in windows():
     run = {k: (a[k] + b[k]) / 2 for k in a if k in b}
     mix = 17 / (8 / run["one_write"] + 8 / run["file_state:append"] + 1 / nf)
     load = float(open(loadfile).read().split()[0]) if os.path.exists(loadfile) else float("nan")
-    rows.setdefault(profile, []).append(
-        dict(total=total, ov=ov, ap=ap, nf=nf, one=run["one_write"], app=run["file_state:append"], mix=mix, load=load)
-    )
+    row = dict(total=total, ov=ov, ap=ap, nf=nf, one=run["one_write"], app=run["file_state:append"], mix=mix, load=load)
+    med = MEDIANS.search(open(w).read())
+    if med:
+        a, b = run_cases(before, "p50"), run_cases(after, "p50")
+        row.update(
+            ov_us=float(med.group(1)), ap_us=float(med.group(2)), nf_us=float(med.group(3)),
+            one_us=(a["one_write"] + b["one_write"]) / 2, app_us=(a["file_state:append"] + b["file_state:append"]) / 2,
+        )
+    rows.setdefault(profile, []).append(row)
 
 print("| profile | windows | load | `run` one_write /s | `run` append /s | write records/s | ratio to one_write | "
       "predicted from run's mix /s | ratio to the mix | write overwrites/s | ratio to one_write | "
@@ -76,3 +91,18 @@ for profile in sorted(rows):
     print(f"| {profile} | {len(rs)} | {fmt(col('load'), 1)} | {fmt(col('one'))} | {fmt(col('app'))} | {fmt(col('total'))} | "
           f"{rat('total', 'one')} | {fmt(col('mix'))} | {rat('total', 'mix')} | {fmt(col('ov'))} | {rat('ov', 'one')} | "
           f"{fmt(col('ap'))} | {rat('ap', 'app')} | {fmt(col('nf'))} |")
+
+medians = {p: [r for r in rs if "ov_us" in r] for p, rs in rows.items()}
+if any(medians.values()):
+    print()
+    print("| profile | windows | `run` one_write p50 µs | write overwrite median µs | ratio | `run` append p50 µs | "
+          "write append median µs | ratio | write new file median µs |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for profile in sorted(medians):
+        rs = medians[profile]
+        if not rs:
+            continue
+        col = lambda k: [r[k] for r in rs]
+        rat = lambda x, y: fmt([r[x] / r[y] for r in rs], 2)
+        print(f"| {profile} | {len(rs)} | {fmt(col('one_us'))} | {fmt(col('ov_us'))} | {rat('one_us', 'ov_us')} | "
+              f"{fmt(col('app_us'))} | {fmt(col('ap_us'))} | {rat('app_us', 'ap_us')} | {fmt(col('nf_us'))} |")

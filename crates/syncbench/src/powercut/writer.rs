@@ -10,6 +10,7 @@
 use super::acks::{RunHeader, ack_line, retire_line};
 use super::record::{Kind, RECORD_BYTES, RecordId, encode, splitmix64};
 use crate::method::{MethodFile, SyncMethod};
+use crate::stats::Samples;
 use anyhow::Context;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -113,6 +114,9 @@ pub struct WriteSummary {
     /// the directory fsync), per kind: what `records_per_s_by_kind` divides by, to compare each kind with
     /// `syncbench run`'s case for the same write (overwrite: `one_write`; append: `file_state` append).
     pub busy_s: [f64; 3],
+    /// Median time of one record of each kind, the same span as `busy_s` (compares with `run`'s p50 latency
+    /// of the same case; unlike a mean, it is not dragged by the stalls of a loaded machine).
+    pub latency_ns_p50: [u64; 3],
     /// Why it ended: `duration`, `stopped`, or the error that ended it (a dead disk after a cut).
     pub ended_by: String,
 }
@@ -185,6 +189,7 @@ pub fn write(
     let started = Instant::now();
     let mut acknowledged = [0u64; 3];
     let mut busy_s = [0f64; 3];
+    let mut latencies: [Samples; 3] = Default::default();
     let mut seq = 0u64;
     let mut n = 0u64;
     let ended_by = loop {
@@ -200,7 +205,9 @@ pub fn write(
             *seq += 1;
             let began = Instant::now();
             files.write(plan.run, id, witness)?;
-            busy_s[kind as usize] += began.elapsed().as_secs_f64();
+            let took = began.elapsed();
+            busy_s[kind as usize] += took.as_secs_f64();
+            latencies[kind as usize].record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
             witness.send(&ack_line(id)).context("sending an ack to the witness")?;
             acknowledged[kind as usize] += 1;
             Ok(())
@@ -220,7 +227,8 @@ pub fn write(
         }
         n += 1;
     };
-    Ok(WriteSummary { acknowledged, elapsed_s: started.elapsed().as_secs_f64(), busy_s, ended_by })
+    let latency_ns_p50 = std::array::from_fn(|k| latencies[k].quantile_ns(0.5));
+    Ok(WriteSummary { acknowledged, elapsed_s: started.elapsed().as_secs_f64(), busy_s, latency_ns_p50, ended_by })
 }
 
 impl Files {
@@ -314,6 +322,8 @@ mod tests {
         assert!(s.acknowledged.iter().all(|&n| n > 0), "{s:?}");
         assert!(s.busy_s.iter().all(|&b| b > 0.0), "{s:?}");
         assert!(s.busy_s.iter().sum::<f64>() <= s.elapsed_s, "{s:?}");
+        // A median of one kind's records lies within that kind's whole time.
+        assert!((0..3).all(|k| s.latency_ns_p50[k] > 0 && s.latency_ns_p50[k] as f64 <= s.busy_s[k] * 1e9), "{s:?}");
         let by_kind = s.records_per_s_by_kind();
         assert!((0..3).all(|k| (by_kind[k] * s.busy_s[k] - s.acknowledged[k] as f64).abs() < 1e-6), "{by_kind:?}");
         let acks = witness.0.lines().filter(|l| !l.starts_with("retire") && !l.starts_with("syncbench-")).count();
