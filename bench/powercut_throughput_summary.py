@@ -21,7 +21,7 @@ if len(sys.argv) != 2:
     sys.exit("usage: bench/powercut_throughput_summary.py DIR  (written by bench/powercut_throughput.sh)")
 d = sys.argv[1]
 LINE = re.compile(
-    r"\(([0-9]+) records/s; each kind while it was written: ([0-9]+) overwrites/s, ([0-9]+) appends/s, ([0-9]+) new files/s\)"
+    r"\(([0-9]+) records/s; each kind while it was written: ([0-9]+) overwrites/s, ([0-9]+) appends/s, ([0-9]+) new files/s"
 )
 
 
