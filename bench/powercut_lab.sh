@@ -41,4 +41,4 @@ done
 if [[ -n "${WRITE_PROFILE-hdd-7200}" ]]; then
     run "write-${WRITE_PROFILE:-hdd-7200}-${fses//,/+}" --profile "${WRITE_PROFILE:-hdd-7200}" --fs "$fses" --cuts "$cuts" --method write
 fi
-cat "$out"/*.md > "$out/table.md"
+bench/powercut_summary.py "$out"/*.json > "$out/table.md"  # every cell in OUT, earlier runs into it included
