@@ -5,6 +5,7 @@
 //! measured says so instead of guessing.
 
 mod etcd;
+pub mod evidence;
 mod facts;
 mod mysql;
 mod postgres;
@@ -191,6 +192,9 @@ pub struct AdvisePayload {
     pub source: String,
     /// One entry per requested database.
     pub advice: Vec<DatabaseAdvice>,
+    /// How far each database's advice was validated against the database itself, in `advice`'s order.
+    #[serde(default)]
+    pub evidence: Vec<evidence::EvidenceLevel>,
     /// The cases the advice was computed from.
     pub results: Vec<CaseResult>,
 }

@@ -1,8 +1,8 @@
 //! MySQL/InnoDB (innodb_flush_method, innodb_use_fdatasync, innodb_flush_log_at_trx_commit,
-//! innodb_doublewrite) and MariaDB ≥ 11 (innodb_log_file_buffering / _write_through,
-//! innodb_data_file_buffering / _write_through).
+//! innodb_doublewrite), MariaDB 10.8-10.11 (innodb_flush_method over an O_DIRECT redo log) and MariaDB ≥ 11
+//! (innodb_log_file_buffering / _write_through, innodb_data_file_buffering / _write_through).
 
-use super::facts::{Facts, Rate, compare, compare_with_rest, dur, kept_default, per_s};
+use super::facts::{BLOCK_8K, Facts, Rate, compare, compare_with_rest, dur, kept_default, per_s};
 use super::{DatabaseAdvice, Setting, Version};
 
 const MARGIN: f64 = 0.05;
@@ -32,6 +32,13 @@ pub fn advise_mysql(f: &Facts<'_>, version: Version) -> DatabaseAdvice {
 }
 
 pub fn advise_mariadb(f: &Facts<'_>, version: Version) -> DatabaseAdvice {
+    if (Version::new(10, 8)..Version::new(11, 0)).contains(&version) {
+        let mut caveats = Vec::new();
+        let mut settings = vec![flush_log_at_trx_commit(f, "fdatasync+direct")];
+        settings.push(mariadb_10_flush_method(f, version, &mut caveats));
+        settings.push(doublewrite(f, version, true));
+        return advice(settings, caveats);
+    }
     if version.major < 11 {
         let mut a = advise_mysql(f, version);
         a.caveats.push(format!(
@@ -106,6 +113,78 @@ fn flush_method(f: &Facts<'_>, caveats: &mut Vec<String>) -> Option<Setting> {
         evidence.extend(o.evidence);
     }
     Some(Setting { name: "innodb_flush_method".into(), value: value.into(), reason, evidence })
+}
+
+/// MariaDB 10.8-10.11 opens the redo log O_DIRECT whatever innodb_flush_method says
+/// (innodb_log_file_buffering=OFF) and writes it once per commit (group): one 4 KiB block, rewritten until
+/// full, then fdatasync — or, with O_DSYNC, the same write opened O_DSYNC and no fdatasync (traced with
+/// strace on 10.11.19: 1.05 writes and 1.05 fdatasyncs per commit, docs/advise.md). fsync, O_DIRECT and
+/// O_DIRECT_NO_FSYNC share that commit path and differ only in how data pages are written, in the
+/// background; so the commit-rate choice is O_DSYNC against the default O_DIRECT, scored on one write per
+/// commit (two O_DSYNC writes per commit, which the MySQL score averages in, never happen here).
+fn mariadb_10_flush_method(f: &Facts<'_>, version: Version, caveats: &mut Vec<String>) -> Setting {
+    caveats.push(format!(
+        "MariaDB {version} opens the redo log with O_DIRECT under every innodb_flush_method \
+         (innodb_log_file_buffering=OFF); from 11.0 innodb_flush_method is replaced by \
+         innodb_log_file_buffering/_write_through and innodb_data_file_buffering/_write_through."
+    ));
+    caveats.push(
+        "innodb_flush_method=O_DIRECT_NO_FSYNC commits exactly like O_DIRECT (same redo-log path) and only skips \
+         the fsync after data-page writes: it buys no commit rate, and risks data pages whose file metadata \
+         was never synced."
+            .into(),
+    );
+    if f.direct_supported() == Some(false) {
+        let fsync = f.single("one_write", "fdatasync", BLOCK_8K);
+        let reason = format!(
+            "{}, so neither the redo log nor data pages can bypass the page cache: fsync (buffered data files, \
+             redo log write + fdatasync) is the safe mode.",
+            f.no_direct_reason()
+        );
+        let evidence = fsync.map(|r| r.evidence).unwrap_or_default();
+        return Setting { name: "innodb_flush_method".into(), value: "fsync".into(), reason, evidence };
+    }
+    let Some(direct) = f.single("one_write", "fdatasync+direct", BLOCK_8K) else {
+        let reason = "The default. These measurements have no one 8 KiB O_DIRECT write per commit \
+                      (fdatasync+direct), so it could not be compared with O_DSYNC: measure with `syncbench advise DIR`."
+            .to_string();
+        return Setting { name: "innodb_flush_method".into(), value: "O_DIRECT".into(), reason, evidence: Vec::new() };
+    };
+    let dsync = f.single("one_write", "open_datasync+direct", BLOCK_8K);
+    let wins = dsync
+        .as_ref()
+        .is_some_and(|d| d.ops_per_s > direct.ops_per_s * (1.0 + MARGIN.max(d.ci95_rel + direct.ci95_rel)));
+    let mut reason =
+        "Scored by commits/s of one 8 KiB O_DIRECT write per commit, as MariaDB writes its redo log: ".to_string();
+    let value = match &dsync {
+        Some(d) if wins => {
+            reason.push_str(&format!(
+                "the write opened O_DSYNC (O_DSYNC mode) beats write + fdatasync (every other mode): {}.",
+                compare(d, &direct)
+            ));
+            "O_DSYNC"
+        }
+        Some(d) => {
+            reason.push_str(&format!(
+                "write + fdatasync (O_DIRECT, the default; data pages bypass the page cache too): {}.",
+                compare(&direct, d)
+            ));
+            if d.ops_per_s > direct.ops_per_s {
+                reason.push(' ');
+                reason.push_str(&kept_default(d, &direct, MARGIN));
+            }
+            "O_DIRECT"
+        }
+        None => {
+            reason.push_str("O_DSYNC was not measured, so the default O_DIRECT stays.");
+            "O_DIRECT"
+        }
+    };
+    let mut evidence = direct.evidence.clone();
+    if let Some(d) = dsync {
+        evidence.extend(d.evidence);
+    }
+    Setting { name: "innodb_flush_method".into(), value: value.into(), reason, evidence }
 }
 
 fn use_fdatasync(f: &Facts<'_>) -> Option<Setting> {

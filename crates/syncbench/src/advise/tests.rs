@@ -391,6 +391,60 @@ fn mariadb_picks_the_fastest_log_combination() {
 }
 
 #[test]
+fn mariadb_10_11_scores_flush_method_on_one_direct_write_per_commit() {
+    let t = [Target { database: Database::Mariadb, version: Version::new(10, 11) }];
+    let base = fixture("vm");
+    assert_eq!(setting(&run_fixture(&base, &t), "mariadb", "innodb_flush_method"), "O_DIRECT");
+    // A fixture whose O_DSYNC write is 17% faster (fast NVMe with FUA) gets O_DSYNC.
+    assert_eq!(setting(&run_fixture(&fixtures().remove(0), &t), "mariadb", "innodb_flush_method"), "O_DSYNC");
+    // Buffered O_SYNC far ahead decides MySQL's flush method, not MariaDB 10.11's: its redo log is O_DIRECT
+    // in every mode.
+    let f = Fixture { results: with_rate(base.results.clone(), "open_sync", 3.0), ..fixture("vm") };
+    assert_eq!(setting(&run_fixture(&f, &t), "mariadb", "innodb_flush_method"), "O_DIRECT");
+    assert_eq!(
+        setting(&run_fixture(&f, &[Target { database: Database::Mysql, ..t[0] }]), "mysql", "innodb_flush_method"),
+        "O_DSYNC"
+    );
+    // One O_DSYNC write per commit 40% faster wins, although two O_DSYNC writes per commit (which MariaDB
+    // never does) would be slower than write + fdatasync: the MySQL score's geometric mean would refuse it.
+    let mut results = base.results.clone();
+    let direct = results.iter().find(|c| c.section == "one_write" && c.method == "fdatasync+direct").unwrap().ops_per_s;
+    for c in results.iter_mut().filter(|c| c.method == "open_datasync+direct") {
+        c.ops_per_s = if c.section == "one_write" { direct * 1.4 } else { direct * 0.6 };
+    }
+    let f = Fixture { results, ..fixture("vm") };
+    let advice = run_fixture(&f, &t);
+    assert_eq!(setting(&advice, "mariadb", "innodb_flush_method"), "O_DSYNC");
+    let reason = &advice[0].settings.iter().find(|s| s.name == "innodb_flush_method").unwrap().reason;
+    assert!(reason.contains("open_datasync+direct is 40% faster than fdatasync+direct"), "{reason}");
+    // Inside the margin: the default stays.
+    let mut results = base.results.clone();
+    for c in results.iter_mut().filter(|c| c.method == "open_datasync+direct" && c.section == "one_write") {
+        c.ops_per_s = direct * 1.03;
+    }
+    let f = Fixture { results, ..fixture("vm") };
+    assert_eq!(setting(&run_fixture(&f, &t), "mariadb", "innodb_flush_method"), "O_DIRECT");
+    // Before 10.8 the MySQL-shaped rule stays; from 11.0 the flush method is gone.
+    let old = run_fixture(&base, &[Target { database: Database::Mariadb, version: Version::new(10, 6) }]);
+    assert!(old[0].caveats.iter().any(|c| c.contains("still uses innodb_flush_method")), "{:?}", old[0].caveats);
+    let new = run_fixture(&base, &[Target { database: Database::Mariadb, version: Version::new(11, 4) }]);
+    assert!(new[0].settings.iter().all(|s| s.name != "innodb_flush_method"));
+}
+
+#[test]
+fn each_database_prints_its_evidence_level() {
+    let f = fixture("disk_7200rpm");
+    let t = [
+        Target { database: Database::Mariadb, version: Version::new(10, 11) },
+        Target { database: Database::Mysql, version: Version::new(8, 4) },
+    ];
+    let text = to_text(&run_fixture(&f, &t));
+    assert!(text.contains("MariaDB 10.11\n  evidence: validated against sysbench"), "{text}");
+    assert!(text.contains("MySQL/InnoDB 8.4\n  evidence: not validated"), "{text}");
+    insta::assert_snapshot!("advice_mariadb_10_11_disk_7200rpm", text);
+}
+
+#[test]
 fn rocksdb_recycles_only_when_overwrite_is_clearly_faster() {
     let t = [Target { database: Database::Rocksdb, version: Version::new(9, 1) }];
     let base = fixtures().remove(0);

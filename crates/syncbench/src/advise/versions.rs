@@ -47,8 +47,9 @@ pub fn known_list(db: Database) -> String {
 pub fn installed(db: Database) -> Option<(Version, String)> {
     let programs: &[&str] = match db {
         Database::Postgres => &["postgres", "pg_config"],
-        Database::Mysql => &["mysqld", "mysql"],
-        Database::Mariadb => &["mariadbd", "mariadb"],
+        // The servers live in /usr/sbin, which a user's PATH may lack.
+        Database::Mysql => &["mysqld", "/usr/sbin/mysqld", "mysql"],
+        Database::Mariadb => &["mariadbd", "/usr/sbin/mariadbd", "mariadb"],
         Database::Sqlite => &["sqlite3"],
         Database::Rocksdb => &[],
         Database::Etcd => &["etcd"],
@@ -133,6 +134,16 @@ mod tests {
             maria("mariadb  Ver 15.1 Distrib 10.11.6-MariaDB, for debian-linux-gnu"),
             Some(Version::new(10, 11))
         );
+        // Debian 12's server and client (mariadb-server 1:10.11.19-0+deb12u1).
+        assert_eq!(
+            maria("/usr/sbin/mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)"),
+            Some(Version::new(10, 11))
+        );
+        assert_eq!(
+            maria("mariadb  Ver 15.1 Distrib 10.11.19-MariaDB, for debian-linux-gnu (x86_64) using  EditLine wrapper"),
+            Some(Version::new(10, 11))
+        );
+        assert_eq!(my("/usr/sbin/mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64"), None);
         assert_eq!(
             maria("mariadb from 11.4.2-MariaDB, client 15.2 for debian-linux-gnu (x86_64)"),
             Some(Version::new(11, 4))
@@ -155,6 +166,12 @@ mod tests {
         assert!(is_known(Database::Mysql, Version::new(8, 4)) && !is_known(Database::Mysql, Version::new(8, 5)));
         assert_eq!(known_list(Database::Postgres), "12-18");
         assert_eq!(known_list(Database::Mysql), "5.7, 8.0-8.4, 9.0-9.5");
+        // Debian 12 ships MariaDB 10.11.
+        assert!(is_known(Database::Mariadb, Version::new(10, 11)));
+        assert!(
+            !is_known(Database::Mariadb, Version::new(10, 12)) && !is_known(Database::Mariadb, Version::new(10, 2))
+        );
+        assert_eq!(known_list(Database::Mariadb), "10.3-10.11, 11.0-11.8, 12.0-12.1");
         for db in Database::ALL {
             assert!(is_known(db, db.default_version()), "{db:?}");
         }

@@ -130,7 +130,8 @@ pub fn main(args: Args) -> Outcome {
         print!("{text}")
     }
     if let Some(json) = &args.json {
-        let payload = AdvisePayload { dir, source, advice: advice.clone(), results };
+        let evidence = advice.iter().map(crate::advise::evidence::of).collect();
+        let payload = AdvisePayload { dir, source, advice: advice.clone(), evidence, results };
         let doc = Envelope::new(started_at, environment, verdicts, payload);
         crate::output::write_to(json, &crate::export::to_json(&doc)?)?;
     }

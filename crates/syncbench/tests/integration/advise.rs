@@ -150,6 +150,35 @@ fn bad_input_is_one_line_and_exit_2() {
 }
 
 #[test]
+fn mariadb_10_11_is_advised_with_its_evidence_and_unknown_versions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = saved_run(dir.path(), 3000.0);
+    let out =
+        syncbench().args(["advise", "--for", "mariadb:10.11", "--json", "-", "--from"]).arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("MariaDB 10.11\n  evidence: validated against sysbench"), "{text}");
+    assert!(text.contains("  innodb_flush_method = "), "{text}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["evidence"][0]["database"], "mariadb");
+    assert_eq!(v["evidence"][0]["validated"], true);
+    for version in ["10.2", "10.12", "13.0"] {
+        let out =
+            syncbench().args(["advise", "--for", &format!("mariadb:{version}"), "--from"]).arg(&run).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{version}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!(
+                "mariadb {version} is not a version these rules know; known: 10.3-10.11, 11.0-11.8, 12.0-12.1"
+            )),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
 fn measures_a_directory_and_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("keep.txt"), b"the user's file").unwrap();

@@ -1,0 +1,131 @@
+//! How far each database's advice has been proven: which of its settings were held against the database's
+//! own benchmark, on which disks (docs/benchmarks.md, "advise validation"). One entry per validation; a
+//! database (or a version of it) with none says "not validated". Add an entry only with the benchmark's
+//! recorded result: the bench/advise_*.sh script, its raw output in bench/results/ and the table in
+//! docs/benchmarks.md.
+
+use super::{Database, DatabaseAdvice, Version};
+use serde::{Deserialize, Serialize};
+
+/// One database's evidence level, as `advise --json` gives it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceLevel {
+    /// `mariadb`, …
+    pub database: String,
+    /// The version advised for.
+    pub version: String,
+    /// Whether the rules were held against the database's own benchmark.
+    pub validated: bool,
+    /// "validated against … on …" or "not validated …".
+    pub level: String,
+}
+
+/// The evidence level of a piece of advice (from its database name and version).
+pub fn of(advice: &DatabaseAdvice) -> EvidenceLevel {
+    let target = Database::parse(&advice.database).zip(Version::parse(&advice.version));
+    let (validated, level) = match target {
+        Some((db, version)) => (!validations(db, version).is_empty(), level(db, version)),
+        None => (false, level_of_nothing()),
+    };
+    EvidenceLevel { database: advice.database.clone(), version: advice.version.clone(), validated, level }
+}
+
+fn level_of_nothing() -> String {
+    "not validated against the database itself (rules from measurements of this disk only)".into()
+}
+
+/// One validation: a database's own benchmark against advise's picks, on these disks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Validation {
+    /// The database.
+    pub database: Database,
+    /// The versions the validated rule applies to (inclusive), and that the benchmark ran one of.
+    pub versions: (Version, Version),
+    /// The benchmark, as the sentence names it: "sysbench oltp_insert and oltp_write_only".
+    pub benchmark: &'static str,
+    /// The settings whose picks were checked.
+    pub settings: &'static str,
+    /// Where: this machine's file systems, then the lab disk classes (`syncbench lab` profiles).
+    pub file_systems: &'static [&'static str],
+    /// `syncbench lab` profiles it ran on.
+    pub lab_disks: &'static [&'static str],
+}
+
+/// Every validation recorded. MariaDB 10.8-10.11 share one redo-log path (traced on 10.11: O_DIRECT log,
+/// one write per commit; docs/advise.md); MySQL's redo log is buffered and its O_DSYNC opens O_SYNC, so
+/// MariaDB's evidence does not carry over to MySQL's innodb_flush_method.
+pub const VALIDATIONS: &[Validation] = &[
+    Validation {
+        database: Database::Mariadb,
+        versions: (Version::new(10, 8), Version::new(10, 11)),
+        benchmark: "sysbench oltp_insert and oltp_write_only (1 and 16 threads)",
+        settings: "innodb_flush_method",
+        file_systems: &["ext4"],
+        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
+    },
+    Validation {
+        database: Database::Sqlite,
+        versions: (Version::new(3, 7), Version::new(3, 99)),
+        benchmark: "commits/s in WAL and rollback-journal mode",
+        settings: "journal_mode, synchronous's predicted cost",
+        file_systems: &["ext4"],
+        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
+    },
+];
+
+/// The validations of this database at this version.
+pub fn validations(database: Database, version: Version) -> Vec<&'static Validation> {
+    VALIDATIONS
+        .iter()
+        .filter(|v| v.database == database && v.versions.0 <= version && version <= v.versions.1)
+        .collect()
+}
+
+/// The evidence level in one phrase: "validated against sysbench … on ext4 and lab disks hdd-7200, …
+/// (innodb_flush_method)" or "not validated against the database itself".
+pub fn level(database: Database, version: Version) -> String {
+    let found = validations(database, version);
+    if found.is_empty() {
+        return level_of_nothing();
+    }
+    let each: Vec<String> =
+        found.iter().map(|v| format!("{} ({}) on {}", v.benchmark, v.settings, places(v))).collect();
+    format!("validated against {}", each.join("; "))
+}
+
+/// "ext4 and lab disks hdd-7200, nvme-consumer, nvme-plp".
+fn places(v: &Validation) -> String {
+    let fs = v.file_systems.join(", ");
+    match v.lab_disks {
+        [] => fs,
+        disks => format!("{fs} and lab disks {}", disks.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_database_says_how_far_it_was_validated() {
+        let maria = level(Database::Mariadb, Version::new(10, 11));
+        assert_eq!(
+            maria,
+            "validated against sysbench oltp_insert and oltp_write_only (1 and 16 threads) (innodb_flush_method) \
+             on ext4 and lab disks hdd-7200, nvme-consumer, nvme-plp"
+        );
+        // 11.x replaced innodb_flush_method: its rule was not held against the server.
+        assert!(level(Database::Mariadb, Version::new(11, 4)).starts_with("not validated"));
+        assert!(level(Database::Mysql, Version::new(8, 4)).starts_with("not validated"));
+        assert!(level(Database::Sqlite, Version::new(3, 40)).starts_with("validated against commits/s"));
+    }
+
+    #[test]
+    fn every_validation_covers_a_version_the_rules_know() {
+        for v in VALIDATIONS {
+            assert!(super::super::versions::is_known(v.database, v.versions.0), "{v:?}");
+            assert!(v.versions.0 <= v.versions.1, "{v:?}");
+            assert!(!v.file_systems.is_empty() || !v.lab_disks.is_empty(), "{v:?}");
+        }
+    }
+}
