@@ -55,6 +55,16 @@ pub struct Validation {
 /// one write per commit; docs/advise.md); MySQL's redo log is buffered and its O_DSYNC opens O_SYNC, so
 /// MariaDB's evidence does not carry over to MySQL's innodb_flush_method.
 pub const VALIDATIONS: &[Validation] = &[
+    // bench/advise_pgbench.sh on PostgreSQL 15, 2026-11-23 (bench/results/advise_pgbench-*-10rounds.txt);
+    // 12-18 open WAL the same way by default (open_* buffered with wal_level=replica).
+    Validation {
+        database: Database::Postgres,
+        versions: (Version::new(12, 0), Version::new(18, 99)),
+        benchmark: "pgbench TPC-B (1 and 8 clients)",
+        settings: "wal_sync_method",
+        file_systems: &["ext4", "xfs"],
+        lab_disks: &[],
+    },
     Validation {
         database: Database::Mariadb,
         versions: (Version::new(10, 8), Version::new(10, 11)),
@@ -66,12 +76,19 @@ pub const VALIDATIONS: &[Validation] = &[
     Validation {
         database: Database::Sqlite,
         versions: (Version::new(3, 7), Version::new(3, 99)),
-        benchmark: "commits/s in WAL and rollback-journal mode",
-        settings: "journal_mode, synchronous's predicted cost",
+        benchmark: "SQLite commits/s in WAL and rollback-journal mode",
+        settings: "journal_mode and the predicted cost of synchronous=FULL",
         file_systems: &["ext4"],
         lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
     },
 ];
+
+/// Why a database without a validation of its own cannot borrow a neighbour's (said after "not validated").
+const NOT_SHARED: &[(Database, &str)] = &[(
+    Database::Mysql,
+    "MariaDB 10.11's sysbench validation does not carry over: MySQL writes its redo log buffered, opens O_DSYNC \
+     as O_SYNC and has innodb_use_fdatasync, where MariaDB 10.8+ writes it O_DIRECT under every flush method",
+)];
 
 /// The validations of this database at this version.
 pub fn validations(database: Database, version: Version) -> Vec<&'static Validation> {
@@ -81,15 +98,18 @@ pub fn validations(database: Database, version: Version) -> Vec<&'static Validat
         .collect()
 }
 
-/// The evidence level in one phrase: "validated against sysbench … on ext4 and lab disks hdd-7200, …
-/// (innodb_flush_method)" or "not validated against the database itself".
+/// The evidence level in one phrase: "validated against sysbench … for innodb_flush_method on ext4 and lab
+/// disks hdd-7200, …" or "not validated against the database itself …".
 pub fn level(database: Database, version: Version) -> String {
     let found = validations(database, version);
     if found.is_empty() {
-        return level_of_nothing();
+        return match NOT_SHARED.iter().find(|(db, _)| *db == database) {
+            Some((_, why)) => format!("{}; {why}", level_of_nothing()),
+            None => level_of_nothing(),
+        };
     }
     let each: Vec<String> =
-        found.iter().map(|v| format!("{} ({}) on {}", v.benchmark, v.settings, places(v))).collect();
+        found.iter().map(|v| format!("{} for {} on {}", v.benchmark, v.settings, places(v))).collect();
     format!("validated against {}", each.join("; "))
 }
 
@@ -111,13 +131,18 @@ mod tests {
         let maria = level(Database::Mariadb, Version::new(10, 11));
         assert_eq!(
             maria,
-            "validated against sysbench oltp_insert and oltp_write_only (1 and 16 threads) (innodb_flush_method) \
+            "validated against sysbench oltp_insert and oltp_write_only (1 and 16 threads) for innodb_flush_method \
              on ext4 and lab disks hdd-7200, nvme-consumer, nvme-plp"
         );
         // 11.x replaced innodb_flush_method: its rule was not held against the server.
         assert!(level(Database::Mariadb, Version::new(11, 4)).starts_with("not validated"));
-        assert!(level(Database::Mysql, Version::new(8, 4)).starts_with("not validated"));
-        assert!(level(Database::Sqlite, Version::new(3, 40)).starts_with("validated against commits/s"));
+        let mysql = level(Database::Mysql, Version::new(8, 4));
+        assert!(mysql.starts_with("not validated") && mysql.contains("does not carry over"), "{mysql}");
+        assert!(level(Database::Sqlite, Version::new(3, 40)).starts_with("validated against SQLite commits/s"));
+        assert_eq!(
+            level(Database::Postgres, Version::new(15, 0)),
+            "validated against pgbench TPC-B (1 and 8 clients) for wal_sync_method on ext4, xfs"
+        );
     }
 
     #[test]

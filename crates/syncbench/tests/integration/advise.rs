@@ -195,7 +195,10 @@ fn measures_a_directory_and_leaves_nothing_behind() {
     assert!(stdout.contains("  wal_sync_method = "), "{stdout}");
     assert!(stdout.contains("SQLite 3.46\n"), "{stdout}");
     assert!(stdout.contains("  synchronous = FULL"), "{stdout}");
-    assert!(stdout.contains("Measured here: a FULL commit costs at least one 4 KiB write + fdatasync, about"), "{stdout}");
+    assert!(
+        stdout.contains("Measured here: a FULL commit costs at least one 4 KiB write + fdatasync, about"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("MySQL") && !stdout.contains("etcd"), "{stdout}");
     let mut left: Vec<String> =
         std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
