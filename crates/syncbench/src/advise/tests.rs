@@ -408,9 +408,15 @@ fn mariadb_10_11_scores_flush_method_on_one_direct_write_per_commit() {
     // One O_DSYNC write per commit 40% faster wins, although two O_DSYNC writes per commit (which MariaDB
     // never does) would be slower than write + fdatasync: the MySQL score's geometric mean would refuse it.
     let mut results = base.results.clone();
-    let direct = results.iter().find(|c| c.section == "one_write" && c.method == "fdatasync+direct").unwrap().ops_per_s;
-    for c in results.iter_mut().filter(|c| c.method == "open_datasync+direct") {
-        c.ops_per_s = if c.section == "one_write" { direct * 1.4 } else { direct * 0.6 };
+    let direct = results
+        .iter()
+        .find(|c| {
+            c.section == crate::suite::Section::OneWrite && c.method == crate::method::SyncMethod::FdatasyncDirect
+        })
+        .unwrap()
+        .ops_per_s;
+    for c in results.iter_mut().filter(|c| c.method == crate::method::SyncMethod::OpenDatasyncDirect) {
+        c.ops_per_s = if c.section == crate::suite::Section::OneWrite { direct * 1.4 } else { direct * 0.6 };
     }
     let f = Fixture { results, ..fixture("vm") };
     let advice = run_fixture(&f, &t);
@@ -419,7 +425,9 @@ fn mariadb_10_11_scores_flush_method_on_one_direct_write_per_commit() {
     assert!(reason.contains("open_datasync+direct is 40% faster than fdatasync+direct"), "{reason}");
     // Inside the margin: the default stays.
     let mut results = base.results.clone();
-    for c in results.iter_mut().filter(|c| c.method == "open_datasync+direct" && c.section == "one_write") {
+    for c in results.iter_mut().filter(|c| {
+        c.method == crate::method::SyncMethod::OpenDatasyncDirect && c.section == crate::suite::Section::OneWrite
+    }) {
         c.ops_per_s = direct * 1.03;
     }
     let f = Fixture { results, ..fixture("vm") };
@@ -496,7 +504,7 @@ fn sqlite_states_the_cost_of_full() {
         .remove(0)
         .results
         .iter()
-        .find(|c| c.method == "fdatasync" && c.write_size_bytes == 4096)
+        .find(|c| c.method == crate::method::SyncMethod::Fdatasync && c.write_size_bytes == 4096)
         .unwrap()
         .ops_per_s;
     let journal = &a[0].settings.iter().find(|s| s.name == "journal_mode").unwrap().reason;
