@@ -55,15 +55,36 @@ pub struct Validation {
 /// one write per commit; docs/advise.md); MySQL's redo log is buffered and its O_DSYNC opens O_SYNC, so
 /// MariaDB's evidence does not carry over to MySQL's innodb_flush_method.
 pub const VALIDATIONS: &[Validation] = &[
-    // bench/advise_pgbench.sh on PostgreSQL 15, 2026-11-23 (bench/results/advise_pgbench-*-10rounds.txt);
-    // 12-18 open WAL the same way by default (open_* buffered with wal_level=replica).
+    // bench/advise_pgbench.sh on PostgreSQL 15: ext4 and xfs 2026-11-23 (bench/results/advise_pgbench-*-10rounds.txt),
+    // lab disks 2026-11-24 (bench/advise_pg_lab.sh, advise-pglab-*); 12-18 open WAL the same way by default
+    // (open_* buffered with wal_level=replica).
     Validation {
         database: Database::Postgres,
         versions: (Version::new(12, 0), Version::new(18, 99)),
         benchmark: "pgbench TPC-B (1 and 8 clients)",
         settings: "wal_sync_method",
         file_systems: &["ext4", "xfs"],
-        lab_disks: &[],
+        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
+    },
+    // bench/advise_rocksdb.sh with Debian's RocksDB 7.8.3, 2026-11-24 (advise-rocksdb-*-v3.txt): 7.8's own
+    // settings, and recycling's gain where 7.8 recycles (kSkipAnyCorruptedRecords) for the ≥ 9.1 rule.
+    Validation {
+        database: Database::Rocksdb,
+        versions: (Version::new(6, 0), Version::new(10, 99)),
+        benchmark: "db_bench fillrandom and fillseq (sync=true, RocksDB 7.8.3)",
+        settings: "recycle_log_file_num, wal_bytes_per_sync, manual_wal_flush",
+        file_systems: &["ext4"],
+        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
+    },
+    // bench/advise_etcd.sh with Debian's etcd 3.4.23, 2026-11-24 (advise-etcd-*); the rule times the disk,
+    // which 3.4-3.6 use alike (fallocated WAL segments, fdatasync per batch).
+    Validation {
+        database: Database::Etcd,
+        versions: (Version::new(3, 4), Version::new(3, 6)),
+        benchmark: "etcd 3.4's own WAL fsync p99 (/metrics) and etcdctl check perf",
+        settings: "the pass/fail verdict",
+        file_systems: &["ext4"],
+        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
     },
     Validation {
         database: Database::Mariadb,
@@ -141,7 +162,8 @@ mod tests {
         assert!(level(Database::Sqlite, Version::new(3, 40)).starts_with("validated against SQLite commits/s"));
         assert_eq!(
             level(Database::Postgres, Version::new(15, 0)),
-            "validated against pgbench TPC-B (1 and 8 clients) for wal_sync_method on ext4, xfs"
+            "validated against pgbench TPC-B (1 and 8 clients) for wal_sync_method on ext4, xfs and lab disks \
+             hdd-7200, nvme-consumer, nvme-plp"
         );
     }
 
