@@ -45,13 +45,18 @@ pub struct Pipeline {
     home_writes: RwLock<()>,
     /// Per data file: written home since the last recycle fsync.
     unsynced_home: Vec<AtomicBool>,
+    /// A checkpoint is running: the spooler spools its pages too, ahead of its home writes.
+    checkpointing: AtomicBool,
     /// Test-only deliberate bug: a copy counts as safe before its sync completed.
     home_before_sync: bool,
+    /// Test-only deliberate bug: a ring batch is overwritten before the home writes that relied on it
+    /// are synced.
+    recycle_skips_home_sync: bool,
 }
 
 impl Pipeline {
     /// State for a store with `data_files` data files.
-    pub fn new(data_files: u32, home_before_sync: bool) -> Pipeline {
+    pub fn new(data_files: u32, home_before_sync: bool, recycle_skips_home_sync: bool) -> Pipeline {
         Pipeline {
             spool: Mutex::new(()),
             next_seq: AtomicU64::new(1),
@@ -61,7 +66,9 @@ impl Pipeline {
             recycled_seq: AtomicU64::new(0),
             home_writes: RwLock::new(()),
             unsynced_home: (0..data_files).map(|_| AtomicBool::new(false)).collect(),
+            checkpointing: AtomicBool::new(false),
             home_before_sync,
+            recycle_skips_home_sync,
         }
     }
 
@@ -103,6 +110,21 @@ impl Pipeline {
         self.unsynced_home[file as usize].store(true, Ordering::Release);
     }
 
+    /// Whether a checkpoint is running (its pages are spooled first).
+    pub fn checkpointing(&self) -> bool {
+        self.checkpointing.load(Ordering::Acquire)
+    }
+
+    /// A checkpoint starts (`true`) or ends.
+    pub fn set_checkpointing(&self, running: bool) {
+        self.checkpointing.store(running, Ordering::Release);
+    }
+
+    /// The newest batch whose write has completed (0: none yet): a sync now makes it durable.
+    pub fn written_seq(&self) -> u64 {
+        self.next_seq() - 1
+    }
+
     /// Every batch up to `seq` is durable (called by the sync thread after its sync returned).
     pub fn mark_durable(&self, seq: u64) {
         let _g = self.durable_lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -135,6 +157,9 @@ impl Pipeline {
             let _no_home_writes = self.home_writes.write().unwrap_or_else(|p| p.into_inner());
             self.recycled_seq.fetch_max(seq, Ordering::AcqRel);
         }
+        if self.recycle_skips_home_sync {
+            return Ok(());
+        }
         for (file, unsynced) in self.unsynced_home.iter().enumerate() {
             if unsynced.swap(false, Ordering::AcqRel)
                 && let Err(e) = sync_file(file as u32)
@@ -154,7 +179,7 @@ mod tests {
 
     #[test]
     fn a_copy_is_safe_only_while_durable_current_and_not_recycled() {
-        let p = Pipeline::new(2, false);
+        let p = Pipeline::new(2, false, false);
         assert!(!p.is_safe(0, 0, 0), "no copy");
         assert!(!p.is_safe(1, 5, 5), "written but not synced");
         assert!(p.is_current(1, 5, 5));
@@ -175,13 +200,13 @@ mod tests {
 
     #[test]
     fn the_deliberate_bug_trusts_an_unsynced_copy() {
-        let p = Pipeline::new(1, true);
+        let p = Pipeline::new(1, true, false);
         assert!(p.is_safe(1, 5, 5));
     }
 
     #[test]
     fn a_failed_recycle_sync_is_retried_next_time() {
-        let p = Pipeline::new(1, false);
+        let p = Pipeline::new(1, false, false);
         p.wrote_home(0);
         assert!(p.recycle(1, |_| Err(())).is_err());
         let mut called = false;
@@ -195,7 +220,7 @@ mod tests {
 
     #[test]
     fn waiting_for_a_batch_ends_when_it_is_durable_or_on_give_up() {
-        let p = std::sync::Arc::new(Pipeline::new(1, false));
+        let p = std::sync::Arc::new(Pipeline::new(1, false, false));
         assert!(!p.wait_durable(1, || true));
         let q = p.clone();
         let t = std::thread::spawn(move || q.mark_durable(3));

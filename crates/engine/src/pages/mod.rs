@@ -142,6 +142,9 @@ pub struct FaultSwitches {
     /// `pipelined`: let a page go home as soon as its copy is written to the ring, before the ring's
     /// sync has completed.
     pub dw_home_before_sync: bool,
+    /// `pipelined`: overwrite a ring batch without first syncing the data files written home relying on
+    /// its copies (checkpoints and evictions rely on the ring and leave that sync to the recycle).
+    pub dw_recycle_before_home_sync: bool,
 }
 
 /// How a store is laid out and behaves.
