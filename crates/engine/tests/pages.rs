@@ -433,7 +433,9 @@ fn pipelined_runs_reopens_and_recovers() {
     bank.check_invariants().unwrap();
     let stats = bank.store().stats();
     assert!(stats.dw_pages_spooled > 0, "pages were spooled ahead: {stats:?}");
-    assert!(stats.eviction_writes > stats.evictions_waited_for_dw, "some evictions relied on the ring: {stats:?}");
+    // (How many evictions found their copy already durable depends on the threads' timing: the eviction
+    // policy itself is tested below without threads.)
+    assert!(stats.eviction_writes > 0, "pages were evicted: {stats:?}");
     drop(bank); // crash
     let bank = Bank::open(RealStorage, dir.path(), config.clone(), bank_size()).unwrap();
     bank.check_invariants().unwrap();
@@ -513,11 +515,12 @@ fn pipelined_evicts_a_page_whose_copy_is_durable_without_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_dirty_p(dir.path(), pipelined_pool(Default::default()));
         let mut seq = None;
+        let spooled_before = store.stats().dw_pages_spooled;
         assert!(sweep(&store, || {
             seq = store.dw_spool().unwrap();
             seq.is_some()
         }));
-        assert_eq!(store.stats().dw_pages_spooled, 1, "only the dirty page is spooled");
+        assert_eq!(store.stats().dw_pages_spooled - spooled_before, 1, "only the dirty page is spooled");
         if synced {
             store.dw_sync_ring(seq.unwrap()).unwrap();
         }
@@ -598,7 +601,8 @@ fn a_pipelined_checkpoint_writes_through_the_ring_when_nothing_is_evicted() {
         assert_eq!(s.dw_pages_spooled, spooled, "{design:?}: the checkpoint's pages went through the ring");
         syncs_besides_dw.push((s.data_syncs - s.dw_syncs) - (before.data_syncs - before.dw_syncs));
         drop(store); // crash right after the checkpoint
-        let torn = PageId { file: 0, page_no: 3 };
+        // The last page written (2012's batch region holds only the last batch).
+        let torn = PageId { file: 0, page_no: 39 };
         tear_page(dir.path(), torn);
         let store = PageStore::open(RealStorage, dir.path(), config).unwrap();
         assert_eq!(store.stats().dw_restored_pages, 1, "{design:?}");
