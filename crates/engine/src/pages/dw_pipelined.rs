@@ -152,11 +152,31 @@ impl Pipeline {
 
     /// Stop relying on batches up to `seq` and make every home write that relied on them durable:
     /// `sync_file` is called for each data file written home since the last recycle.
-    pub fn recycle<E>(&self, seq: u64, mut sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
-        {
+    pub fn recycle<E>(&self, seq: u64, sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
+        if self.recycled_seq.load(Ordering::Acquire) < seq {
             let _no_home_writes = self.home_writes.write().unwrap_or_else(|p| p.into_inner());
             self.recycled_seq.fetch_max(seq, Ordering::AcqRel);
         }
+        self.sync_home(sync_file)
+    }
+
+    /// [`Pipeline::recycle`] for a caller that holds the pool lock (a client spooling for its
+    /// eviction): it does not wait for home writes in progress (a flush or a checkpoint writing pages
+    /// home relying on the ring) — false, nothing done, if there is one.
+    pub fn try_recycle<E>(&self, seq: u64, sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<bool, E> {
+        if self.recycled_seq.load(Ordering::Acquire) < seq {
+            let _no_home_writes = match self.home_writes.try_write() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Ok(false),
+            };
+            self.recycled_seq.fetch_max(seq, Ordering::AcqRel);
+        }
+        self.sync_home(sync_file).map(|()| true)
+    }
+
+    /// Sync every data file written home since the last recycle.
+    fn sync_home<E>(&self, mut sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
         if self.recycle_skips_home_sync {
             return Ok(());
         }
@@ -196,6 +216,21 @@ mod tests {
         assert_eq!(synced, vec![1], "only the file written home is synced");
         assert!(!p.is_safe(1, 5, 5) && !p.is_current(1, 5, 5), "recycled");
         p.recycle(1, |_| Err(())).unwrap();
+    }
+
+    #[test]
+    fn a_recycle_under_the_pool_lock_does_not_wait_for_home_writes_in_progress() {
+        let p = Pipeline::new(1, false, false);
+        p.mark_durable(2);
+        let home_write = p.home_write();
+        assert_eq!(p.try_recycle(1, |_| Ok::<(), ()>(())), Ok(false));
+        assert!(p.is_safe(1, 5, 5), "not recycled");
+        drop(home_write);
+        assert_eq!(p.try_recycle(1, |_| Ok::<(), ()>(())), Ok(true));
+        assert!(!p.is_safe(1, 5, 5), "recycled");
+        // Already recycled: no lock needed, even with a home write in progress.
+        let _home_write = p.home_write();
+        assert_eq!(p.try_recycle(1, |_| Ok::<(), ()>(())), Ok(true));
     }
 
     #[test]

@@ -876,7 +876,15 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let (Some(p), Some(dw)) = (&self.pipeline, &self.dw) else { return Ok(false) };
         let Ok(_one_spooler) = p.spool.try_lock() else { return Ok(false) };
         let seq = p.next_seq();
-        if p.durable_seq() < seq.saturating_sub(RING_BATCHES as u64) {
+        let reused = seq.saturating_sub(RING_BATCHES as u64);
+        if p.durable_seq() < reused {
+            return Ok(false);
+        }
+        // Recycle here, without waiting for a flush's or checkpoint's home writes in progress: this
+        // client holds the pool lock, which everyone waits for (and crashtest, which runs a client's
+        // transaction inside the flusher's page write on the same thread, deadlocked on it). Then
+        // `write_spooled`'s recycle has nothing left to do.
+        if reused > 0 && !self.poison(p.try_recycle(reused, |file| self.sync_data_file(file)))? {
             return Ok(false);
         }
         let copies = self.pick_for_spool(inner, p, seq, Some(idx));
