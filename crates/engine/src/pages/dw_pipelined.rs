@@ -1,8 +1,9 @@
 //! The `pipelined` double-write design: what the 2012 thread (shared/seeds/003) said would fix the
-//! prototype. Dirty pages the clock is coming to are spooled into a ring of batches in the double-write
-//! area ahead of their eviction; a sync thread of their own syncs the area while the spooler keeps
-//! writing (up to [`RING_BATCHES`] batches in flight); an eviction prefers a dirty page whose copy is
-//! durable and then only writes it home, with no sync at all.
+//! prototype. Dirty pages the clock is coming to, and a running checkpoint's pages, are spooled into a
+//! ring of batches in the double-write area ahead of their home write; a sync thread of their own
+//! syncs the area while the spooler keeps writing (up to [`RING_BATCHES`] batches in flight); an
+//! eviction prefers a dirty page whose copy is durable and then only writes it home, with no sync at
+//! all.
 //!
 //! The invariant that makes a home write safe: a page goes home without its own double-write only if
 //! its copy with the same page LSN is in a ring batch that is durable (its sync completed) and has not

@@ -82,8 +82,9 @@ pub enum DwDesign {
     /// checkpointed, a batch or a single page at a time, each write followed by a sync.
     #[default]
     V2012,
-    /// Pages are spooled into a ring of batches ahead of eviction and synced by their own thread, several
-    /// batches in flight; evictions prefer pages whose copy is durable and then write only home.
+    /// Pages are spooled into a ring of batches ahead of eviction and of the checkpoint's home writes and
+    /// synced by their own thread, several batches in flight; evictions prefer pages whose copy is
+    /// durable and then write only home.
     Pipelined,
 }
 
