@@ -4,6 +4,9 @@
 the three rows reversed every other round; per round it records each row's tps, WAL bytes per
 transaction and the double-write counters, and prints the median and range of dw/fpw tps ratios.
 
+The seed table's shape (issue 23): --pools 16MiB,48MiB,256MiB is about 1/6, 1/2 and all of scale 10's
+data; run once with everything on --dir and once with --extra "--wal-dir L --dw-dir L" on another device.
+
 Usage: bench/pages_dw_design.py [--dir D] [--rounds N] [--secs S] [--pools 16MiB,256MiB] [--scale 10]
        [--clients 8] [--out bench/results/pages_dw_design-DATE.jsonl]
 """
@@ -36,8 +39,11 @@ def main():
                          else ["--mode", "dw,fpw", "--dw-design", "pipelined,2012"])
                 cmd = [a.bin, "pages", a.dir, *order, "--buffer-pool", pool, "--scale", a.scale,
                        "--clients", a.clients, "--secs", str(a.secs), *a.extra.split(), "--json", "-"]
+                load_before = open("/proc/loadavg").read().split()[0]
                 doc = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-                raw.write(json.dumps({"pool": pool, "round": r, "cmd": cmd, "rows": doc["pages"]["rows"]}) + "\n")
+                load = f"{load_before}-{open('/proc/loadavg').read().split()[0]}"
+                raw.write(json.dumps({"pool": pool, "round": r, "loadavg_1min": load, "cmd": cmd,
+                                      "rows": doc["pages"]["rows"]}) + "\n")
                 raw.flush()
                 rows = {}
                 for row in doc["pages"]["rows"]:
@@ -47,7 +53,7 @@ def main():
                 fpw = rows["fpw"]["tps"]
                 print(f"{pool:>7} round {r} ({order[1]} {order[3]}): fpw {fpw:.0f}  "
                       f"2012 {rows['dw-2012']['tps']:.0f} ({rows['dw-2012']['tps'] / fpw:.2f})  "
-                      f"pipelined {rows['dw-pipelined']['tps']:.0f} ({rows['dw-pipelined']['tps'] / fpw:.2f})",
+                      f"pipelined {rows['dw-pipelined']['tps']:.0f} ({rows['dw-pipelined']['tps'] / fpw:.2f})  load {load}",
                       flush=True)
     print("\n| pool | row | tps median (range) | vs fpw median (range) | WAL B/txn | evictions waited for dw "
           "| dw syncs/txn | pages written ahead | rewritten before eviction |")

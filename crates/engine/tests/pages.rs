@@ -433,7 +433,9 @@ fn pipelined_runs_reopens_and_recovers() {
     bank.check_invariants().unwrap();
     let stats = bank.store().stats();
     assert!(stats.dw_pages_spooled > 0, "pages were spooled ahead: {stats:?}");
-    assert!(stats.eviction_writes > stats.evictions_waited_for_dw, "some evictions relied on the ring: {stats:?}");
+    // (How many evictions found their copy already durable depends on the threads' timing: the eviction
+    // policy itself is tested below without threads.)
+    assert!(stats.eviction_writes > 0, "pages were evicted: {stats:?}");
     drop(bank); // crash
     let bank = Bank::open(RealStorage, dir.path(), config.clone(), bank_size()).unwrap();
     bank.check_invariants().unwrap();
@@ -513,11 +515,12 @@ fn pipelined_evicts_a_page_whose_copy_is_durable_without_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_dirty_p(dir.path(), pipelined_pool(Default::default()));
         let mut seq = None;
+        let spooled_before = store.stats().dw_pages_spooled;
         assert!(sweep(&store, || {
             seq = store.dw_spool().unwrap();
             seq.is_some()
         }));
-        assert_eq!(store.stats().dw_pages_spooled, 1, "only the dirty page is spooled");
+        assert_eq!(store.stats().dw_pages_spooled - spooled_before, 1, "only the dirty page is spooled");
         if synced {
             store.dw_sync_ring(seq.unwrap()).unwrap();
         }
@@ -567,4 +570,46 @@ fn a_home_write_before_the_ring_sync_is_caught_by_recovery() {
             (bug, other) => panic!("bug {bug}: {:?}", other.map(|_| ())),
         }
     }
+}
+
+/// With a pool that never evicts, `pipelined` still runs: the checkpoint's pages go through the ring
+/// (spooled, one group sync per batch, home with no data-file sync per batch) rather than the 2012 path
+/// (a double-write sync and a data-file sync per batch); and a page torn at home after such a
+/// checkpoint is restored from its ring copy.
+#[test]
+fn a_pipelined_checkpoint_writes_through_the_ring_when_nothing_is_evicted() {
+    use syncbench_engine::pages::PageStore;
+    let mut syncs_besides_dw = Vec::new();
+    for design in [DwDesign::V2012, DwDesign::Pipelined] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = pipelined_pool(Default::default());
+        config.dw_design = design;
+        config.buffer_pool_bytes = 256 * PAGE;
+        let store = PageStore::create(RealStorage, dir.path(), config.clone()).unwrap();
+        store.finish_load().unwrap();
+        store
+            .update(1, |tx| {
+                (0..40).try_for_each(|n| tx.write(PageId { file: 0, page_no: n }, page::HEADER_BYTES, &[7; 8]))
+            })
+            .unwrap();
+        let before = store.stats();
+        store.checkpoint().unwrap();
+        let s = store.stats();
+        assert_eq!(s.eviction_writes, 0, "{design:?}: nothing evicted");
+        assert_eq!(s.dw_bytes - before.dw_bytes, 40 * PAGE as u64, "{design:?}: every page double-written once");
+        let spooled = if design == DwDesign::Pipelined { 40 } else { 0 };
+        assert_eq!(s.dw_pages_spooled, spooled, "{design:?}: the checkpoint's pages went through the ring");
+        syncs_besides_dw.push((s.data_syncs - s.dw_syncs) - (before.data_syncs - before.dw_syncs));
+        drop(store); // crash right after the checkpoint
+        // The last page written (2012's batch region holds only the last batch).
+        let torn = PageId { file: 0, page_no: 39 };
+        tear_page(dir.path(), torn);
+        let store = PageStore::open(RealStorage, dir.path(), config).unwrap();
+        assert_eq!(store.stats().dw_restored_pages, 1, "{design:?}");
+        let mut buf = [0u8; 8];
+        store.read(torn, page::HEADER_BYTES, &mut buf).unwrap();
+        assert_eq!(buf, [7; 8], "{design:?}");
+    }
+    // 2012: a data-file sync per batch of 8 and the checkpoint's own; pipelined: the checkpoint's only.
+    assert_eq!(syncs_besides_dw, vec![6, 1]);
 }

@@ -1,8 +1,9 @@
 //! The `pipelined` double-write design: what the 2012 thread (shared/seeds/003) said would fix the
-//! prototype. Dirty pages the clock is coming to are spooled into a ring of batches in the double-write
-//! area ahead of their eviction; a sync thread of their own syncs the area while the spooler keeps
-//! writing (up to [`RING_BATCHES`] batches in flight); an eviction prefers a dirty page whose copy is
-//! durable and then only writes it home, with no sync at all.
+//! prototype. Dirty pages the clock is coming to, and a running checkpoint's pages, are spooled into a
+//! ring of batches in the double-write area ahead of their home write; a sync thread of their own
+//! syncs the area while the spooler keeps writing (up to [`RING_BATCHES`] batches in flight); an
+//! eviction prefers a dirty page whose copy is durable and then only writes it home, with no sync at
+//! all.
 //!
 //! The invariant that makes a home write safe: a page goes home without its own double-write only if
 //! its copy with the same page LSN is in a ring batch that is durable (its sync completed) and has not
@@ -45,13 +46,18 @@ pub struct Pipeline {
     home_writes: RwLock<()>,
     /// Per data file: written home since the last recycle fsync.
     unsynced_home: Vec<AtomicBool>,
+    /// A checkpoint is running: the spooler spools its pages too, ahead of its home writes.
+    checkpointing: AtomicBool,
     /// Test-only deliberate bug: a copy counts as safe before its sync completed.
     home_before_sync: bool,
+    /// Test-only deliberate bug: a ring batch is overwritten before the home writes that relied on it
+    /// are synced.
+    recycle_skips_home_sync: bool,
 }
 
 impl Pipeline {
     /// State for a store with `data_files` data files.
-    pub fn new(data_files: u32, home_before_sync: bool) -> Pipeline {
+    pub fn new(data_files: u32, home_before_sync: bool, recycle_skips_home_sync: bool) -> Pipeline {
         Pipeline {
             spool: Mutex::new(()),
             next_seq: AtomicU64::new(1),
@@ -61,7 +67,9 @@ impl Pipeline {
             recycled_seq: AtomicU64::new(0),
             home_writes: RwLock::new(()),
             unsynced_home: (0..data_files).map(|_| AtomicBool::new(false)).collect(),
+            checkpointing: AtomicBool::new(false),
             home_before_sync,
+            recycle_skips_home_sync,
         }
     }
 
@@ -103,6 +111,21 @@ impl Pipeline {
         self.unsynced_home[file as usize].store(true, Ordering::Release);
     }
 
+    /// Whether a checkpoint is running (its pages are spooled first).
+    pub fn checkpointing(&self) -> bool {
+        self.checkpointing.load(Ordering::Acquire)
+    }
+
+    /// A checkpoint starts (`true`) or ends.
+    pub fn set_checkpointing(&self, running: bool) {
+        self.checkpointing.store(running, Ordering::Release);
+    }
+
+    /// The newest batch whose write has completed (0: none yet): a sync now makes it durable.
+    pub fn written_seq(&self) -> u64 {
+        self.next_seq() - 1
+    }
+
     /// Every batch up to `seq` is durable (called by the sync thread after its sync returned).
     pub fn mark_durable(&self, seq: u64) {
         let _g = self.durable_lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -130,10 +153,33 @@ impl Pipeline {
 
     /// Stop relying on batches up to `seq` and make every home write that relied on them durable:
     /// `sync_file` is called for each data file written home since the last recycle.
-    pub fn recycle<E>(&self, seq: u64, mut sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
-        {
+    pub fn recycle<E>(&self, seq: u64, sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
+        if self.recycled_seq.load(Ordering::Acquire) < seq {
             let _no_home_writes = self.home_writes.write().unwrap_or_else(|p| p.into_inner());
             self.recycled_seq.fetch_max(seq, Ordering::AcqRel);
+        }
+        self.sync_home(sync_file)
+    }
+
+    /// [`Pipeline::recycle`] for a caller that holds the pool lock (a client spooling for its
+    /// eviction): it does not wait for home writes in progress (a flush or a checkpoint writing pages
+    /// home relying on the ring) — false, nothing done, if there is one.
+    pub fn try_recycle<E>(&self, seq: u64, sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<bool, E> {
+        if self.recycled_seq.load(Ordering::Acquire) < seq {
+            let _no_home_writes = match self.home_writes.try_write() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Ok(false),
+            };
+            self.recycled_seq.fetch_max(seq, Ordering::AcqRel);
+        }
+        self.sync_home(sync_file).map(|()| true)
+    }
+
+    /// Sync every data file written home since the last recycle.
+    fn sync_home<E>(&self, mut sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
+        if self.recycle_skips_home_sync {
+            return Ok(());
         }
         for (file, unsynced) in self.unsynced_home.iter().enumerate() {
             if unsynced.swap(false, Ordering::AcqRel)
@@ -154,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_copy_is_safe_only_while_durable_current_and_not_recycled() {
-        let p = Pipeline::new(2, false);
+        let p = Pipeline::new(2, false, false);
         assert!(!p.is_safe(0, 0, 0), "no copy");
         assert!(!p.is_safe(1, 5, 5), "written but not synced");
         assert!(p.is_current(1, 5, 5));
@@ -174,14 +220,29 @@ mod tests {
     }
 
     #[test]
+    fn a_recycle_under_the_pool_lock_does_not_wait_for_home_writes_in_progress() {
+        let p = Pipeline::new(1, false, false);
+        p.mark_durable(2);
+        let home_write = p.home_write();
+        assert_eq!(p.try_recycle(1, |_| Ok::<(), ()>(())), Ok(false));
+        assert!(p.is_safe(1, 5, 5), "not recycled");
+        drop(home_write);
+        assert_eq!(p.try_recycle(1, |_| Ok::<(), ()>(())), Ok(true));
+        assert!(!p.is_safe(1, 5, 5), "recycled");
+        // Already recycled: no lock needed, even with a home write in progress.
+        let _home_write = p.home_write();
+        assert_eq!(p.try_recycle(1, |_| Ok::<(), ()>(())), Ok(true));
+    }
+
+    #[test]
     fn the_deliberate_bug_trusts_an_unsynced_copy() {
-        let p = Pipeline::new(1, true);
+        let p = Pipeline::new(1, true, false);
         assert!(p.is_safe(1, 5, 5));
     }
 
     #[test]
     fn a_failed_recycle_sync_is_retried_next_time() {
-        let p = Pipeline::new(1, false);
+        let p = Pipeline::new(1, false, false);
         p.wrote_home(0);
         assert!(p.recycle(1, |_| Err(())).is_err());
         let mut called = false;
@@ -195,7 +256,7 @@ mod tests {
 
     #[test]
     fn waiting_for_a_batch_ends_when_it_is_durable_or_on_give_up() {
-        let p = std::sync::Arc::new(Pipeline::new(1, false));
+        let p = std::sync::Arc::new(Pipeline::new(1, false, false));
         assert!(!p.wait_durable(1, || true));
         let q = p.clone();
         let t = std::thread::spawn(move || q.mark_durable(3));

@@ -82,8 +82,9 @@ pub enum DwDesign {
     /// checkpointed, a batch or a single page at a time, each write followed by a sync.
     #[default]
     V2012,
-    /// Pages are spooled into a ring of batches ahead of eviction and synced by their own thread, several
-    /// batches in flight; evictions prefer pages whose copy is durable and then write only home.
+    /// Pages are spooled into a ring of batches ahead of eviction and of the checkpoint's home writes and
+    /// synced by their own thread, several batches in flight; evictions prefer pages whose copy is
+    /// durable and then write only home.
     Pipelined,
 }
 
@@ -142,6 +143,9 @@ pub struct FaultSwitches {
     /// `pipelined`: let a page go home as soon as its copy is written to the ring, before the ring's
     /// sync has completed.
     pub dw_home_before_sync: bool,
+    /// `pipelined`: overwrite a ring batch without first syncing the data files written home relying on
+    /// its copies (checkpoints and evictions rely on the ring and leave that sync to the recycle).
+    pub dw_recycle_before_home_sync: bool,
 }
 
 /// How a store is laid out and behaves.

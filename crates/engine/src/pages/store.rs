@@ -265,7 +265,9 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let pool = Pool::new(config.pool_frames(), config.page_size);
         let redo_lsn = control.current().redo_lsn;
         let pipelined = config.mode == Mode::Dw && config.dw_design == DwDesign::Pipelined;
-        let pipeline = pipelined.then(|| Pipeline::new(config.data_files, config.faults.dw_home_before_sync));
+        let faults = &config.faults;
+        let pipeline = pipelined
+            .then(|| Pipeline::new(config.data_files, faults.dw_home_before_sync, faults.dw_recycle_before_home_sync));
         PageStore {
             pipeline,
             storage,
@@ -544,6 +546,16 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let lsn = page::lsn(frame.data.as_slice());
         let result = match &self.pipeline {
             Some(p) => {
+                // Its copy is written but not yet synced: one sync of the ring (which makes every batch
+                // written so far durable) instead of a double-write of its own and two syncs.
+                if p.is_current(frame.dw_seq, frame.dw_lsn, lsn) {
+                    if !p.is_safe(frame.dw_seq, frame.dw_lsn, lsn) && self.poison(self.dw_sync_ring_now())? {
+                        add(&self.counters.evictions_waited_for_dw, 1);
+                    }
+                } else if self.poison(self.spool_for_eviction(inner, idx))? {
+                    add(&self.counters.evictions_waited_for_dw, 1);
+                }
+                let frame = &inner.pool.frames[idx];
                 let home_write = p.home_write();
                 if p.is_safe(frame.dw_seq, frame.dw_lsn, lsn) {
                     // Its copy is durable in the ring and stays there until this write is synced.
@@ -747,7 +759,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             let dw_full = self.config.mode == Mode::Dw && pool.is_full();
             (pool.clean_frames(), pool.frames.len(), if dw_full { pool.dirty_victims_ahead(batch) } else { 0 })
         };
-        if clean < (frames / 4).max(2 * batch) {
+        if clean < self.clean_target(frames) {
             return self.flush_batch(|_| true);
         }
         if victims_ahead > 0 {
@@ -765,14 +777,40 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             let inner = lock(&self.inner);
             (inner.pool.clean_frames(), inner.pool.frames.len())
         };
-        if clean >= (frames / 4).max(2 * self.config.dw_batch_pages) {
+        if clean >= self.clean_target(frames) {
             return Ok(0);
         }
-        let written = self.flush_batch(|f| p.is_safe(f.dw_seq, f.dw_lsn, page::lsn(f.data.as_slice())))?;
+        let safe = |f: &super::pool::Frame| p.is_safe(f.dw_seq, f.dw_lsn, page::lsn(f.data.as_slice()));
+        let written = self.flush_batch(safe)?;
         if written > 0 {
             return Ok(written);
         }
+        // Copies written but not yet synced: sync them now (a group sync) rather than double-write the
+        // same pages again the 2012 way.
+        if self.dw_sync_ring_now()? {
+            let written = self.flush_batch(safe)?;
+            if written > 0 {
+                return Ok(written);
+            }
+        }
         self.flush_batch(|_| true)
+    }
+
+    /// Clean frames the flusher keeps available: max(frames / 4, 2 × batch).
+    fn clean_target(&self, frames: usize) -> usize {
+        (frames / 4).max(2 * self.config.dw_batch_pages)
+    }
+
+    /// `pipelined`: sync the ring now if a batch is written and not yet durable (a client or the
+    /// checkpoint needs a copy before the sync thread gets to it). True if it synced.
+    fn dw_sync_ring_now(&self) -> PageResult<bool> {
+        let Some(p) = &self.pipeline else { return Ok(false) };
+        let written = p.written_seq();
+        if written <= p.durable_seq() {
+            return Ok(false);
+        }
+        self.dw_sync_ring(written)?;
+        Ok(true)
     }
 
     /// `pipelined`: spool one batch of dirty pages the clock is coming to (unreferenced ones within
@@ -790,10 +828,24 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         if p.durable_seq() < reused {
             return Ok(None);
         }
-        let copies = self.pick_for_spool(p, seq);
+        let copies = self.pick_for_spool(&mut lock(&self.inner), p, seq, None);
         if copies.is_empty() {
             return Ok(None);
         }
+        self.write_spooled(p, dw, seq, &copies)?;
+        Ok(Some(seq))
+    }
+
+    /// Write picked copies as ring batch `seq` (the spool lock held): recycle the position's previous
+    /// batch, then write (no sync: [`PageStore::dw_sync_ring`] does that).
+    fn write_spooled(
+        &self,
+        p: &Pipeline,
+        dw: &DoubleWrite<S::File>,
+        seq: u64,
+        copies: &[(PageId, Lsn, AlignedBuf)],
+    ) -> PageResult<()> {
+        let reused = seq.saturating_sub(RING_BATCHES as u64);
         // The copies in this position protect nothing from now on: the home writes that relied on them
         // are made durable before they are overwritten.
         let recycled = if reused > 0 { p.recycle(reused, |file| self.sync_data_file(file)) } else { Ok(()) };
@@ -801,7 +853,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let max_lsn = copies.iter().map(|(_, lsn, _)| *lsn).max().unwrap_or(0);
         let written = self.write_ahead(max_lsn).and_then(|()| {
             let mut images = AlignedBuf::new(copies.len() * self.config.page_size, self.config.page_size);
-            for (slot, (id, _, bytes)) in images.as_mut_slice().chunks_exact_mut(self.config.page_size).zip(&copies) {
+            for (slot, (id, _, bytes)) in images.as_mut_slice().chunks_exact_mut(self.config.page_size).zip(copies) {
                 slot.copy_from_slice(self.sealed_copy(*id, bytes.as_slice()).as_slice());
             }
             self.storage.mark(DW_FLUSH_MARK);
@@ -811,36 +863,84 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         });
         self.poison(written)?;
         p.advance();
-        Ok(Some(seq))
+        Ok(())
     }
 
-    /// Copy up to one batch of frames to spool as ring batch `seq`, in clock order from the hand, and
-    /// note the copy in each frame.
-    fn pick_for_spool(&self, p: &Pipeline, seq: u64) -> Vec<(PageId, Lsn, AlignedBuf)> {
-        let mut inner = lock(&self.inner);
+    /// `pipelined`: a client must evict dirty frame `idx` that has no copy in the ring. Rather than a
+    /// double-write of its own and two syncs, it spools a batch — this page and the next evictions ahead
+    /// of the hand — and syncs the ring once, so the following evictions find their copies durable.
+    /// False (nothing done) when the spooler is busy or the ring position is not yet free: the caller
+    /// takes the 2012 path. The spool lock is only tried: its order is before `inner`, which the caller
+    /// holds.
+    fn spool_for_eviction(&self, inner: &mut Inner, idx: usize) -> PageResult<bool> {
+        let (Some(p), Some(dw)) = (&self.pipeline, &self.dw) else { return Ok(false) };
+        let Ok(_one_spooler) = p.spool.try_lock() else { return Ok(false) };
+        let seq = p.next_seq();
+        let reused = seq.saturating_sub(RING_BATCHES as u64);
+        if p.durable_seq() < reused {
+            return Ok(false);
+        }
+        // Recycle here, without waiting for a flush's or checkpoint's home writes in progress: this
+        // client holds the pool lock, which everyone waits for (and crashtest, which runs a client's
+        // transaction inside the flusher's page write on the same thread, deadlocked on it). Then
+        // `write_spooled`'s recycle has nothing left to do.
+        if reused > 0 && !self.poison(p.try_recycle(reused, |file| self.sync_data_file(file)))? {
+            return Ok(false);
+        }
+        let copies = self.pick_for_spool(inner, p, seq, Some(idx));
+        self.write_spooled(p, dw, seq, &copies)?;
+        self.dw_sync_ring(seq)?;
+        Ok(true)
+    }
+
+    /// Copy up to one batch of frames to spool as ring batch `seq` and note the copy in each frame. In
+    /// order: the next evictions (unreferenced dirty pages within [`dw_pipelined::spool_window_frames`]
+    /// of the clock hand); a running checkpoint's pages (so its home writes find their copies durable);
+    /// and, when clean frames run low, the unreferenced dirty pages the flusher takes next (within twice
+    /// that window: farther on, a copy would be recycled or the page changed before the hand arrives).
+    /// `first`: a frame to take before all others (a client's victim).
+    fn pick_for_spool(
+        &self,
+        inner: &mut Inner,
+        p: &Pipeline,
+        seq: u64,
+        first: Option<usize>,
+    ) -> Vec<(PageId, Lsn, AlignedBuf)> {
         let n = inner.pool.frames.len();
         let start = inner.pool.hand();
+        let window = n.min(dw_pipelined::spool_window_frames(self.config.dw_batch_pages));
+        let checkpointing = p.checkpointing();
+        let low_clean = inner.pool.clean_frames() < self.clean_target(n);
+        // (frames to look at, from which frame, which of them)
+        type Wanted = fn(&super::pool::Frame) -> bool;
+        let passes: [(usize, usize, Wanted); 4] = [
+            (usize::from(first.is_some()), first.unwrap_or(0), |_| true),
+            (window, start, |f| !f.referenced),
+            (if checkpointing { n } else { 0 }, start, |f| f.checkpoint_needed),
+            (if low_clean { n.min(2 * window) } else { 0 }, start, |f| !f.referenced),
+        ];
         let mut copies = Vec::new();
-        for step in 0..n.min(dw_pipelined::spool_window_frames(self.config.dw_batch_pages)) {
-            if copies.len() == self.config.dw_batch_pages {
-                break;
+        for (frames, from, wanted) in passes {
+            for step in 0..frames {
+                if copies.len() == self.config.dw_batch_pages {
+                    break;
+                }
+                let frame = &mut inner.pool.frames[(from + step) % n];
+                let lsn = page::lsn(frame.data.as_slice());
+                // A frame picked in an earlier pass is current from then on, so it is not picked twice.
+                let spoolable = frame.dirty && !frame.pinned && !frame.io_busy && !frame.torn;
+                if !spoolable || !wanted(frame) || p.is_current(frame.dw_seq, frame.dw_lsn, lsn) {
+                    continue;
+                }
+                if frame.dw_seq != 0 {
+                    add(&self.counters.dw_pages_respooled, 1);
+                }
+                frame.dw_seq = seq;
+                frame.dw_lsn = lsn;
+                let mut bytes = AlignedBuf::new(self.config.page_size, self.config.page_size);
+                bytes.as_mut_slice().copy_from_slice(frame.data.as_slice());
+                copies.push((frame.id.expect("dirty frame has a page"), lsn, bytes));
             }
-            let frame = &mut inner.pool.frames[(start + step) % n];
-            let lsn = page::lsn(frame.data.as_slice());
-            if !frame.dirty || frame.pinned || frame.io_busy || frame.torn || frame.referenced {
-                continue;
-            }
-            if p.is_current(frame.dw_seq, frame.dw_lsn, lsn) {
-                continue;
-            }
-            if frame.dw_seq != 0 {
-                add(&self.counters.dw_pages_respooled, 1);
-            }
-            frame.dw_seq = seq;
-            frame.dw_lsn = lsn;
-            let mut bytes = AlignedBuf::new(self.config.page_size, self.config.page_size);
-            bytes.as_mut_slice().copy_from_slice(frame.data.as_slice());
-            copies.push((frame.id.expect("dirty frame has a page"), lsn, bytes));
         }
         add(&self.counters.dw_pages_spooled, copies.len() as u64);
         copies
@@ -876,7 +976,15 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             }
             inner.redo_lsn
         };
-        while self.flush_batch(|frame| frame.checkpoint_needed)? > 0 {}
+        match &self.pipeline {
+            Some(p) => {
+                p.set_checkpointing(true);
+                let flushed = self.checkpoint_flush_pipelined(p);
+                p.set_checkpointing(false);
+                flushed?;
+            }
+            None => while self.flush_batch(|frame| frame.checkpoint_needed)? > 0 {},
+        }
         if !self.config.faults.checkpoint_skip_data_fsync {
             for n in 0..self.files.len() as u32 {
                 let synced = self.sync_data_file(n);
@@ -888,6 +996,37 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         add(&self.counters.checkpoints, 1);
         add(&self.counters.checkpoint_ns_total, started.elapsed().as_nanos() as u64);
         Ok(())
+    }
+
+    /// `pipelined`: write the checkpoint's pages home relying on ring copies — spooled ahead by the
+    /// spooler thread while this one writes (or by this thread, one batch at a time), synced by whichever
+    /// gets there first — with no double-write sync and no data-file sync per batch (the ring's recycle
+    /// and the checkpoint's own fsync make them durable). A page changed after its copy was taken goes
+    /// the 2012 way. Each round writes at least one page or ends the loop.
+    fn checkpoint_flush_pipelined(&self, p: &Pipeline) -> PageResult<()> {
+        let safe =
+            |f: &super::pool::Frame| f.checkpoint_needed && p.is_safe(f.dw_seq, f.dw_lsn, page::lsn(f.data.as_slice()));
+        loop {
+            if self.flush_batch(safe)? > 0 {
+                continue;
+            }
+            // Several batches, then one sync for all of them (at most half the ring, so the spooler
+            // thread keeps room).
+            let mut spooled = false;
+            for _ in 0..RING_BATCHES / 2 {
+                if self.dw_spool()?.is_none() {
+                    break;
+                }
+                spooled = true;
+            }
+            let synced = self.dw_sync_ring_now()?;
+            if (spooled || synced) && self.flush_batch(safe)? > 0 {
+                continue;
+            }
+            if self.flush_batch(|frame| frame.checkpoint_needed)? == 0 {
+                return Ok(());
+            }
+        }
     }
 
     fn record_checkpoint(&self, redo_lsn: Lsn) -> PageResult<()> {

@@ -45,7 +45,8 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub dw_batch: usize,
     /// Double-write designs, one dw row each: 2012 (the prototype: pages double-written and synced when
-    /// evicted or checkpointed) and/or pipelined (spooled ahead of eviction, synced by their own thread).
+    /// evicted or checkpointed) and/or pipelined (spooled into a ring ahead of evictions and of the
+    /// checkpoint's home writes, synced by their own thread).
     #[arg(long, default_value = "2012")]
     pub dw_design: String,
     /// Where files go.

@@ -29,6 +29,8 @@ pub enum EngineBug {
     DwReuseSlotBeforeHomeSync,
     /// `pipelined` dw: a page goes home relying on a ring copy before the ring's sync completed.
     DwHomeBeforeSync,
+    /// `pipelined` dw: a ring batch is overwritten before the home writes relying on it are synced.
+    DwRecycleBeforeHomeSync,
     /// An evicted page is written without the write-ahead step (simfs's rule).
     EvictSkipWriteAhead,
     /// Redo starts one record after the checkpoint's redo point.
@@ -42,9 +44,10 @@ impl EngineBug {
     pub fn needs(self) -> Option<(&'static [&'static str], &'static str)> {
         const PAGES: &[&str] = &["fpw", "dw", "atomic", "none"];
         match self {
-            EngineBug::DwSkipFsync | EngineBug::DwReuseSlotBeforeHomeSync | EngineBug::DwHomeBeforeSync => {
-                Some((&["dw"], "--mode dw"))
-            }
+            EngineBug::DwSkipFsync
+            | EngineBug::DwReuseSlotBeforeHomeSync
+            | EngineBug::DwHomeBeforeSync
+            | EngineBug::DwRecycleBeforeHomeSync => Some((&["dw"], "--mode dw")),
             EngineBug::AtomicPlainWrite => Some((&["atomic"], "--mode atomic")),
             EngineBug::EvictSkipWriteAhead | EngineBug::RedoSkipsFirstRecord => Some((PAGES, "a page-store mode")),
             _ => None,
@@ -69,6 +72,7 @@ impl EngineBug {
             dw_skip_fsync: on(EngineBug::DwSkipFsync),
             dw_reuse_slot_before_home_sync: on(EngineBug::DwReuseSlotBeforeHomeSync),
             dw_home_before_sync: on(EngineBug::DwHomeBeforeSync),
+            dw_recycle_before_home_sync: on(EngineBug::DwRecycleBeforeHomeSync),
             evict_skip_write_ahead: on(EngineBug::EvictSkipWriteAhead),
             redo_skips_first_record: on(EngineBug::RedoSkipsFirstRecord),
             atomic_plain_write: on(EngineBug::AtomicPlainWrite),

@@ -509,6 +509,16 @@ mod tests {
         assert!(failure.crash_op > 0 && failure.message.contains("double-write area has no valid copy"), "{failure:?}");
     }
 
+    /// `pipelined`: a ring batch overwritten before the home writes that relied on its copies (a
+    /// checkpoint's, an eviction's) were synced.
+    #[test]
+    fn a_ring_batch_recycled_before_the_home_sync_is_caught() {
+        let faults = FaultSwitches { dw_recycle_before_home_sync: true, ..FaultSwitches::default() };
+        let scenario = PagesScenario::new(Mode::Dw, 2000, faults).with_dw_design(DwDesign::Pipelined);
+        let failure = explore(&scenario, &opts(Profile::Strict, false, 400), |_| {}).unwrap_err();
+        assert!(failure.crash_op > 0 && failure.message.contains("double-write area has no valid copy"), "{failure:?}");
+    }
+
     #[test]
     fn no_protection_is_caught_with_torn_pages() {
         let failure = caught(Mode::None, FaultSwitches::default(), 400);
