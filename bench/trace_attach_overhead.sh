@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Overhead of `syncbench trace --pid` (perf events, nothing stopped) on a write+fdatasync loop, against the
 # same loop untraced and under ptrace (`trace -- CMD`). Root needed for the attached mode.
-# Usage: bench/trace_attach_overhead.sh [SYNCBENCH_BINARY] [DIR] [ROUNDS] [ITERATIONS] [sync|sfr]
+# Usage: bench/trace_attach_overhead.sh [SYNCBENCH_BINARY] [DIR] [ROUNDS] [ITERATIONS] [sync|sfr|other]
 # `sync` (default): 8 KiB pwrite + fdatasync per iteration. `sfr`: sync_file_range of a clean range, a
 # traced call that does no I/O, so attached - untraced is the tracer's cost per traced call, free of the
-# disk's noise.
-# Each round runs the three modes back to back, in a rotating order (load drift from other work on the
-# machine hits all of them alike); printed: the median ns/iteration per mode over the rounds, every
-# sample, and the median of the per-round ratios attached/untraced. The loop program waits on a FIFO
-# until the tracer says it is tracing, so the attached run is traced from its first iteration; the
-# untraced run goes through the same handshake. Each attached run's fdatasync count is checked.
+# disk's noise. `other`: getppid + pread, calls that are not traced (what tracing costs the rest of a
+# traced program).
+# Environment: MODES (default "untraced attached ptrace"; also `base`: attached with BASE_BIN, an older
+# build to compare with), TRACE_ARGS (extra flags for the attached modes, e.g. --syncs-only).
+# Each round runs the modes back to back, in a rotating order (load drift from other work on the
+# machine hits all of them alike), and prints the load average. Per mode: the median and range of the
+# wall time per iteration and of the loop's own CPU time per iteration (user + system: includes the
+# kernel's cost of recording its traced calls, and is far less inflated than the wall clock when other
+# work shares the CPUs); per round, attached/untraced of both. The loop program waits on a FIFO until
+# the tracer says it is tracing, so the attached run is traced from its first iteration; the untraced
+# run goes through the same handshake. Each attached run's count of the traced call is checked, and that
+# no event was lost.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${1:-$here/../target/release/syncbench}"
@@ -17,27 +23,31 @@ dir="${2:-.}"
 rounds="${3:-9}"
 n="${4:-3000}"
 workload="${5:-sync}"
-case "$workload" in sync) call=fdatasync ;; sfr) call=sync_file_range ;; *) echo "workload: sync or sfr" >&2; exit 2 ;; esac
+read -r -a modes <<<"${MODES:-untraced attached ptrace}"
+read -r -a trace_args <<<"${TRACE_ARGS:-}"
+case "$workload" in sync) call=fdatasync ;; sfr) call=sync_file_range ;; other) call="" ;; *) echo "workload: sync, sfr or other" >&2; exit 2 ;; esac
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 exe="$work/trace_overhead"
 gcc -O2 -o "$exe" "$here/trace_overhead.c"
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+range() { tr ' ' '\n' | grep . | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / – /'; }
 
-one() { # mode -> ns/iteration
-    local mode="$1" fifo="$work/go" out="$work/out" err="$work/err"
+one() { # mode -> "wall_ns cpu_ns" per iteration
+    local mode="$1" fifo="$work/go" out="$work/out" err="$work/err" tracer_bin="$bin"
     rm -f "$fifo" "$out" "$err"
+    [ "$mode" = base ] && tracer_bin="${BASE_BIN:?BASE_BIN: the syncbench binary to compare with}"
     case "$mode" in
     ptrace)
-        "$bin" trace --json "$work/trace.json" -- "$exe" "$workload" "$dir" "$n" >"$out" 2>"$err"
+        "$bin" trace --json "$work/trace.json" "${trace_args[@]}" -- "$exe" "$workload" "$dir" "$n" >"$out" 2>"$err"
         ;;
     *)
         mkfifo "$fifo"
         sh -c 'read x <"$1"; exec "$2" "$3" "$4" "$5"' _ "$fifo" "$exe" "$workload" "$dir" "$n" >"$out" &
         local pid=$! tracer=""
-        if [ "$mode" = attached ]; then
-            "$bin" trace --pid "$pid" --json "$work/trace.json" 2>"$err" &
+        if [ "$mode" != untraced ]; then
+            "$tracer_bin" trace --pid "$pid" --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
             tracer=$!
             until grep -q "syncbench: tracing" "$err" 2>/dev/null; do sleep 0.05; done
         fi
@@ -46,30 +56,43 @@ one() { # mode -> ns/iteration
         if [ -n "$tracer" ]; then
             wait "$tracer"
             # every call of the loop seen, and nothing lost
-            python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["trace"]; c={x["call"]: x["count"] for x in t["calls"]}; n=int(sys.argv[2]); assert c.get(sys.argv[3])==n and t["lost_events"]==0, (c, t["lost_events"])' "$work/trace.json" "$n" "$call"
+            python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["trace"]; c={x["call"]: x["count"] for x in t["calls"]}; n=int(sys.argv[2]); assert (not sys.argv[3] or c.get(sys.argv[3])==n) and t["lost_events"]==0, (c, t["lost_events"])' "$work/trace.json" "$n" "$call"
         fi
         ;;
     esac
-    awk '{print $2}' "$out"
+    awk '{print $2, $4}' "$out"
 }
 
-echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), dir $dir, $rounds rounds of $n iterations of $workload"
-modes=(untraced attached ptrace)
-declare -A samples=()
-ratios=""
+echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), dir $dir, $rounds rounds of $n iterations of $workload, modes ${modes[*]}, trace args: ${trace_args[*]:-none}"
+declare -A wall=() cpu=()
+ratios="" cpu_ratios=""
+m=${#modes[@]}
 for r in $(seq "$rounds"); do
-    declare -A this=()
-    for k in 0 1 2; do
-        mode="${modes[$(((r + k) % 3))]}"
-        this[$mode]="$(one "$mode")"
-        samples[$mode]="${samples[$mode]:-} ${this[$mode]}"
+    declare -A w=() c=()
+    line="round $r (load $(cut -d' ' -f1 /proc/loadavg)):"
+    for k in $(seq 0 $((m - 1))); do
+        mode="${modes[$(((r + k) % m))]}"
+        read -r w[$mode] c[$mode] <<<"$(one "$mode")"
+        wall[$mode]="${wall[$mode]:-} ${w[$mode]}"
+        cpu[$mode]="${cpu[$mode]:-} ${c[$mode]}"
     done
-    ratio="$(awk -v a="${this[attached]}" -v u="${this[untraced]}" 'BEGIN {printf "%.3f", a / u}')"
-    ratios="$ratios $ratio"
-    echo "round $r: untraced ${this[untraced]} attached ${this[attached]} ptrace ${this[ptrace]} ns/iteration (attached/untraced $ratio)"
-    unset this
+    for mode in "${modes[@]}"; do line="$line $mode ${w[$mode]}/${c[$mode]}"; done
+    if [ -n "${w[attached]:-}" ] && [ -n "${w[untraced]:-}" ]; then
+        ratio="$(awk -v a="${w[attached]}" -v u="${w[untraced]}" 'BEGIN {printf "%.3f", a / u}')"
+        cpu_ratio="$(awk -v a="${c[attached]}" -v u="${c[untraced]}" 'BEGIN {printf "%.3f", a / u}')"
+        ratios="$ratios $ratio" cpu_ratios="$cpu_ratios $cpu_ratio"
+        line="$line (attached/untraced: wall $ratio, cpu $cpu_ratio)"
+    fi
+    echo "$line  [wall/cpu ns per iteration]"
+    unset w c
 done
 for mode in "${modes[@]}"; do
-    printf '%-9s median %9s ns/iteration  (samples:%s)\n' "$mode" "$(echo "${samples[$mode]}" | median)" "${samples[$mode]}"
+    printf '%-9s wall median %9s range %s   cpu median %8s range %s ns/iteration\n' "$mode" \
+        "$(echo "${wall[$mode]}" | median)" "$(echo "${wall[$mode]}" | range)" \
+        "$(echo "${cpu[$mode]}" | median)" "$(echo "${cpu[$mode]}" | range)"
 done
-echo "attached/untraced per round: median $(echo "$ratios" | median), range $(echo "$ratios" | tr ' ' '\n' | grep . | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / to /')  (ratios:$ratios)"
+if [ -n "$ratios" ]; then
+    echo "attached/untraced per round, wall: median $(echo "$ratios" | median), range $(echo "$ratios" | range)"
+    echo "attached/untraced per round, cpu:  median $(echo "$cpu_ratios" | median), range $(echo "$cpu_ratios" | range)"
+fi
+echo "# end $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"

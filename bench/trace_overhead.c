@@ -1,4 +1,7 @@
-/* Workloads for bench/trace_overhead.sh: prints the mean time per iteration in ns.
+/* Workloads for bench/trace_overhead.sh and bench/trace_attach_overhead.sh: prints the mean time per
+ * iteration in ns, wall clock, then the CPU time this process used per iteration (user + system, which
+ * includes what the kernel spends recording a traced call, and which other work on the machine does not
+ * inflate the way it inflates the wall clock).
  *   sync  DIR N   : N x (8 KiB pwrite + fdatasync) on one file (the traced calls)
  *   write DIR N   : N x 8 KiB pwrite, no sync (writes are traced unless --syncs-only)
  *   other DIR N   : N x (getppid + 8 KiB read from the page cache): calls the filter never stops
@@ -26,7 +29,8 @@ int main(int argc, char **argv) {
     /* pre-write 1 MiB so every iteration overwrites (no allocation, like a recycled WAL segment) */
     for (int i = 0; i < 128; i++) if (pwrite(fd, buf, 8192, i * 8192L) != 8192) die("prewrite");
     if (fsync(fd)) die("fsync");
-    struct timespec t0, t1;
+    struct timespec t0, t1, c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (long i = 0; i < n; i++) {
         off_t off = (i % 128) * 8192L;
@@ -43,8 +47,10 @@ int main(int argc, char **argv) {
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
-    printf("%s %.0f ns/iteration\n", mode, ns / n);
+    double cpu = (c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec);
+    printf("%s %.0f ns/iteration %.0f cpu-ns/iteration\n", mode, ns / n, cpu / n);
     close(fd);
     unlink(path);
     return 0;

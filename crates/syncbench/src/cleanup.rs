@@ -105,8 +105,17 @@ pub fn registered() -> Vec<PathBuf> {
     lock().clone()
 }
 
+/// How long the teardown after a signal may take before the process ends anyway: the hooks wait for a
+/// report at most 10 s, and unmounting a lab stack takes a few seconds; a hook blocked for good (a write
+/// to a pipe nobody reads, a lock its holder never releases) must not keep syncbench alive.
+const TEARDOWN_LIMIT: std::time::Duration = std::time::Duration::from_secs(25);
+
 /// On SIGINT or SIGTERM: run the teardown hooks, remove our files, then hand `exit` the code a shell would
 /// report (130 or 143). The library never ends the process itself: `main` passes `std::process::exit`.
+/// Nothing on this path may block on output: the main thread may be stuck writing to a pipe whose reader
+/// stopped reading, holding stdout's or stderr's lock (`trace --json - | head -c 100` once hung for an
+/// hour), so the last message is written without the lock and only if the pipe takes it now, and a
+/// watchdog ends the process with the same code if the teardown does not finish in `TEARDOWN_LIMIT`.
 pub fn install_signal_handlers(exit: fn(i32) -> !) {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
@@ -116,12 +125,33 @@ pub fn install_signal_handlers(exit: fn(i32) -> !) {
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+            let code = 128 + sig;
+            std::thread::spawn(move || {
+                std::thread::sleep(TEARDOWN_LIMIT);
+                say_if_it_fits(b"syncbench: interrupted; teardown did not finish in time, exiting\n");
+                // SAFETY: _exit ends the process at once; nothing is assumed to run after it.
+                unsafe { libc::_exit(code) }
+            });
             run_exit_hooks();
             remove_registered();
-            eprintln!("syncbench: interrupted; removed temporary files");
-            exit(128 + sig);
+            say_if_it_fits(b"syncbench: interrupted; removed temporary files\n");
+            exit(code);
         }
     });
+}
+
+/// Write `line` to stderr if it fits in it right now, bypassing the standard library's lock (which a
+/// thread blocked in a write may hold): never blocks. A line shorter than `PIPE_BUF` is written whole or
+/// not at all when stderr is a pipe.
+fn say_if_it_fits(line: &[u8]) {
+    let mut fd = libc::pollfd { fd: libc::STDERR_FILENO, events: libc::POLLOUT, revents: 0 };
+    // SAFETY: one valid pollfd, no timeout.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) } == 1 && fd.revents & libc::POLLOUT != 0;
+    if ready {
+        // SAFETY: writes from a valid buffer of the given length; the result is deliberately ignored (there
+        // is nowhere left to report a failure to write to stderr).
+        let _ = unsafe { libc::write(libc::STDERR_FILENO, line.as_ptr().cast(), line.len()) };
+    }
 }
 
 type Hook = Box<dyn Fn() + Send + Sync>;

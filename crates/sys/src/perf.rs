@@ -126,25 +126,24 @@ impl Ring {
         unsafe { &*self.base.add(offset).cast::<AtomicU64>() }
     }
 
-    /// Copy out every complete record written since the last call, then hand the space back.
-    fn drain(&mut self, out: &mut Vec<Sample>, lost: &mut u64) {
+    /// Copy out every complete record written since the last call, then hand the space back. Records
+    /// are copied with two `memcpy`s at most (one when they do not wrap) into one reused buffer.
+    fn drain(&mut self, out: &mut Vec<Sample>, lost: &mut u64, record: &mut Vec<u8>) {
         let head = self.word(DATA_HEAD).load(Ordering::Acquire);
         let mut tail = self.word(DATA_TAIL).load(Ordering::Relaxed);
-        let page = self.len - self.data_size;
-        let mut record = Vec::new();
         while tail < head {
             let mut header = [0u8; 8];
-            self.copy(page, tail, &mut header);
+            self.copy(tail, &mut header);
             let size = u16::from_ne_bytes([header[6], header[7]]) as usize;
-            if size < 8 {
-                break; // cannot happen with a sane kernel; never loop forever
+            if size < 8 || tail + size as u64 > head {
+                break; // cannot happen with a sane kernel; never loop forever nor read past the head
             }
             record.resize(size, 0);
-            self.copy(page, tail, &mut record);
+            self.copy(tail, record);
             let kind = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
             match kind {
                 RECORD_SAMPLE => out.extend(parse_sample(&record[8..])),
-                RECORD_LOST => *lost += read_u64(&record, 16),
+                RECORD_LOST => *lost += read_u64(record, 16),
                 _ => {}
             }
             tail += size as u64;
@@ -153,11 +152,16 @@ impl Ring {
     }
 
     /// Copy `buf.len()` bytes at ring position `pos` (wrapping at the end of the data area).
-    fn copy(&self, page: usize, pos: u64, buf: &mut [u8]) {
-        for (i, byte) in buf.iter_mut().enumerate() {
-            let at = (pos as usize + i) % self.data_size;
-            // SAFETY: `page + at` is inside the mapping (`at < data_size`, mapping = page + data_size).
-            *byte = unsafe { std::ptr::read_volatile(self.base.add(page + at)) };
+    fn copy(&self, pos: u64, buf: &mut [u8]) {
+        let page = self.len - self.data_size;
+        let at = (pos % self.data_size as u64) as usize;
+        let first = buf.len().min(self.data_size - at);
+        // SAFETY: both ranges are inside the data area (`at + first <= data_size`, the rest from its start,
+        // `buf.len() <= data_size`), which the kernel does not write between `data_tail` and `data_head`
+        // (the Acquire load of the head orders these reads after its writes).
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.base.add(page + at), buf.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(self.base.add(page), buf.as_mut_ptr().add(first), buf.len() - first);
         }
     }
 }
@@ -217,6 +221,8 @@ pub struct Tracepoints {
     cpus: Vec<u32>,
     lost: u64,
     held: Vec<Sample>,
+    /// One record's bytes, reused from record to record.
+    record: Vec<u8>,
 }
 
 /// How long a sample may take from its timestamp to its ring (generous: preemption in between).
@@ -233,6 +239,7 @@ impl Tracepoints {
             cpus: cpus.to_vec(),
             lost: 0,
             held: Vec::new(),
+            record: Vec::new(),
         };
         match scope {
             Scope::AllTasks => set.add(points, -1, data_pages)?,
@@ -312,7 +319,7 @@ impl Tracepoints {
     pub fn drain(&mut self) -> Vec<Sample> {
         let mut out = Vec::new();
         for ring in &mut self.rings {
-            ring.drain(&mut out, &mut self.lost);
+            ring.drain(&mut out, &mut self.lost, &mut self.record);
         }
         out
     }
@@ -321,9 +328,20 @@ impl Tracepoints {
     /// held for the next call (one on another CPU may not be in its ring yet: its timestamp is taken a
     /// moment before it is written). `all` returns everything (after `disable`).
     pub fn drain_ordered(&mut self, all: bool) -> Vec<Sample> {
+        self.drain_ordered_seeing(all, |_| {})
+    }
+
+    /// [`Self::drain_ordered`], showing `fresh` every sample as soon as it is read from its ring, before it
+    /// waits in time order (for what must be acted on at once, such as naming a descriptor just opened).
+    pub fn drain_ordered_seeing(&mut self, all: bool, mut fresh: impl FnMut(&Sample)) -> Vec<Sample> {
         let horizon = monotonic_ns().saturating_sub(REORDER_WINDOW_NS);
         let mut samples = std::mem::take(&mut self.held);
-        samples.extend(self.drain());
+        let old = samples.len();
+        for ring in &mut self.rings {
+            ring.drain(&mut samples, &mut self.lost, &mut self.record);
+        }
+        samples[old..].iter().for_each(&mut fresh);
+        // Each ring is in time order already and the held ones are older: a stable sort of runs is cheap.
         samples.sort_by_key(|s| s.time_ns);
         if !all {
             let ready = samples.partition_point(|s| s.time_ns < horizon);

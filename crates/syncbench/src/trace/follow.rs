@@ -126,6 +126,13 @@ pub fn threads_of(pid: Pid) -> Vec<Pid> {
     dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()
 }
 
+/// Every process running now, syncbench excluded.
+pub fn all_pids() -> Vec<Pid> {
+    let me = std::process::id() as Pid;
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).filter(|&p| p != me).collect()
+}
+
 /// Every process named `name` (its comm), syncbench excluded.
 pub fn pids_named(name: &str) -> Vec<Pid> {
     let me = std::process::id() as Pid;

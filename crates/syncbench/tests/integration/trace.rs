@@ -617,3 +617,70 @@ fn an_attached_trace_stopped_by_ctrl_c_prints_what_it_has() {
     assert_eq!(status.code(), Some(130), "{text}");
     assert!(text.contains("syncbench trace: attached to --all for "), "the report: {text}");
 }
+
+/// A pipe whose buffer is already full: whoever writes to its write end blocks until someone reads, and
+/// nobody will. Returns (read end, write end).
+fn full_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let mut fds = [0; 2];
+    // SAFETY: a valid array of two descriptors to fill.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) }, 0);
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    let (read, write) =
+        unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+    let page = [b'x'; 4096];
+    // SAFETY: writes from a valid buffer to our own non-blocking pipe, until it is full (EAGAIN).
+    while unsafe { libc::write(write.as_raw_fd(), page.as_ptr().cast(), page.len()) } > 0 {}
+    // The child must block, not get EAGAIN: clear O_NONBLOCK (the flag belongs to the write end's file).
+    // SAFETY: fcntl on our own descriptor.
+    assert_eq!(unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETFL, 0) }, 0);
+    (read, write)
+}
+
+/// Whether some thread of `pid` is blocked in write(2) (`/proc/PID/task/TID/syscall` starts with its number).
+fn blocked_in_write(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    tasks.flatten().any(|t| std::fs::read_to_string(t.path().join("syscall")).is_ok_and(|s| s.starts_with("1 ")))
+}
+
+#[test]
+fn sigterm_ends_an_attached_trace_whose_output_nobody_reads() {
+    // The reader of `syncbench trace --all --json - 2>&1 | ...` stopped reading: every write of syncbench
+    // blocks, holding the standard library's lock on stderr or stdout. SIGTERM must still end it, with
+    // 143, leaving nothing behind. (It once waited for that lock for an hour.) The bound is generous: it
+    // only tells "exits" from "hangs".
+    if !can_attach() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (read_end, write_end) = full_pipe();
+    let mut tracer = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        .args(["trace", "--all", "--json", "-"])
+        .env("TMPDIR", tmp.path())
+        .stdout(write_end.try_clone().unwrap())
+        .stderr(write_end)
+        .spawn()
+        .unwrap();
+    let waited = std::time::Instant::now();
+    while !blocked_in_write(tracer.id()) {
+        assert!(waited.elapsed() < std::time::Duration::from_secs(60), "syncbench never wrote");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    syncbench_sys::ptrace::send_signal(tracer.id() as i32, libc::SIGTERM).unwrap();
+    let signalled = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = tracer.try_wait().unwrap() {
+            break status;
+        }
+        if signalled.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = tracer.kill();
+            let _ = tracer.wait();
+            panic!("syncbench trace still running 60 s after SIGTERM, its output pipe unread");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    drop(read_end);
+}
