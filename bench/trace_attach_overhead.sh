@@ -7,7 +7,10 @@
 # disk's noise. `other`: getppid + pread, calls that are not traced (what tracing costs the rest of a
 # traced program).
 # Environment: MODES (default "untraced attached ptrace"; also `base`: attached with BASE_BIN, an older
-# build to compare with), TRACE_ARGS (extra flags for the attached modes, e.g. --syncs-only).
+# build to compare with; `perf`: `perf record -p` of the workload's calls' syscalls: tracepoints to
+# /dev/null, the kernel's own cost of recording them with a consumer that does nothing; `all`: `trace
+# --all` instead of `--pid`, events per CPU instead of per task, stopped by SIGINT after the loop; its
+# count is checked to be at least the loop's, as other programs' calls count too), TRACE_ARGS (extra flags for the attached modes, e.g. --syncs-only).
 # Each round runs the modes back to back, in a rotating order (load drift from other work on the
 # machine hits all of them alike), and prints the load average. Per mode: the median and range of the
 # wall time per iteration and of the loop's own CPU time per iteration (user + system: includes the
@@ -25,7 +28,7 @@ n="${4:-3000}"
 workload="${5:-sync}"
 read -r -a modes <<<"${MODES:-untraced attached ptrace}"
 read -r -a trace_args <<<"${TRACE_ARGS:-}"
-case "$workload" in sync) call=fdatasync ;; sfr) call=sync_file_range ;; other) call="" ;; *) echo "workload: sync, sfr or other" >&2; exit 2 ;; esac
+case "$workload" in sync) call=fdatasync tps="pwrite64 fdatasync" ;; sfr) call=sync_file_range tps=sync_file_range ;; other) call="" tps="" ;; *) echo "workload: sync, sfr or other" >&2; exit 2 ;; esac
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 exe="$work/trace_overhead"
@@ -46,7 +49,16 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
         mkfifo "$fifo"
         sh -c 'read x <"$1"; exec "$2" "$3" "$4" "$5"' _ "$fifo" "$exe" "$workload" "$dir" "$n" >"$out" &
         local pid=$! tracer=""
-        if [ "$mode" != untraced ]; then
+        if [ "$mode" = perf ]; then
+            local events=() t
+            for t in $tps; do events+=(-e "syscalls:sys_enter_$t" -e "syscalls:sys_exit_$t"); done
+            perf record -q -o /dev/null "${events[@]}" -p "$pid" 2>"$err" &
+            sleep 1 # perf record says nothing when it is recording
+        elif [ "$mode" = all ]; then
+            "$tracer_bin" trace --all --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
+            tracer=$!
+            until grep -q "syncbench: tracing" "$err" 2>/dev/null; do sleep 0.05; done
+        elif [ "$mode" != untraced ]; then
             "$tracer_bin" trace --pid "$pid" --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
             tracer=$!
             until grep -q "syncbench: tracing" "$err" 2>/dev/null; do sleep 0.05; done
@@ -54,9 +66,10 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
         echo go >"$fifo"
         wait "$pid"
         if [ -n "$tracer" ]; then
-            wait "$tracer"
+            [ "$mode" = all ] && kill -INT "$tracer"
+            wait "$tracer" || [ "$mode" = all ]
             # every call of the loop seen, and nothing lost
-            python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["trace"]; c={x["call"]: x["count"] for x in t["calls"]}; n=int(sys.argv[2]); assert (not sys.argv[3] or c.get(sys.argv[3])==n) and t["lost_events"]==0, (c, t["lost_events"])' "$work/trace.json" "$n" "$call"
+            python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["trace"]; c={x["call"]: x["count"] for x in t["calls"]}; n=int(sys.argv[2]); assert (not sys.argv[3] or c.get(sys.argv[3])==n or (sys.argv[4]=="all" and c.get(sys.argv[3],0)>=n)) and t["lost_events"]==0, (c, t["lost_events"])' "$work/trace.json" "$n" "$call" "$mode"
         fi
         ;;
     esac
