@@ -448,6 +448,61 @@ mod tests {
         assert_eq!(parse_cpu_list("x"), None);
     }
 
+    /// A ring over anonymous memory, with a sample record that wraps at the end of the data area and a
+    /// lost record after it: both read back whole, and the tail handed back.
+    #[test]
+    fn records_wrapping_around_the_ring_are_read_whole() {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let len = 2 * page;
+        // SAFETY: a fresh private anonymous mapping, checked below; the Ring unmaps it.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(base, libc::MAP_FAILED);
+        let mut ring = Ring { base: base.cast(), len, data_size: page };
+        let mut sample = Vec::new();
+        sample.extend(RECORD_SAMPLE.to_ne_bytes());
+        sample.extend(0u16.to_ne_bytes());
+        sample.extend(40u16.to_ne_bytes());
+        for word in [7u32, 8] {
+            sample.extend(word.to_ne_bytes());
+        }
+        sample.extend(99u64.to_ne_bytes());
+        for word in [1u32, 0, 4] {
+            sample.extend(word.to_ne_bytes());
+        }
+        sample.extend([0x34, 0x12, 0, 0]);
+        let mut lost = Vec::new();
+        lost.extend(RECORD_LOST.to_ne_bytes());
+        lost.extend(0u16.to_ne_bytes());
+        lost.extend(24u16.to_ne_bytes());
+        lost.extend(1u64.to_ne_bytes());
+        lost.extend(5u64.to_ne_bytes());
+        let tail = (3 * page - 16) as u64; // the sample's first 16 bytes end the data area
+        let bytes: Vec<u8> = sample.iter().chain(&lost).copied().collect();
+        for (i, b) in bytes.iter().enumerate() {
+            let at = (tail as usize + i) % page;
+            // SAFETY: inside the data area of the mapping.
+            unsafe { *ring.base.add(page + at) = *b };
+        }
+        ring.word(DATA_TAIL).store(tail, Ordering::Relaxed);
+        ring.word(DATA_HEAD).store(tail + bytes.len() as u64, Ordering::Relaxed);
+        let (mut out, mut lost_count, mut scratch) = (Vec::new(), 0, Vec::new());
+        ring.drain(&mut out, &mut lost_count, &mut scratch);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].pid, out[0].tid, out[0].time_ns, out[0].cpu, out[0].event_id()), (7, 8, 99, 1, 0x1234));
+        assert_eq!(lost_count, 5);
+        assert_eq!(ring.word(DATA_TAIL).load(Ordering::Relaxed), tail + bytes.len() as u64);
+    }
+
     #[test]
     fn sample_bodies_parse() {
         let mut body = Vec::new();

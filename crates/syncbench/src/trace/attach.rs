@@ -1,9 +1,9 @@
 //! `syncbench trace --pid/--comm/--all`: the same durability calls as the ptrace tracer, seen without
-//! stopping anybody, from the kernel's syscall tracepoints (`syscalls:sys_enter_*`/`sys_exit_*`) recorded
-//! through perf events on every CPU, plus `sched:sched_process_{fork,exec,exit}` to follow new processes
-//! and forget descriptors. The traced program pays one perf sample per traced call entry and exit (about
-//! 1.2 µs of its CPU per call on the project VM) and a bitmap test per other call (~0.1 µs); all decoding
-//! happens here, afterwards, in time order.
+//! stopping anybody, from the kernel's syscall tracepoints (`syscalls:sys_enter_*`/`sys_exit_*` for
+//! `--all`, `raw_syscalls` for chosen processes: see `open_events`) recorded through perf events on every
+//! CPU, plus `sched:sched_process_{fork,exec,exit}` to follow new processes and forget descriptors. The
+//! traced program pays one perf sample per traced call entry and exit (about 1.2 µs of its CPU per call
+//! on the project VM); all decoding happens here, afterwards, in time order.
 
 use super::calls::{self, Entry, OpenSyncFlag, SyncCall};
 use super::fds::{self, FdTable};
@@ -52,6 +52,11 @@ const PLAIN_WRITES: [i64; 4] = [libc::SYS_write, libc::SYS_pwrite64, libc::SYS_w
 /// The opens, whose exits wake the reader at once so the new descriptor is named while surely open.
 const OPENS: [i64; 3] = [libc::SYS_open, libc::SYS_openat, libc::SYS_openat2];
 
+/// The kernel-side filter keeping only these system calls (`id == 74 || id == 75 ...`).
+pub fn id_filter(nrs: &[i64]) -> String {
+    nrs.iter().map(|nr| format!("id == {nr}")).collect::<Vec<_>>().join(" || ")
+}
+
 /// How to attach.
 #[derive(Clone, Debug)]
 pub struct AttachOptions {
@@ -90,10 +95,12 @@ pub struct Attached {
 #[derive(Clone, Copy, Debug)]
 enum Kind {
     Enter,
-    /// `open`: an open's exit (named at once, when read).
+    /// `open`: an open's exit (its descriptor is also named at once, when read).
     Exit {
         open: bool,
     },
+    /// An open's exit recorded only to name its descriptor at once (beside `raw_syscalls:sys_exit`).
+    Opened,
     Fork {
         child_pid: Field,
     },
@@ -158,30 +165,60 @@ struct Attacher {
 /// How often a cached descriptor's name is checked against `/proc` for a rename.
 const RECHECK_NAME_NS: u64 = 1_000_000_000;
 
-/// The tracepoints to open and what each id means: each traced call's own `syscalls:sys_enter_*` and
-/// `sys_exit_*` (not `raw_syscalls` with a filter: there every other system call of a traced task builds
-/// a record for the filter to reject, ~2x the cost per untraced call, see docs/benchmarks.md), and the
-/// scheduler's fork, exec and exit. The exits of opens wake the reader at once (see `name_early`).
-fn open_events(tracefs: &Tracefs, track_writes: bool) -> io::Result<(Vec<Tracepoint>, HashMap<u64, Kind>)> {
+/// The tracepoints to open and what each id means, two ways (measured in docs/benchmarks.md):
+/// - `--all` (events per CPU): each traced call's own `syscalls:sys_enter_*`/`sys_exit_*`. Any other
+///   system call stops at a bitmap test (~0.1–0.2 µs), where with `raw_syscalls` and an `id == …` filter it
+///   builds a record for the filter to reject (~0.45 µs), on every task of the machine.
+/// - `--pid`/`--comm` (events per task): `raw_syscalls:sys_enter`/`sys_exit` with that filter. A task's
+///   events are switched out and in with it at every context switch, at a cost that grows with their
+///   number (a write+fdatasync loop, which sleeps in every fdatasync, paid ~40 µs of CPU per iteration
+///   with the 36 per-call events, ~20 µs with these 8): fewer events win where programs sleep often.
+///
+/// Both: the scheduler's fork, exec and exit; the open exits wake the reader at once (see `name_early`).
+fn open_events(
+    tracefs: &Tracefs,
+    track_writes: bool,
+    scope: &Scope,
+) -> io::Result<(Vec<Tracepoint>, HashMap<u64, Kind>)> {
     let timed = TIMED.into_iter().filter(|(nr, _)| track_writes || !PLAIN_WRITES.contains(nr));
     let mut points = Vec::new();
     let mut kinds = HashMap::new();
-    let mut add = |format: &EventFormat, kind: Kind, wake_each: bool| {
-        points.push(Tracepoint { id: format.id, filter: None, wake_each });
+    let mut add = |format: &EventFormat, kind: Kind, filter: Option<String>, wake_each: bool| {
+        points.push(Tracepoint { id: format.id, filter, wake_each });
         kinds.insert(format.id, kind);
     };
-    for (_, name) in timed.clone().chain(ENTRY_ONLY) {
-        let enter = syscall_event(tracefs, "sys_enter", name)?;
-        add(&enter, Kind::Enter, false);
-    }
-    for (nr, name) in timed {
-        let exit = syscall_event(tracefs, "sys_exit", name)?;
-        add(&exit, Kind::Exit { open: OPENS.contains(&nr) }, OPENS.contains(&nr));
+    if *scope == Scope::AllTasks {
+        for (_, name) in timed.clone().chain(ENTRY_ONLY) {
+            add(&syscall_event(tracefs, "sys_enter", name)?, Kind::Enter, None, false);
+        }
+        for (nr, name) in timed {
+            let open = OPENS.contains(&nr);
+            add(&syscall_event(tracefs, "sys_exit", name)?, Kind::Exit { open }, None, open);
+        }
+    } else {
+        let nrs: Vec<i64> = timed.map(|(nr, _)| nr).collect();
+        let entered: Vec<i64> = nrs.iter().copied().chain(ENTRY_ONLY.map(|(nr, _)| nr)).collect();
+        let enter = tracefs.event("raw_syscalls", "sys_enter")?;
+        let exit = tracefs.event("raw_syscalls", "sys_exit")?;
+        for (format, second) in [(&enter, "args"), (&exit, "ret")] {
+            if format.field("id")?.offset != NR_OFFSET || format.field(second)?.offset != ARGS_OFFSET {
+                return Err(io::Error::other(format!(
+                    "raw_syscalls tracepoint {} has an unexpected layout",
+                    format.id
+                )));
+            }
+        }
+        add(&enter, Kind::Enter, Some(id_filter(&entered)), false);
+        add(&exit, Kind::Exit { open: false }, Some(id_filter(&nrs)), false);
+        for (_, name) in TIMED.into_iter().filter(|(nr, _)| OPENS.contains(nr)) {
+            let format = syscall_event(tracefs, "sys_exit", name)?;
+            add(&format, Kind::Opened, Some("ret >= 0".into()), true);
+        }
     }
     let fork = tracefs.event("sched", "sched_process_fork")?;
-    add(&fork, Kind::Fork { child_pid: fork.field("child_pid")? }, false);
-    add(&tracefs.event("sched", "sched_process_exec")?, Kind::Exec, false);
-    add(&tracefs.event("sched", "sched_process_exit")?, Kind::TaskExit, false);
+    add(&fork, Kind::Fork { child_pid: fork.field("child_pid")? }, None, false);
+    add(&tracefs.event("sched", "sched_process_exec")?, Kind::Exec, None, false);
+    add(&tracefs.event("sched", "sched_process_exit")?, Kind::TaskExit, None, false);
     Ok((points, kinds))
 }
 
@@ -244,7 +281,7 @@ const POLL_EVERY: Duration = Duration::from_millis(50);
 /// `ready` is called once recording has started.
 pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce()) -> io::Result<Attached> {
     let tracefs = Tracefs::open(&std::env::temp_dir())?;
-    let (points, kinds) = open_events(&tracefs, options.track_writes)?;
+    let (points, kinds) = open_events(&tracefs, options.track_writes, &scope_of(&options.selection))?;
     let mut events = open_for(&points, &options.selection)?;
     let all_disks: Vec<Disk> = disk::all_disks();
     let before = stat::Snapshot::take(&all_disks);
@@ -315,7 +352,7 @@ impl Attacher {
         let kinds = &self.kinds;
         let mut opened = Vec::new();
         let samples = events.drain_ordered_seeing(all, |s| {
-            if let Some(Kind::Exit { open: true }) = kinds.get(&s.event_id()) {
+            if let Some(Kind::Exit { open: true } | Kind::Opened) = kinds.get(&s.event_id()) {
                 opened.push((s.pid, word(&s.raw, ARGS_OFFSET) as i64 as i32));
             }
         });
@@ -346,15 +383,16 @@ impl Attacher {
                     self.follow.exited(s.pid);
                 }
             }
-            Kind::Enter | Kind::Exit { .. } if !self.follow.wants(s.pid) => {}
+            Kind::Opened => {}
+            Kind::Enter | Kind::Exit { .. } if !self.follow.wants(s.pid) || self.is_32_bit(s.pid) => {}
             Kind::Enter => self.on_enter(s),
             Kind::Exit { .. } => self.on_exit(s),
         }
     }
 
-    /// The followed processes running now that are 32-bit programs, whose calls (through the i386 entry,
-    /// which the `syscalls:` tracepoints do not report) go unseen: the report lists them. Those started
-    /// later are checked at their exec.
+    /// The followed processes running now that are 32-bit programs, whose calls go unseen (see
+    /// `is_32_bit`): the report lists them, even if they make no call. Those started later are checked
+    /// at their exec.
     fn check_abi_of_running(&mut self) {
         let pids: Vec<Pid> = match &self.options.selection {
             Selection::Pids(pids) => pids.clone(),
@@ -373,8 +411,9 @@ impl Attacher {
         self.tasks.insert(s.tid);
     }
 
-    /// Whether process `tgid` is a 32-bit program (recorded for the report's warning: its calls go
-    /// through the i386 entry, which the `syscalls:` tracepoints do not report).
+    /// Whether process `tgid` is a 32-bit program (recorded for the report's warning): the `syscalls:`
+    /// tracepoints do not report its calls, `raw_syscalls` numbers them in the i386 table, which the
+    /// x86_64 decoding would misread, so they are skipped.
     fn is_32_bit(&mut self, tgid: Pid) -> bool {
         if let Some(&known) = self.abi_32.get(&tgid) {
             return known;
