@@ -145,16 +145,7 @@ fn write(a: WriteArgs) -> Outcome {
         method.name()
     );
     let s = writer::write(&plan, &root, witness.as_mut(), &AtomicBool::new(false))?;
-    let [o, ap, n] = s.acknowledged;
-    let [o_rate, ap_rate, n_rate] = s.records_per_s_by_kind();
-    let [o_us, ap_us, n_us] = s.latency_ns_p50.map(|ns| ns as f64 / 1e3);
-    eprintln!(
-        "syncbench: {o} overwrites, {ap} appends, {n} new files acknowledged in {:.1} s ({:.0} records/s; \
-         each kind while it was written: {o_rate:.0} overwrites/s, {ap_rate:.0} appends/s, {n_rate:.0} new files/s; \
-         median per record: overwrite {o_us:.0} µs, append {ap_us:.0} µs, new file {n_us:.0} µs)",
-        s.elapsed_s,
-        s.records_per_s()
-    );
+    eprintln!("syncbench: {}", s.summary_line());
     match s.ended_by.as_str() {
         "duration" => Ok(ExitCode::SUCCESS),
         other => Err(anyhow::anyhow!("writing stopped: {other}")),

@@ -122,6 +122,21 @@ pub struct WriteSummary {
 }
 
 impl WriteSummary {
+    /// The line `powercut write` ends with: what was acknowledged, the overall rate, and each kind's
+    /// rate and median time, so the writer's pace can be set against `run`'s for the same method.
+    pub fn summary_line(&self) -> String {
+        let [o, ap, n] = self.acknowledged;
+        let [o_rate, ap_rate, n_rate] = self.records_per_s_by_kind();
+        let [o_us, ap_us, n_us] = self.latency_ns_p50.map(|ns| ns as f64 / 1e3);
+        format!(
+            "{o} overwrites, {ap} appends, {n} new files acknowledged in {:.1} s ({:.0} records/s; \
+             each kind while it was written: {o_rate:.0} overwrites/s, {ap_rate:.0} appends/s, {n_rate:.0} new files/s; \
+             median per record: overwrite {o_us:.0} µs, append {ap_us:.0} µs, new file {n_us:.0} µs)",
+            self.elapsed_s,
+            self.records_per_s()
+        )
+    }
+
     /// Acknowledged records per second.
     pub fn records_per_s(&self) -> f64 {
         self.acknowledged.iter().sum::<u64>() as f64 / self.elapsed_s.max(1e-9)
