@@ -317,7 +317,7 @@ fn many_threads_small_groups_and_a_commit_delay() {
 
 #[test]
 fn many_threads_none() {
-    many_threads(SyncMethod::None, true);
+    many_threads(SyncMethod::Write, true);
 }
 
 #[test]

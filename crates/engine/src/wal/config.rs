@@ -3,63 +3,40 @@
 use crate::storage::{FileOptions, WriteSync};
 use std::time::Duration;
 
-/// How the leader of a group makes its write durable. Names follow PostgreSQL's `wal_sync_method` and
-/// syncbench's vocabulary (VISION.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SyncMethod {
-    /// `pwrite`, then `fsync`.
-    Fsync,
-    /// `pwrite`, then `fdatasync` (segments are zero-filled, so no metadata is pending).
-    Fdatasync,
-    /// Log opened with `O_DSYNC`: each write is durable on return.
-    OpenDatasync,
-    /// `O_DSYNC | O_DIRECT`, with 4 KiB-aligned writes.
-    OpenDatasyncDirect,
-    /// `pwritev2(RWF_DSYNC)`.
-    Pwritev2Dsync,
-    /// io_uring write linked to an fdatasync, one submission.
-    IoUringFdatasync,
-    /// No sync at all. NOT durable: for comparison only.
-    None,
+pub use crate::storage::method::SyncMethod;
+
+/// The methods the log implements, in the order syncbench lists them: every durable method whose sync is
+/// one open flag, one write flag, the ring's linked fdatasync or one sync call after a buffered write, and
+/// `write` (no sync at all, NOT durable: for comparison only). `open_sync` and the `+direct` variants
+/// other than `open_datasync+direct` are benchmark methods the log does not offer; `Wal::open` refuses them.
+pub const LOG_METHODS: [SyncMethod; 7] = [
+    SyncMethod::Fsync,
+    SyncMethod::Fdatasync,
+    SyncMethod::OpenDatasync,
+    SyncMethod::OpenDatasyncDirect,
+    SyncMethod::Pwritev2Dsync,
+    SyncMethod::IoUringFdatasync,
+    SyncMethod::Write,
+];
+
+/// What the log does for each of its methods (the benchmark's flags and calls, in the storage API's terms).
+pub(crate) trait LogMethod: Copy {
+    /// Whether the log implements the method.
+    fn supported_by_log(self) -> bool;
+    /// Open flags of the segment files.
+    fn file_options(self) -> FileOptions;
+    /// How each write is issued.
+    fn write_sync(self) -> WriteSync;
+    /// The sync call after the writes, if any.
+    fn sync_after_write(self) -> Option<SyncCall>;
 }
 
-impl SyncMethod {
-    /// Every method, in the order syncbench lists them.
-    pub const ALL: [SyncMethod; 7] = [
-        SyncMethod::Fsync,
-        SyncMethod::Fdatasync,
-        SyncMethod::OpenDatasync,
-        SyncMethod::OpenDatasyncDirect,
-        SyncMethod::Pwritev2Dsync,
-        SyncMethod::IoUringFdatasync,
-        SyncMethod::None,
-    ];
-
-    /// The user-facing name (`open_datasync+direct`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            SyncMethod::Fsync => "fsync",
-            SyncMethod::Fdatasync => "fdatasync",
-            SyncMethod::OpenDatasync => "open_datasync",
-            SyncMethod::OpenDatasyncDirect => "open_datasync+direct",
-            SyncMethod::Pwritev2Dsync => "pwritev2_dsync",
-            SyncMethod::IoUringFdatasync => "io_uring_fdatasync",
-            SyncMethod::None => "none",
-        }
+impl LogMethod for SyncMethod {
+    fn supported_by_log(self) -> bool {
+        LOG_METHODS.contains(&self)
     }
 
-    /// Parse a user-facing name.
-    pub fn from_name(name: &str) -> Option<SyncMethod> {
-        SyncMethod::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    /// Whether a commit is durable when it returns.
-    pub fn durable(self) -> bool {
-        self != SyncMethod::None
-    }
-
-    /// Open flags of the segment files.
-    pub fn file_options(self) -> FileOptions {
+    fn file_options(self) -> FileOptions {
         match self {
             SyncMethod::OpenDatasync => FileOptions { dsync: true, direct: false },
             SyncMethod::OpenDatasyncDirect => FileOptions { dsync: true, direct: true },
@@ -67,8 +44,7 @@ impl SyncMethod {
         }
     }
 
-    /// How each write is issued.
-    pub fn write_sync(self) -> WriteSync {
+    fn write_sync(self) -> WriteSync {
         match self {
             SyncMethod::Pwritev2Dsync => WriteSync::Dsync,
             SyncMethod::IoUringFdatasync => WriteSync::LinkedFdatasync,
@@ -76,8 +52,7 @@ impl SyncMethod {
         }
     }
 
-    /// The sync call after the writes, if any.
-    pub fn sync_after_write(self) -> Option<SyncCall> {
+    fn sync_after_write(self) -> Option<SyncCall> {
         match self {
             SyncMethod::Fsync => Some(SyncCall::Fsync),
             SyncMethod::Fdatasync => Some(SyncCall::Fdatasync),
@@ -180,17 +155,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_only_none_is_unsafe() {
-        for m in SyncMethod::ALL {
-            assert_eq!(SyncMethod::from_name(m.name()), Some(m));
-            assert_eq!(m.durable(), m != SyncMethod::None);
+    fn only_write_is_unsafe_among_the_log_methods() {
+        for m in LOG_METHODS {
+            assert_eq!(m.durable(), m != SyncMethod::Write, "{m}");
         }
-        assert_eq!(SyncMethod::from_name("open_sync"), None);
+        assert!(!SyncMethod::OpenSync.supported_by_log() && SyncMethod::Write.supported_by_log());
+    }
+
+    /// The log's flags and calls are the benchmark's for every method it shares (one vocabulary, so
+    /// `commit --method X` and `run`'s X make the same system calls).
+    #[test]
+    fn every_log_method_makes_the_benchmarks_calls() {
+        use crate::storage::method::{SyncCall as BenchSync, WriteCall};
+        use syncbench_sys::OpenSync;
+        for m in LOG_METHODS {
+            let flags = m.open_flags();
+            assert_eq!(m.file_options().dsync, flags.sync == OpenSync::Dsync, "{m}");
+            assert_eq!(m.file_options().direct, flags.direct, "{m}");
+            let write = match m.write_call() {
+                WriteCall::Pwrite => WriteSync::None,
+                WriteCall::Pwritev2(_) => WriteSync::Dsync,
+                WriteCall::UringLinkedFdatasync => WriteSync::LinkedFdatasync,
+            };
+            assert_eq!(m.write_sync(), write, "{m}");
+            let sync = match m.sync_call() {
+                BenchSync::Fsync => Some(SyncCall::Fsync),
+                BenchSync::Fdatasync => Some(SyncCall::Fdatasync),
+                BenchSync::None | BenchSync::SyncFileRange => None,
+            };
+            assert_eq!(m.sync_after_write(), sync, "{m}");
+        }
     }
 
     #[test]
     fn every_durable_method_has_exactly_one_way_to_be_durable() {
-        for m in SyncMethod::ALL {
+        for m in LOG_METHODS {
             let ways = usize::from(m.file_options().dsync)
                 + usize::from(m.write_sync() != WriteSync::None)
                 + usize::from(m.sync_after_write().is_some());

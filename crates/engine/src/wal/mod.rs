@@ -52,7 +52,8 @@ pub mod record;
 mod recovery;
 mod segment;
 
-pub use config::{FaultSwitches, SyncMethod, WalConfig};
+use config::LogMethod;
+pub use config::{FaultSwitches, LOG_METHODS, SyncMethod, WalConfig};
 pub use error::{WalError, WalResult};
 pub use segment::{BLOCK_BYTES, file_name as segment_file_name};
 
@@ -702,6 +703,14 @@ fn validate(config: &WalConfig) -> WalResult<()> {
     }
     if config.max_group_bytes == 0 {
         return Err(WalError::Invalid("max_group_bytes must be at least 1".to_string()));
+    }
+    if !config.sync_method.supported_by_log() {
+        let names: Vec<&str> = LOG_METHODS.iter().map(|m| m.name()).collect();
+        return Err(WalError::Invalid(format!(
+            "the log does not implement sync method {}; use one of {}",
+            config.sync_method,
+            names.join(", ")
+        )));
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! rename, and the write + sync of one flush. Only the flush leader (and `truncate_before`) touch this,
 //! one at a time, behind the log's writer lock.
 
-use super::config::{FaultSwitches, SyncCall, SyncMethod};
+use super::config::{FaultSwitches, LogMethod, SyncCall, SyncMethod};
 use crate::storage::{FileOptions, Storage, StorageFile, WriteSync};
 use std::collections::BTreeMap;
 use std::io;

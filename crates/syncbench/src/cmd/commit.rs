@@ -10,7 +10,7 @@ use crate::schema::Envelope;
 use crate::{output, probe};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use syncbench_engine::wal::SyncMethod;
+use syncbench_engine::wal::{LOG_METHODS, SyncMethod};
 
 /// Flags of `syncbench commit`.
 #[derive(Debug, clap::Args)]
@@ -23,7 +23,8 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub clients: Option<Vec<u32>>,
     /// How the log makes a write durable: fsync, fdatasync, open_datasync, open_datasync+direct,
-    /// pwritev2_dsync, io_uring_fdatasync, or none (NOT durable, for comparison).
+    /// pwritev2_dsync, io_uring_fdatasync, or write (no sync: NOT durable, for comparison; `none` is the
+    /// old name of write).
     #[arg(long, default_value = "fdatasync")]
     pub method: String,
     /// Payload bytes per commit record (the log adds a 40-byte header).
@@ -93,8 +94,10 @@ pub fn main(args: Args) -> Outcome {
 
 /// Validate the flags into a plan (pure: no file system access).
 fn plan(args: &Args) -> anyhow::Result<Plan> {
-    let method = SyncMethod::from_name(&args.method).ok_or_else(|| {
-        let names: Vec<&str> = SyncMethod::ALL.iter().map(|m| m.name()).collect();
+    // Before the log and `run` shared one vocabulary, commit called `write` `none`.
+    let name = if args.method == "none" { "write" } else { args.method.as_str() };
+    let method = SyncMethod::from_name(name).filter(|m| LOG_METHODS.contains(m)).ok_or_else(|| {
+        let names: Vec<&str> = LOG_METHODS.iter().map(|m| m.name()).collect();
         usage(format!("unknown --method '{}'; use one of {}", args.method, names.join(", ")))
     })?;
     let default_clients = if args.quick { vec![1, 4, 16] } else { vec![1, 2, 4, 8, 16, 32, 64] };

@@ -9,7 +9,7 @@
 
 use super::acks::{RunHeader, ack_line, retire_line};
 use super::record::{Kind, RECORD_BYTES, RecordId, encode, splitmix64};
-use crate::method::{MethodFile, SyncMethod};
+use crate::method::{MethodFile, OpenMethod, SyncMethod};
 use crate::stats::Samples;
 use anyhow::Context;
 use std::io::{self, Write};

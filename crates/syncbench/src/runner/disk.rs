@@ -3,7 +3,7 @@
 
 use super::{BestClock, CaseFailure, CommitExecutor, MeasureError, Measurement, OffsetPlan, RunBudget, measure};
 use crate::cleanup::{Created, unique_name};
-use crate::method::{MethodError, MethodFile, WriteCall};
+use crate::method::{MethodError, MethodFile, OpenMethod, WriteCall};
 use crate::suite::{Case, FileState, Shape, format_size};
 use std::io;
 use std::path::{Path, PathBuf};

@@ -68,7 +68,7 @@ fn commit_csv_markdown_and_table() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 2);
     assert!(lines[0].starts_with("method,record_size_bytes,clients,commit_delay_us,commit_delay_count,group_commit"));
-    assert!(lines[1].starts_with("none,256,2,0,0,true,"));
+    assert!(lines[1].starts_with("write,256,2,0,0,true,"));
     std::fs::remove_file(csv_path).unwrap();
     let md = std::fs::read_to_string(dir.path().join("out.md")).unwrap();
     assert!(md.contains("| 2 | 0 | group |"), "{md}");
