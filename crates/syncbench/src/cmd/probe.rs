@@ -2,7 +2,7 @@
 //! too good to be true.
 
 use crate::exit::{Outcome, usage};
-use crate::export::{ExportArgs, to_json};
+use crate::export::ExportArgs;
 use crate::probe::burst::{self, BurstError};
 use crate::probe::{self as env_probe, render};
 use crate::schema::{CaseResult, Envelope};
@@ -18,9 +18,10 @@ pub struct Args {
     /// Directory to probe.
     #[arg(default_value = ".")]
     pub dir: PathBuf,
-    /// Also write the result as JSON (schema syncbench/v1) to FILE; `-` writes JSON only, to stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// --json, --csv (the burst as one row of run's CSV), --markdown, --openmetrics (the burst's rate and
+    /// latency, and the verdicts by severity); `-` writes that export to stdout and the text to stderr.
+    #[command(flatten)]
+    pub export: ExportArgs,
     /// Seconds to time the fdatasync burst (8 KiB overwrites) that feeds the plausibility check.
     #[arg(long, value_name = "N", default_value_t = 1.0)]
     pub secs: f64,
@@ -58,7 +59,7 @@ const QUICK_SECS: f64 = 0.2;
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     check_dir(&args.dir)?;
-    ExportArgs { json: args.json.clone(), ..ExportArgs::default() }.validate()?;
+    args.export.validate()?;
     let secs = if args.quick { QUICK_SECS } else { args.secs };
     if !(secs > 0.0 && secs <= SECS_MAX) {
         return Err(usage(format!(
@@ -76,7 +77,8 @@ pub fn main(args: Args) -> Outcome {
     let failed = section.flush_burst_error.is_some();
     let text = render_text(&env, &section, &verdicts);
     let envelope = Envelope::new(started_at, env, verdicts, ProbePayload { probe: section });
-    emit(args.json.as_deref(), &text, &envelope)?;
+    crate::export::print_human(&args.export, &text)?;
+    crate::export::write_all(&envelope, &args.export)?;
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
@@ -123,15 +125,4 @@ fn render_text(env: &env_probe::Environment, section: &ProbeSection, verdicts: &
     text.push_str("\n\n");
     text.push_str(&render::verdict_list(verdicts));
     text
-}
-
-fn emit(json: Option<&Path>, text: &str, envelope: &Envelope<ProbePayload>) -> anyhow::Result<()> {
-    let stdout = Path::new("-");
-    if json != Some(stdout) {
-        crate::output::write_to(stdout, text)?;
-    }
-    match json {
-        Some(dest) => crate::output::write_to(dest, &to_json(envelope)?),
-        None => Ok(()),
-    }
 }

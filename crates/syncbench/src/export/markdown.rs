@@ -65,6 +65,6 @@ fn section_table(out: &mut String, section: Section, cases: &[CaseResult]) {
     out.push('\n');
 }
 
-fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }

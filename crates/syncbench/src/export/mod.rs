@@ -5,6 +5,7 @@ mod csv;
 mod json;
 mod markdown;
 pub mod openmetrics;
+mod probe;
 pub mod text;
 
 pub use self::csv::to_csv;
