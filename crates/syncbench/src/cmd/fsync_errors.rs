@@ -2,8 +2,8 @@
 //! every later fsync and read reports, next to the USENIX ATC'20 findings.
 
 use crate::exit::{Outcome, usage};
+use crate::export::ExportArgs;
 use crate::fsync_errors::cases::{self, FsCase, SyncCall};
-use std::path::PathBuf;
 
 /// Flags of `syncbench fsync-errors`.
 #[derive(Debug, clap::Args)]
@@ -15,17 +15,17 @@ pub struct Args {
     /// The sync call made after the failed writeback.
     #[arg(long, value_enum, default_value_t = SyncCall::Fsync)]
     pub sync: SyncCall,
-    /// Write the results as JSON (schema syncbench/v1) to FILE; `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the tables as Markdown to FILE; `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
+    /// --json, --csv (one row per file system), --markdown (the tables), --openmetrics (per file system:
+    /// did the first sync report the error, did a retry claim success); `-` for stdout (the text then
+    /// goes to stderr). Every target is checked before anything is mounted.
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
 
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     let fs_cases = cases::parse_list(&args.fs).map_err(usage)?;
+    args.export.validate()?;
     run(&fs_cases, &args)
 }
 
@@ -76,7 +76,7 @@ fn run_cases(fs_cases: &[FsCase], sync: SyncCall) -> Vec<crate::fsync_errors::re
     all
 }
 
-/// The table on stdout (unless stdout carries JSON or Markdown), then the requested exports.
+/// The table (on stderr when an export took stdout), then the requested exports.
 #[cfg(feature = "fuse")]
 fn write_outputs(
     payload: &crate::fsync_errors::results::Payload,
@@ -85,18 +85,9 @@ fn write_outputs(
 ) -> anyhow::Result<()> {
     use crate::fsync_errors::report;
     let found = &payload.fsync_errors;
-    let stdout = Some(std::path::Path::new("-"));
-    if args.json.as_deref() != stdout && args.markdown.as_deref() != stdout {
-        print!("{}", report::render(&found.results, &found.conclusion, false));
-    }
-    if let Some(dest) = &args.markdown {
-        crate::output::write_to(dest, &report::render(&found.results, &found.conclusion, true))?;
-    }
-    if let Some(dest) = &args.json {
-        let environment = crate::probe::collect(&std::env::temp_dir());
-        let verdicts = report::verdicts(&found.results);
-        let envelope = crate::schema::Envelope::new(started_at, environment, verdicts, payload);
-        crate::output::write_to(dest, &(serde_json::to_string_pretty(&envelope)? + "\n"))?;
-    }
-    Ok(())
+    crate::export::print_human(&args.export, &report::render(&found.results, &found.conclusion, false))?;
+    let environment = crate::probe::collect(&std::env::temp_dir());
+    let verdicts = report::verdicts(&found.results);
+    let envelope = crate::schema::Envelope::new(started_at, environment, verdicts, payload.clone());
+    crate::export::write_all(&envelope, &args.export)
 }

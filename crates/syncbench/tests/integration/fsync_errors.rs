@@ -13,6 +13,20 @@ fn unknown_file_system_is_a_usage_error() {
         .stderr(contains("unknown file system \"zfs\""));
 }
 
+/// An export target that cannot be written is refused before anything is mounted, in one line.
+#[test]
+fn an_unwritable_export_target_is_refused_before_anything_runs() {
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["fsync-errors", "--fs", "ext4", "--csv", "/nonexistent-dir/x.csv"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--csv /nonexistent-dir/x.csv: directory /nonexistent-dir does not exist"), "{stderr}");
+}
+
 #[cfg(not(feature = "fuse"))]
 #[test]
 fn without_the_fuse_feature_it_says_how_to_build_it() {
