@@ -18,10 +18,11 @@ print("quiet pairs: cases beyond noise / shared cases, headline")
 for a, b in itertools.combinations(quiet, 2):
     c = compare(a, b)
     s = c["summaries"][0]
-    n = s["faster"] + s["slower"] + s["within_noise"]
+    n = s["faster"] + s["slower"] + s["within_noise"] + s.get("disturbed", 0)
     beyond += s["faster"] + s["slower"]
     total += n
-    print(f"  run{a} vs run{b}: {s['faster'] + s['slower']}/{n}  {s.get('headline', '')}"
+    print(f"  run{a} vs run{b}: {s['faster'] + s['slower']}/{n} (not compared, disturbed: {s.get('disturbed', 0)})"
+          f"  {s.get('headline', '')}"
           + ("  [environment changed]" if c.get("environment_changed") else ""))
 print(f"quiet pairs: {beyond}/{total} cases beyond noise = {100 * beyond / max(total, 1):.1f}% "
       f"(target: within noise in >= 95%, i.e. beyond in <= 5%)")
