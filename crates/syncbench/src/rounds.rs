@@ -191,7 +191,7 @@ impl Interval {
     /// The wider side relative to `centre`: `centre × (1 ± result)` contains the interval (1 when `centre`
     /// is not positive).
     pub fn rel_to(&self, centre: f64) -> f64 {
-        if !(centre > 0.0) {
+        if centre.is_nan() || centre <= 0.0 {
             return 1.0;
         }
         (1.0 - self.low / centre).max(self.high / centre - 1.0).max(0.0)
