@@ -6,7 +6,7 @@ set -euo pipefail
 bin=$1 dir=$2 out=$3
 n=${N:-5}
 mkdir -p "$out"
-echo "bin: $bin  dir: $dir  load: $(cut -d' ' -f1-3 /proc/loadavg)  date: $(date -u +%FT%TZ)"
+echo "bin: $bin ($("$bin" --version))  dir: $dir  load: $(cut -d' ' -f1-3 /proc/loadavg)  date: $(date -u +%FT%TZ)"
 for i in $(seq "$n"); do
   start=$(date +%s.%N)
   SYNCBENCH_NO_VERSION_DETECT=1 "$bin" advise "$dir" --json "$out/advise$i.json" > "$out/advise$i.txt" 2>&1 || echo "advise $i exit $?"

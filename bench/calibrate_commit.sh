@@ -8,7 +8,7 @@ bin=$1 dir=$2 out=$3
 runs=${RUNS:-10}
 disturb=" ${DISTURB:-3 6 9} "
 mkdir -p "$out"
-echo "bin: $bin  dir: $dir  load: $(cut -d' ' -f1-3 /proc/loadavg)  date: $(date -u +%FT%TZ)"
+echo "bin: $bin ($("$bin" --version))  dir: $dir  load: $(cut -d' ' -f1-3 /proc/loadavg)  date: $(date -u +%FT%TZ)"
 for i in $(seq "$runs"); do
   pid=
   if [[ $disturb == *" $i "* ]]; then

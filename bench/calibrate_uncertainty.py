@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Coverage of run's 95% intervals: for each run and durable case, whether ops_per_s × (1 ± ci95_rel)
-contains the median ops_per_s of the other runs. Usage: calibrate_uncertainty.py OUT RUNS "DISTURBED"."""
+"""Coverage of run's 95% intervals: for each run and case, whether its interval — [ops_per_s_low,
+ops_per_s_high] when the file has them (no high end: open upwards, the lower bound of a disturbed case), else
+ops_per_s × (1 ± ci95_rel) — contains the median ops_per_s of the other runs. Usage: calibrate_uncertainty.py OUT RUNS "DISTURBED"."""
 import json, statistics, sys
 
 out, runs, disturbed = sys.argv[1], int(sys.argv[2]), set(map(int, sys.argv[3].split()))
@@ -22,7 +23,11 @@ for case in cases:
         if not others:
             continue
         med = statistics.median(others)
-        lo, hi = r["ops_per_s"] * (1 - r["ci95_rel"]), r["ops_per_s"] * (1 + r["ci95_rel"])
+        if r.get("ops_per_s_low") is not None:
+            lo = r["ops_per_s_low"]
+            hi = r["ops_per_s_high"] if r.get("ops_per_s_high") is not None else float("inf")
+        else:
+            lo, hi = r["ops_per_s"] * (1 - r["ci95_rel"]), r["ops_per_s"] * (1 + r["ci95_rel"])
         ok = lo <= med <= hi
         hits += ok
         total += 1
@@ -39,6 +44,8 @@ for i, (h, n) in sorted(per_run.items()):
     d = docs[i]
     dist = [r.get("disturbances", []) for r in d["results"]]
     named = sum(1 for x in dist if x)
+    bounds = sum(1 for r in d["results"] if r.get("lower_bound"))
+    rounds = max((len(r.get("rounds_ops_per_s", [])) for r in d["results"]), default=0)
     print(f"run {i:2} {'disturbed' if i in disturbed else 'quiet    '}: {h}/{n} intervals contain the others' median"
-          f"; cases with a disturbance named: {named}")
+          f"; cases with a disturbance named: {named}, lower bounds: {bounds}; rounds: {rounds}")
 print(f"\ncoverage: {hits}/{total} = {100*hits/max(total,1):.1f}% (target >= 90%); median ci95_rel {100*statistics.median(widths):.1f}%")

@@ -13,18 +13,21 @@ def compare(a, b):
                        capture_output=True, text=True, check=True)
     return json.loads(p.stdout)
 
-beyond = total = 0
+beyond = total = not_compared = 0
 print("quiet pairs: cases beyond noise / shared cases, headline")
 for a, b in itertools.combinations(quiet, 2):
     c = compare(a, b)
     s = c["summaries"][0]
-    n = s["faster"] + s["slower"] + s["within_noise"]
+    n = s["faster"] + s["slower"] + s["within_noise"] + s.get("disturbed", 0)
     beyond += s["faster"] + s["slower"]
+    not_compared += s.get("disturbed", 0)
     total += n
-    print(f"  run{a} vs run{b}: {s['faster'] + s['slower']}/{n}  {s.get('headline', '')}"
+    print(f"  run{a} vs run{b}: {s['faster'] + s['slower']}/{n} (not compared, disturbed: {s.get('disturbed', 0)})"
+          f"  {s.get('headline', '')}"
           + ("  [environment changed]" if c.get("environment_changed") else ""))
 print(f"quiet pairs: {beyond}/{total} cases beyond noise = {100 * beyond / max(total, 1):.1f}% "
-      f"(target: within noise in >= 95%, i.e. beyond in <= 5%)")
+      f"(target: within noise in >= 95%, i.e. beyond in <= 5%); of them not compared (a side a lower bound): "
+      f"{not_compared}, beyond noise among the compared: {beyond}/{total - not_compared}")
 said = pairs = 0
 print("quiet vs disturbed: environment changed said?")
 for a in quiet:

@@ -21,6 +21,25 @@ pub struct Disturbance {
     pub kind: String,
     /// What was seen, in a sentence with the numbers.
     pub detail: String,
+    /// `device_io`: bytes written on the device that were not ours, summed over the disturbed rounds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub foreign_write_bytes: u64,
+    /// `device_io`: bytes read on the device (we read nothing).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub foreign_read_bytes: u64,
+    /// `device_io`: flushes that were not ours.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub foreign_flushes: u64,
+    /// `device_io`: the rounds (1-based) that saw them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<usize>,
+    /// `cpu_steal`: the share of CPU time the hypervisor took while the case ran, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_pct: Option<f64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Bytes per sector in /sys/block/*/stat (always 512, whatever the device's block size).
@@ -74,9 +93,17 @@ impl Foreign {
 /// The device's requests between two readings that our work does not explain.
 pub fn foreign(before: DeviceCounters, after: DeviceCounters, ours: OurWork) -> Foreign {
     let delta = |a: u64, b: u64| b.saturating_sub(a);
-    let written = delta(before.write_sectors, after.write_sectors) * SECTOR_BYTES;
-    let read = delta(before.read_sectors, after.read_sectors) * SECTOR_BYTES;
-    let flushes = delta(before.flushes, after.flushes);
+    let counts = Foreign {
+        write_bytes: delta(before.write_sectors, after.write_sectors) * SECTOR_BYTES,
+        read_bytes: delta(before.read_sectors, after.read_sectors) * SECTOR_BYTES,
+        flushes: delta(before.flushes, after.flushes),
+    };
+    foreign_of(counts, ours)
+}
+
+/// What of the device's `counts` in a window (written, read, flushes) our work cannot explain.
+fn foreign_of(counts: Foreign, ours: OurWork) -> Foreign {
+    let (written, read, flushes) = (counts.write_bytes, counts.read_bytes, counts.flushes);
     let allowed_bytes = ours.bytes + ours.commits * ALLOWED_BYTES_PER_COMMIT + SLACK_BYTES;
     let allowed_flushes = ours.commits * ALLOWED_FLUSHES_PER_COMMIT + SLACK_FLUSHES;
     Foreign {
@@ -101,17 +128,30 @@ pub struct Window {
     cpu: Option<CpuTimes>,
 }
 
-/// The disturbances of one case, summed over its rounds.
+/// The disturbances of one case: the device counters of each of its rounds, and the CPU steal summed.
 #[derive(Clone, Debug, Default)]
 pub struct CaseDisturbance {
-    /// Per device (as in the monitor): requests that were not ours.
-    foreign: Vec<(String, Foreign)>,
-    /// Rounds in which some device saw foreign requests (1-based).
-    rounds_touched: Vec<usize>,
+    rounds: Vec<RoundCounts>,
     steal_ticks: u64,
     total_ticks: u64,
 }
 
+/// What the devices did during one round of a case, and what the case did.
+#[derive(Clone, Debug)]
+struct RoundCounts {
+    /// 1-based.
+    round: usize,
+    ours: OurWork,
+    /// Per device (as in the monitor): (name, bytes written, bytes read, flushes).
+    devices: Vec<(String, Foreign)>,
+}
+
+/// A round whose writes (or flushes) per commit exceed the case's quietest round's by this fraction, beyond
+/// the fixed slack, did more than our commits: our own footprint per commit is the same in every round of
+/// a case (same method, size and file), a writer next to us is not. This catches a neighbour that the
+/// absolute allowance (sized for the worst method) lets through: a 64 KiB O_DSYNC `dd` beside 4 KiB
+/// fdatasync commits adds a few MiB per round, well inside 48 KiB × commits.
+const ROUND_EXCESS_FRACTION: f64 = 0.5;
 /// Steal at or above this share of the case's CPU time, over at least this many ticks, is named.
 const STEAL_MIN_TICKS: u64 = 20;
 
@@ -139,21 +179,21 @@ impl Monitor {
         parse_stat(&self.root.read(&format!("sys/class/block/{device}/stat"))?)
     }
 
-    /// Close a window opened by [`Monitor::start`] in which our case did `ours`; add it to `into`.
+    /// Close a window opened by [`Monitor::start`] in which our case did `ours` in round `round` (1-based);
+    /// add it to `into`.
     pub fn finish(&self, window: Window, ours: OurWork, round: usize, into: &mut CaseDisturbance) {
-        let mut touched = false;
+        let mut devices = Vec::new();
         for (name, before) in self.devices.iter().zip(window.devices) {
             let (Some(before), Some(after)) = (before, self.read(name)) else { continue };
-            let f = foreign(before, after, ours);
-            touched |= f.any();
-            match into.foreign.iter_mut().find(|(n, _)| n == name) {
-                Some((_, sum)) => sum.add(f),
-                None => into.foreign.push((name.clone(), f)),
-            }
+            let delta = |a: u64, b: u64| b.saturating_sub(a);
+            let counts = Foreign {
+                write_bytes: delta(before.write_sectors, after.write_sectors) * SECTOR_BYTES,
+                read_bytes: delta(before.read_sectors, after.read_sectors) * SECTOR_BYTES,
+                flushes: delta(before.flushes, after.flushes),
+            };
+            devices.push((name.clone(), counts));
         }
-        if touched && !into.rounds_touched.contains(&round) {
-            into.rounds_touched.push(round);
-        }
+        into.rounds.push(RoundCounts { round, ours, devices });
         if let (Some(a), Some(b)) = (window.cpu, steal::read(&self.root)) {
             into.steal_ticks += b.steal_ticks.saturating_sub(a.steal_ticks);
             into.total_ticks += b.total_ticks.saturating_sub(a.total_ticks);
@@ -162,45 +202,142 @@ impl Monitor {
 }
 
 impl CaseDisturbance {
-    /// The disturbances to name on the case (empty when none passed the thresholds).
-    pub fn named(&self, rounds: usize) -> Vec<Disturbance> {
-        let mut out = Vec::new();
-        // The device the file system sits on first; the disk under it only when it saw something the
-        // first did not (a loop file's disk, a partition's neighbours).
-        if let Some((name, f)) = self.foreign.iter().find(|(_, f)| f.any()) {
-            out.push(Disturbance { kind: "device_io".into(), detail: self.device_sentence(name, f, rounds) });
-        }
-        if self.total_ticks >= STEAL_MIN_TICKS {
-            let pct = 100.0 * self.steal_ticks as f64 / self.total_ticks as f64;
-            if pct >= steal::WARN_PCT {
-                out.push(Disturbance {
-                    kind: "cpu_steal".into(),
-                    detail: format!("the hypervisor took {pct:.0}% of the CPU time while this case ran"),
-                });
+    /// Per device, the requests of each round that our work does not explain: beyond the absolute allowance
+    /// ([`foreign`]), or beyond the case's quietest round per commit ([`ROUND_EXCESS_FRACTION`]).
+    fn foreign_by_round(&self, device: &str) -> Vec<(usize, Foreign)> {
+        let counts: Vec<(usize, OurWork, Foreign)> = self
+            .rounds
+            .iter()
+            .filter_map(|r| Some((r.round, r.ours, r.devices.iter().find(|(n, _)| n == device)?.1)))
+            .collect();
+        let per_commit = |f: fn(&Foreign) -> u64| {
+            counts
+                .iter()
+                .filter(|(_, o, _)| o.commits > 0)
+                .map(|(_, o, c)| f(c) as f64 / o.commits as f64)
+                .fold(f64::INFINITY, f64::min)
+        };
+        let (min_bytes, min_flushes) = (per_commit(|c| c.write_bytes), per_commit(|c| c.flushes));
+        let relative = |measured: u64, commits: u64, min: f64, slack: u64| -> u64 {
+            if counts.len() < 2 || !min.is_finite() {
+                return 0;
+            }
+            let expected = commits as f64 * min;
+            let excess = measured as f64 - expected;
+            if excess > (slack as f64).max(expected * ROUND_EXCESS_FRACTION) { excess as u64 } else { 0 }
+        };
+        counts
+            .iter()
+            .map(|(round, ours, c)| {
+                let absolute = foreign_of(*c, *ours);
+                let f = Foreign {
+                    write_bytes: absolute.write_bytes.max(relative(
+                        c.write_bytes,
+                        ours.commits,
+                        min_bytes,
+                        SLACK_BYTES,
+                    )),
+                    read_bytes: absolute.read_bytes,
+                    flushes: absolute.flushes.max(relative(c.flushes, ours.commits, min_flushes, SLACK_FLUSHES)),
+                };
+                (*round, f)
+            })
+            .collect()
+    }
+
+    fn device_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for (name, _) in self.rounds.iter().flat_map(|r| &r.devices) {
+            if !names.contains(name) {
+                names.push(name.clone());
             }
         }
+        names
+    }
+
+    /// The rounds (1-based, ascending) in which some device served requests that were not ours.
+    pub fn touched_rounds(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .device_names()
+            .iter()
+            .flat_map(|d| self.foreign_by_round(d))
+            .filter(|(_, f)| f.any())
+            .map(|(r, _)| r)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
         out
     }
 
-    fn device_sentence(&self, name: &str, f: &Foreign, rounds: usize) -> String {
-        let mut parts = Vec::new();
-        if f.write_bytes > 0 {
-            parts.push(format!("{} written", mib(f.write_bytes)));
+    /// The hypervisor's share of the CPU time while the case ran, in percent, when it reached the warning
+    /// level over enough ticks to count.
+    pub fn steal_pct(&self) -> Option<f64> {
+        if self.total_ticks < STEAL_MIN_TICKS {
+            return None;
         }
-        if f.read_bytes > 0 {
-            parts.push(format!("{} read", mib(f.read_bytes)));
-        }
-        if f.flushes > 0 {
-            parts.push(format!("{} flushes", f.flushes));
-        }
-        let mut which: Vec<String> = self.rounds_touched.iter().map(|r| r.to_string()).collect();
-        which.sort();
-        format!(
-            "{name} served requests that were not this case's ({}) in round {} of {rounds}",
-            parts.join(", "),
-            which.join(", ")
-        )
+        let pct = 100.0 * self.steal_ticks as f64 / self.total_ticks as f64;
+        (pct >= steal::WARN_PCT).then_some(pct)
     }
+
+    /// The disturbances to name on the case (empty when none passed the thresholds); `left_out`: the
+    /// disturbed rounds were left out of the case's rate.
+    pub fn named(&self, rounds: usize, left_out: bool) -> Vec<Disturbance> {
+        let mut out = Vec::new();
+        // The device the file system sits on first; the disk under it only when the first saw nothing (a
+        // loop file's disk, a partition's neighbours).
+        for name in self.device_names() {
+            let by_round = self.foreign_by_round(&name);
+            let touched: Vec<usize> = by_round.iter().filter(|(_, f)| f.any()).map(|(r, _)| *r).collect();
+            if touched.is_empty() {
+                continue;
+            }
+            let mut sum = Foreign::default();
+            by_round.iter().for_each(|(_, f)| sum.add(*f));
+            let mut detail = device_sentence(&name, &sum, &touched, rounds);
+            if left_out {
+                detail.push_str("; those rounds are left out of the rate");
+            }
+            out.push(Disturbance {
+                kind: "device_io".into(),
+                detail,
+                foreign_write_bytes: sum.write_bytes,
+                foreign_read_bytes: sum.read_bytes,
+                foreign_flushes: sum.flushes,
+                rounds: touched,
+                steal_pct: None,
+            });
+            break;
+        }
+        if let Some(pct) = self.steal_pct() {
+            out.push(Disturbance {
+                kind: "cpu_steal".into(),
+                detail: format!("the hypervisor took {pct:.0}% of the CPU time while this case ran"),
+                steal_pct: Some(pct),
+                ..Disturbance::default()
+            });
+        }
+        out
+    }
+}
+
+fn device_sentence(name: &str, f: &Foreign, touched: &[usize], rounds: usize) -> String {
+    let mut parts = Vec::new();
+    if f.write_bytes > 0 {
+        parts.push(format!("{} written", mib(f.write_bytes)));
+    }
+    if f.read_bytes > 0 {
+        parts.push(format!("{} read", mib(f.read_bytes)));
+    }
+    if f.flushes > 0 {
+        parts.push(format!("{} flushes", f.flushes));
+    }
+    let which: Vec<String> = touched.iter().map(|r| r.to_string()).collect();
+    let noun = if touched.len() == 1 { "round" } else { "rounds" };
+    format!(
+        "{name} served requests that were not this case's ({}) in {noun} {} of {rounds}",
+        parts.join(", "),
+        which.join(", ")
+    )
 }
 
 fn mib(bytes: u64) -> String {
@@ -386,20 +523,62 @@ mod tests {
         let w = monitor.start();
         set(16, 1, 100);
         monitor.finish(w, OurWork { commits: 1, bytes: 8192 }, 1, &mut case);
-        assert!(case.named(2).is_empty(), "{:?}", case.named(2));
+        assert!(case.named(2, false).is_empty(), "{:?}", case.named(2, false));
         let w = monitor.start();
         set(16 + 200 * 2048, 31, 300);
         monitor.finish(w, OurWork { commits: 1, bytes: 8192 }, 2, &mut case);
-        let named = case.named(2);
+        let named = case.named(2, false);
         assert_eq!(named.len(), 2, "{named:?}");
+        assert_eq!((named[0].foreign_write_bytes >> 20, named[0].rounds.clone()), (199, vec![2]));
+        assert!(named[1].steal_pct.unwrap() > 5.0);
+        assert_eq!(case.touched_rounds(), vec![2]);
         assert_eq!(named[0].kind, "device_io");
         assert!(
-            named[0].detail.starts_with("vda served requests that were not this case's (198.9 MiB written)"),
+            named[0].detail.starts_with("vda served requests that were not this case's (200.0 MiB written)"),
             "{}",
             named[0].detail
         );
         assert!(named[0].detail.ends_with("in round 2 of 2"), "{}", named[0].detail);
         assert_eq!(named[1].kind, "cpu_steal");
+    }
+
+    #[test]
+    fn a_neighbour_inside_the_absolute_allowance_shows_against_the_quiet_rounds() {
+        // Five rounds of 500 fdatasync commits of 4 KiB (4 KiB + one flush each on the device); in round 3
+        // a 64 KiB O_DSYNC writer adds 150 writes (9.4 MiB, 150 flushes) and slows us to 300 commits. The
+        // absolute allowance (48 KiB and 4 flushes per commit) hides it; the quietest rounds do not.
+        let round = |n: usize, commits: u64, extra_writes: u64| RoundCounts {
+            round: n,
+            ours: OurWork { commits, bytes: commits * 4096 },
+            devices: vec![(
+                "vda".to_string(),
+                Foreign {
+                    write_bytes: commits * 4096 + extra_writes * 65536,
+                    read_bytes: 0,
+                    flushes: commits + extra_writes,
+                },
+            )],
+        };
+        let quiet = (1..=5).map(|n| round(n, 500, 0)).collect::<Vec<_>>();
+        let mut case = CaseDisturbance { rounds: quiet.clone(), ..Default::default() };
+        assert!(case.touched_rounds().is_empty());
+        assert!(!foreign_of(quiet[0].devices[0].1, quiet[0].ours).any());
+        case.rounds[2] = round(3, 300, 150);
+        assert!(!foreign_of(case.rounds[2].devices[0].1, case.rounds[2].ours).any(), "inside the allowance");
+        assert_eq!(case.touched_rounds(), vec![3]);
+        let named = case.named(5, true);
+        assert_eq!(named[0].rounds, vec![3]);
+        assert_eq!(named[0].foreign_write_bytes, 150 * 65536);
+        assert!(
+            named[0].detail.ends_with("in round 3 of 5; those rounds are left out of the rate"),
+            "{}",
+            named[0].detail
+        );
+        // Commits that vary by a few percent between rounds are not a neighbour.
+        let mut jitter = CaseDisturbance { rounds: quiet, ..Default::default() };
+        jitter.rounds[1] = round(2, 540, 0);
+        jitter.rounds[1].devices[0].1.write_bytes += 200 * 1024;
+        assert!(jitter.touched_rounds().is_empty());
     }
 
     #[test]

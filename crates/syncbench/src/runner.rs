@@ -263,24 +263,31 @@ struct CaseRounds {
     failed: Option<CaseResult>,
 }
 
-/// Measure every case in `rounds` short rounds, each case's `budget` split over them, the cases in a new
-/// order every round (see [`crate::rounds`]). `monitor` watches the device and CPU steal on real runs;
-/// `observe` sees the results after every case-round (progress, and what Ctrl-C exports).
+/// Measure every case in short rounds, each case's `budget` split over `schedule.rounds`, the cases in a
+/// new order every round (see [`crate::rounds`]); on a disk, more rounds of the same size follow until the
+/// schedule's spread has passed. `monitor` watches the device and CPU steal on real runs; `observe` sees
+/// the results after every case-round (progress, and what Ctrl-C exports).
 pub fn run_plan(
     cases: &[Case],
-    rounds: u32,
+    schedule: crate::rounds::Schedule,
     budget: &RunBudget,
     target: &Target<'_>,
     monitor: Option<&Monitor>,
     observe: &mut dyn FnMut(Progress<'_>),
 ) -> Vec<CaseResult> {
-    let rounds = rounds.max(1);
-    let round_budget = budget.per_round(rounds);
+    // The mock has no phases to spread over, and its output must not depend on the machine's speed.
+    let schedule = match target {
+        Target::Disk(_) => schedule,
+        Target::Mock(_) => crate::rounds::Schedule::fixed(schedule.rounds),
+    };
+    let round_budget = budget.per_round(schedule.rounds.max(1));
     let mut state: Vec<CaseRounds> = cases.iter().map(|_| CaseRounds::default()).collect();
     let mut results: Vec<Option<CaseResult>> = vec![None; cases.len()];
-    let total = cases.len() * rounds as usize;
     let mut done = 0;
-    for round in 0..rounds {
+    let started = std::time::Instant::now();
+    let mut round = 0;
+    while schedule.runs_round(round, started.elapsed().as_secs_f64()) {
+        let total = cases.len() * schedule.rounds.max(round + 1) as usize;
         for i in crate::rounds::order(cases.len(), round) {
             let (case, st) = (&cases[i], &mut state[i]);
             done += 1;
@@ -299,11 +306,12 @@ pub fn run_plan(
                 }
                 results[i] = Some(match &st.failed {
                     Some(f) => f.clone(),
-                    None => result_from_rounds(case, &st.rounds, &st.disturbance, rounds),
+                    None => result_from_rounds(case, &st.rounds, &st.disturbance),
                 });
             }
             observe(Progress { done, total, case, index: i, results: &results });
         }
+        round += 1;
     }
     results.into_iter().zip(cases).map(|(r, case)| r.unwrap_or_else(|| empty_result(case))).collect()
 }
@@ -312,23 +320,24 @@ pub fn run_plan(
 /// `partial` for Ctrl-C.
 pub fn run_plan_with_progress(
     cases: &[Case],
-    rounds: u32,
+    schedule: crate::rounds::Schedule,
     budget: &RunBudget,
     target: &Target<'_>,
     monitor: Option<&Monitor>,
     partial: &crate::partial::Partial,
 ) -> Vec<CaseResult> {
     let bar = crate::output::stderr_is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new((cases.len() * rounds.max(1) as usize) as u64);
+        let bar = indicatif::ProgressBar::new((cases.len() * schedule.rounds.max(1) as usize) as u64);
         let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
         bar.set_style(style);
         bar
     });
-    let results = run_plan(cases, rounds, budget, target, monitor, &mut |p| {
+    let results = run_plan(cases, schedule, budget, target, monitor, &mut |p| {
         partial.update(p.index, p.results[p.index].as_ref());
         if let Some(bar) = &bar {
             bar.set_message(format!("{} {}", p.case.section.name(), p.case.label.trim()));
+            bar.set_length(p.total as u64);
             bar.set_position(p.done as u64);
         }
     });
@@ -338,14 +347,19 @@ pub fn run_plan_with_progress(
     results
 }
 
-/// A case's result from its rounds so far.
-pub fn result_from_rounds(
-    case: &Case,
-    rounds: &[Measurement],
-    disturbance: &CaseDisturbance,
-    planned: u32,
-) -> CaseResult {
-    let pooled = Pooled::of(rounds);
+/// A case's result from its rounds so far. Rounds that saw foreign I/O on the device are left out of the
+/// rate when at least two rounds and half of them were clean; otherwise (and whenever CPU steal was named)
+/// the case measured a disturbed disk: its rate is a lower bound of the undisturbed one, since a
+/// disturbance only slows syncs, and its interval is open upwards.
+pub fn result_from_rounds(case: &Case, rounds: &[Measurement], disturbance: &CaseDisturbance) -> CaseResult {
+    let touched = disturbance.touched_rounds();
+    let clean: Vec<Measurement> =
+        rounds.iter().enumerate().filter(|(i, _)| !touched.contains(&(i + 1))).map(|(_, m)| m.clone()).collect();
+    let enough_clean = clean.len() >= 2 && clean.len() * 2 >= rounds.len();
+    let left_out = !touched.is_empty() && enough_clean;
+    let lower_bound = disturbance.steal_pct().is_some() || (!touched.is_empty() && !enough_clean);
+    let used = if left_out { &clean[..] } else { rounds };
+    let pooled = Pooled::of(used);
     let m = Measurement {
         samples: pooled.samples.clone(),
         duration_ns: pooled.duration_ns,
@@ -354,12 +368,17 @@ pub fn result_from_rounds(
         halves: [(0, 0); 2],
     };
     let mut r = result_from(case, &m);
+    let interval = pooled.interval();
     r.ci95_rel = pooled.ci95_rel();
     r.ci95_rel_within = Some(if pooled.ci95_rel_within.is_finite() { pooled.ci95_rel_within } else { 1.0 });
-    r.rounds_ops_per_s = pooled.round_rates.clone();
+    r.ops_per_s_low = Some(interval.low);
+    r.ops_per_s_high = (!lower_bound).then_some(interval.high);
+    r.lower_bound = lower_bound;
+    // Every round's rate, the left-out ones too: the JSON shows what was measured.
+    r.rounds_ops_per_s = rounds.iter().map(crate::rounds::round_rate).collect();
     r.latency_ns_p10 = (pooled.samples.count() > 0).then(|| pooled.samples.quantile_ns(0.10));
-    r.drift = pooled.drift.clone();
-    r.disturbances = disturbance.named(planned as usize);
+    r.drift = crate::rounds::drift_of(rounds);
+    r.disturbances = disturbance.named(rounds.len(), left_out);
     r
 }
 

@@ -164,6 +164,17 @@ pub struct CaseResult {
     /// What else touched the device or the CPU while this case ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disturbances: Vec<crate::disturbance::Disturbance>,
+    /// Lower end of the 95% interval in which a re-run's `ops_per_s` is expected (prediction interval over
+    /// the rounds; absent in files from before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_per_s_low: Option<f64>,
+    /// Upper end; absent when `lower_bound` (the interval is open upwards).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_per_s_high: Option<f64>,
+    /// Disturbed in too many rounds to leave them out: `ops_per_s` is what a disturbed disk gave, and a
+    /// disturbance only slows syncs, so it bounds the undisturbed rate from below (`≥ ops_per_s_low`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lower_bound: bool,
 }
 
 /// Any syncbench document as `report` and `compare` read it: `run`'s cases, and `commit`'s and `pages`'s

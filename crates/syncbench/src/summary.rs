@@ -146,9 +146,10 @@ pub fn fastest_line(results: &[CaseResult], section: Section, how_many: &str) ->
         rate_with_interval(best)
     );
     let low = best.ops_per_s * (1.0 - best.ci95_rel);
+    // A lower bound's interval is open upwards: it may be the fastest.
     let tied: Vec<String> = durable
         .iter()
-        .filter(|c| c.method != best.method && c.ops_per_s * (1.0 + c.ci95_rel) >= low)
+        .filter(|c| c.method != best.method && (c.lower_bound || c.ops_per_s * (1.0 + c.ci95_rel) >= low))
         .map(|c| c.method.name().to_string())
         .collect();
     if !tied.is_empty() {
@@ -165,10 +166,14 @@ fn shorten(items: &[String], keep: usize) -> String {
     }
 }
 
-/// `5030/s ±3%`.
+/// `5030/s ±3%`, or `≥ 2100/s (disturbed)` when the case measured a disturbed disk (a lower bound).
 pub fn rate_with_interval(c: &CaseResult) -> String {
-    let rate = if c.ops_per_s >= 100.0 { format!("{:.0}/s", c.ops_per_s) } else { format!("{:.1}/s", c.ops_per_s) };
-    format!("{rate} ±{:.0}%", (c.ci95_rel * 100.0).max(1.0))
+    let per_s = |x: f64| if x >= 100.0 { format!("{x:.0}/s") } else { format!("{x:.1}/s") };
+    if c.lower_bound {
+        let low = c.ops_per_s_low.unwrap_or(c.ops_per_s * (1.0 - c.ci95_rel)).max(0.0);
+        return format!("≥ {} (disturbed)", per_s(low));
+    }
+    format!("{} ±{:.0}%", per_s(c.ops_per_s), (c.ci95_rel * 100.0).max(1.0))
 }
 
 /// How many cases drifted or were disturbed, and by what.
@@ -176,21 +181,25 @@ pub fn noise_line(results: &[CaseResult]) -> String {
     let ran: Vec<&CaseResult> = results.iter().filter(|c| measured(c)).collect();
     let rounds = ran.iter().map(|c| c.rounds_ops_per_s.len()).max().unwrap_or(0);
     let disturbed = ran.iter().filter(|c| !c.disturbances.is_empty()).count();
+    let bounds = ran.iter().filter(|c| c.lower_bound).count();
     let drifted = ran.iter().filter(|c| c.drift.is_some()).count();
     let mut kinds: Vec<&str> = ran.iter().flat_map(|c| c.disturbances.iter().map(|d| kind_name(&d.kind))).collect();
     kinds.sort();
     kinds.dedup();
     let base = if rounds > 1 {
-        format!("noise: each case in {rounds} rounds, intervals include the spread between them")
+        format!(
+            "noise: each case in {rounds} rounds, intervals say where a re-run lands (from the spread between rounds)"
+        )
     } else {
         "noise: one round per case, intervals from the commits alone".to_string()
     };
     match (disturbed, drifted) {
         (0, 0) => format!("{base}; nothing else seen on the device or CPU"),
         _ => format!(
-            "{base}; {disturbed} of {} cases disturbed{}, {drifted} drifted (notes below the tables)",
+            "{base}; {disturbed} of {} cases disturbed{}{}, {drifted} drifted (notes below the tables)",
             ran.len(),
-            if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) }
+            if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
+            if bounds == 0 { String::new() } else { format!(", {bounds} of them only lower bounds (≥)") }
         ),
     }
 }
@@ -273,7 +282,7 @@ mod tests {
         let cases = crate::suite::plan(&opts);
         let budget = RunBudget::per_case(RunBudget::DEFAULT_CASE_SECS);
         let mock = Target::Mock(MockTiming { seed: 1 });
-        let results = run_plan(&cases, crate::rounds::DEFAULT_ROUNDS, &budget, &mock, None, &mut |_| {});
+        let results = run_plan(&cases, crate::rounds::Schedule::default_for(false), &budget, &mock, None, &mut |_| {});
         let disk = crate::probe::Device { name: "vda".into(), rotational: Some(false), ..Default::default() };
         let env = crate::probe::Environment {
             dir: "/data".into(),
@@ -360,14 +369,24 @@ mod tests {
     #[test]
     fn disturbed_and_drifting_cases_are_counted_and_noted() {
         let mut a = case("one_write", "fsync", 3000.0, 0.2);
-        a.disturbances = vec![Disturbance { kind: "device_io".into(), detail: "vda served …".into() }];
+        a.disturbances =
+            vec![Disturbance { kind: "device_io".into(), detail: "vda served …".into(), ..Default::default() }];
         let mut b = case("one_write", "fdatasync", 3000.0, 0.2);
         b.drift = Some("the rate changed".into());
         let results = vec![a, b, case("one_write", "open_sync", 1.0, 0.0)];
         assert_eq!(
             noise_line(&results),
-            "noise: each case in 5 rounds, intervals include the spread between them; 1 of 3 cases disturbed \
-             (device I/O not ours), 1 drifted (notes below the tables)"
+            "noise: each case in 5 rounds, intervals say where a re-run lands (from the spread between rounds); \
+             1 of 3 cases disturbed (device I/O not ours), 1 drifted (notes below the tables)"
+        );
+        // A case disturbed in most rounds is a lower bound, said as one, and counted.
+        let mut bound = results[0].clone();
+        bound.lower_bound = true;
+        bound.ops_per_s_low = Some(2100.4);
+        assert_eq!(rate_with_interval(&bound), "≥ 2100/s (disturbed)");
+        assert!(
+            noise_line(&[bound])
+                .contains("1 of 1 cases disturbed (device I/O not ours), 1 of them only lower bounds (≥)")
         );
         let notes = case_notes(&results);
         assert!(notes.contains("one_write fsync: device_io: vda served …\n"), "{notes}");

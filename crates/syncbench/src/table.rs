@@ -189,6 +189,8 @@ fn case_line(c: &CaseResult, width: usize, fastest: bool) -> String {
         (true, true) => format!("  {FASTEST_MARK}"),
         _ => String::new(),
     };
+    // A disturbed disk's rate is a lower bound: its ± does not hold upwards.
+    let mark = if c.lower_bound { format!("{mark}  ≥ disturbed: a lower bound") } else { mark };
     format!(
         "{label} {:>12.1} {:>10} {:>10} {:>10} {:>10} {:>6.1}%{mark}",
         c.ops_per_s,

@@ -162,7 +162,7 @@ fn measure(args: &Args, targets: &[Target]) -> anyhow::Result<Measured> {
     let _lock = crate::disturbance::DirLock::take(&dir)?;
     let prepared = crate::workdir::prepare_run_file(&dir, &environment.fs_type)?;
     let case_secs = if args.quick { RunBudget::QUICK_CASE_SECS } else { RunBudget::DEFAULT_CASE_SECS };
-    let rounds = if args.quick { crate::rounds::QUICK_ROUNDS } else { crate::rounds::DEFAULT_ROUNDS };
+    let rounds = crate::rounds::Schedule::default_for(args.quick);
     // 1.5 × run's time per case, in rounds: the methods are compared across the whole measurement, so a
     // device that changes speed for a while neither favours one method nor hides as a confident difference.
     let budget = RunBudget::per_case(case_secs * 1.5);

@@ -73,6 +73,8 @@ pub fn main(args: Args) -> Outcome {
     args.export.validate()?;
     let need = (crate::commit::space_needed_bytes(), "syncbench commit", "its log");
     crate::workdir::check(&plan.dir, Some(need))?;
+    // Two measurements in one directory measure each other: refused (and a killed run's leftovers reported).
+    let _lock = crate::disturbance::DirLock::take(&plan.dir)?;
     let started_at = crate::schema::now_rfc3339();
     let environment = probe::collect(&plan.dir);
     let root = Created::register(plan.dir.join(unique_name("commit")));

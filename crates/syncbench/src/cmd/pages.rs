@@ -92,6 +92,8 @@ pub fn main(args: Args) -> Outcome {
     }
     let plan = validate(&args)?;
     check_space(&plan)?;
+    // Two measurements in one directory measure each other: refused (and a killed run's leftovers reported).
+    let _lock = crate::disturbance::DirLock::take(&plan.dir)?;
     let started_at = crate::schema::now_rfc3339();
     let environment = crate::probe::collect(&plan.dir);
     let progress = |row: &str, pool: usize| {

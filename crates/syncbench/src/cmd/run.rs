@@ -44,7 +44,7 @@ pub struct Args {
     #[arg(long, value_name = "PATTERN", default_value = "sequential")]
     pub pattern: String,
     /// Rounds per case, 1-50 [default: 5, or 3 with --quick]. Each case's time is split over the rounds and
-    /// the cases run in a new order every round; the interval counts the spread between rounds.
+    /// run in a new order every round. Without it, a run under 20 s (8 s with --quick) adds rounds up to that.
     #[arg(long, value_name = "N")]
     pub rounds: Option<String>,
     /// Print a log2 latency histogram under each case.
@@ -65,8 +65,8 @@ pub struct Options {
     pub dir: PathBuf,
     /// Per-case budget (all rounds together).
     pub budget: RunBudget,
-    /// Rounds per case.
-    pub rounds: u32,
+    /// Rounds per case, and the time they spread over.
+    pub rounds: crate::rounds::Schedule,
     /// Which cases.
     pub plan: PlanOptions,
     /// Histograms in the table.
@@ -98,8 +98,7 @@ impl Options {
         if suite::plan(&plan).is_empty() {
             return Err(usage("no case left: none of the --methods is measured in the chosen --sections"));
         }
-        let default_rounds = if args.quick { crate::rounds::QUICK_ROUNDS } else { crate::rounds::DEFAULT_ROUNDS };
-        let rounds = args.rounds.as_deref().map_or(Ok(default_rounds), crate::rounds::parse_flag)?;
+        let rounds = crate::rounds::Schedule::from_flag(args.rounds.as_deref(), args.quick)?;
         let mock = args.mock_timing.as_deref().map(parse_seed).transpose()?;
         args.exports.validate()?;
         let dir = workdir::check(
@@ -222,7 +221,7 @@ fn report(
     verdicts.extend(steal_pct.and_then(|pct| probe::steal::verdict(pct, "the measurement")));
     let next = crate::summary::next_command(opts.exports.json.as_deref(), &opts.dir);
     let ctx = crate::summary::RunContext { verdicts: &verdicts, next, partial, leftover };
-    let text_opts = text_options(opts, crate::summary::run_summary(&results, &ctx));
+    let text_opts = text_options(opts, &results, crate::summary::run_summary(&results, &ctx));
     crate::export::print_human(
         &opts.exports,
         &crate::export::text::run(&text_opts, &environment, &verdicts, &results),
@@ -233,13 +232,14 @@ fn report(
     Ok(envelope)
 }
 
-/// What the human-readable text needs of the options, and the answer that opens it.
-fn text_options(opts: &Options, answer: String) -> crate::export::text::RunTextOptions {
+/// What the human-readable text needs of the options (the rounds that ran), and the answer that opens it.
+fn text_options(opts: &Options, results: &[CaseResult], answer: String) -> crate::export::text::RunTextOptions {
+    let rounds = crate::rounds::rounds_run(results, opts.rounds.rounds);
     crate::export::text::RunTextOptions {
         mock: opts.mock.is_some(),
         answer,
-        rounds: opts.rounds,
-        case_secs: opts.budget.case_secs,
+        rounds,
+        case_secs: opts.budget.case_secs * f64::from(rounds) / f64::from(opts.rounds.rounds.max(1)),
         pattern: opts.plan.pattern.name(),
         size_bytes: opts.plan.size_bytes,
         histogram: opts.histogram,

@@ -160,9 +160,10 @@ pub fn space_needed_bytes() -> u64 {
 }
 
 /// Rounds per point: each point's `--secs` is split over them, and the points run in a new order every
-/// round, so a device that changes speed for a while shows as spread (`ci95_rel`), not as a difference
-/// between points (issue #16).
-pub const ROUNDS: u32 = 3;
+/// round, so a device that changes speed for a while shows as spread (`ci95_rel`, the prediction interval
+/// of [`crate::rounds::prediction`]), not as a difference between points (issue #16). Six rounds of 0.5 s
+/// for the default 3 s: with three, Student's t(2) = 4.3 made every interval ±100% or more.
+pub const ROUNDS: u32 = 6;
 /// A round shorter than this measures mostly its edges (a flush that ends after the window, a late wake-up
 /// under load): shorter `--secs` get fewer rounds, down to one.
 pub const MIN_ROUND_SECS: f64 = 0.5;
@@ -223,7 +224,7 @@ fn pool(rounds: &[CommitPoint]) -> CommitPoint {
         latency_ns: by_rate[by_rate.len() / 2].latency_ns,
         duration_s,
         cpu_steal_pct: (steal_time > 0.0).then(|| steal.iter().map(|(s, d)| s * d).sum::<f64>() / steal_time),
-        ci95_rel: crate::rounds::between_rel(&rates, commits_per_s),
+        ci95_rel: crate::rounds::prediction_rel(&rates, commits_per_s),
         rounds_commits_per_s: rates,
         ..rounds[0].clone()
     }
@@ -261,7 +262,7 @@ mod tests {
     fn short_points_get_fewer_rounds() {
         assert_eq!(
             (rounds_for(0.2), rounds_for(1.0), rounds_for(1.5), rounds_for(3.0), rounds_for(60.0)),
-            (1, 2, 3, 3, 3)
+            (1, 2, 3, 6, 6)
         );
     }
 
@@ -287,8 +288,9 @@ mod tests {
         assert_eq!(p.latency_ns.p50, 20, "the median round's summary");
         assert_eq!(p.cpu_steal_pct, Some(15.0));
         assert_eq!(p.rounds_commits_per_s, vec![100.0, 300.0, 200.0]);
-        // t(2) = 4.303, s = 100, /√3, /200.
-        assert!((p.ci95_rel.unwrap() - 4.303 * 100.0 / 3f64.sqrt() / 200.0).abs() < 1e-9);
+        // The prediction interval of the rounds (ln 100, ln 300, ln 200): its wider side around 200/s.
+        let expected = crate::rounds::prediction(&[100.0, 300.0, 200.0]).unwrap().rel_to(200.0);
+        assert!((p.ci95_rel.unwrap() - expected).abs() < 1e-12 && expected > 1.0, "{expected}");
     }
 
     #[test]

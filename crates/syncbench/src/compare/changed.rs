@@ -23,15 +23,32 @@ pub fn changes(runs: &[RunFile], cases: &[ComparedCase]) -> Vec<String> {
             .enumerate()
             .map(|(i, (n, kinds))| match n {
                 0 => format!("{} undisturbed", letters(i)),
-                _ => format!("{} disturbed in {n} case(s) ({})", letters(i), kinds.join(", ")),
+                _ => format!("{} disturbed in {n} case(s) ({}: {})", letters(i), kinds.join(", "), magnitude(&runs[i])),
             })
             .collect();
         out.push(format!("the runs were not equally disturbed: {}", parts.join("; ")));
     }
+    // A case that measured a disturbed disk is a lower bound: whatever the other run shows, that case
+    // compares the environments, not the storage.
+    let bounds: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, run)| {
+            let n = run.results.iter().filter(|c| c.lower_bound).count();
+            (n > 0).then(|| format!("{} {n} case(s) ({})", letters(i), magnitude(run)))
+        })
+        .collect();
+    if !bounds.is_empty() {
+        out.push(format!(
+            "cases measured on a disturbed disk are lower bounds and not compared: {}",
+            bounds.join("; ")
+        ));
+    }
     for c in cases.iter().filter(|c| c.case.key.method == "write") {
         for (i, r) in c.ratios.iter().enumerate() {
             let Some(r) = r else { continue };
-            if r.ratio.direction != Direction::WithinNoise && factor(&r.ratio) >= REFERENCE_FACTOR {
+            let directed = matches!(r.ratio.direction, Direction::Faster | Direction::Slower);
+            if directed && factor(&r.ratio) >= REFERENCE_FACTOR {
                 out.push(format!(
                     "the reference case {} (page cache only, no device) differs in {}: {} — the CPU or memory \
                      was not the same, so every ratio includes that",
@@ -43,6 +60,25 @@ pub fn changes(runs: &[RunFile], cases: &[ComparedCase]) -> Vec<String> {
         }
     }
     out
+}
+
+/// How much a run was disturbed, over its cases: "412.3 MiB written and 3120 flushes not ours, CPU steal
+/// up to 12%".
+fn magnitude(run: &RunFile) -> String {
+    let all = || run.results.iter().flat_map(|c| &c.disturbances);
+    let written: u64 = all().map(|d| d.foreign_write_bytes).sum();
+    let read: u64 = all().map(|d| d.foreign_read_bytes).sum();
+    let flushes: u64 = all().map(|d| d.foreign_flushes).sum();
+    let steal = all().filter_map(|d| d.steal_pct).fold(None, |m: Option<f64>, p| Some(m.map_or(p, |m| m.max(p))));
+    let mib = |b: u64| format!("{:.1} MiB", b as f64 / 1048576.0);
+    let mut parts = Vec::new();
+    if written > 0 || read > 0 || flushes > 0 {
+        parts.push(format!("{} written, {} read and {flushes} flushes not ours", mib(written), mib(read)));
+    }
+    if let Some(pct) = steal {
+        parts.push(format!("CPU steal up to {pct:.0}%"));
+    }
+    if parts.is_empty() { "no magnitude recorded".to_string() } else { parts.join(", ") }
 }
 
 fn factor(r: &Ratio) -> f64 {

@@ -42,6 +42,9 @@ pub struct Cell {
     /// Why there is no value: unsupported, an error, or not in the file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The case measured a disturbed disk: `ops_per_s` bounds the undisturbed rate from below.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub lower_bound: bool,
 }
 
 impl Cell {
@@ -57,6 +60,7 @@ impl Cell {
                 latency_ns_p50: Some(case.latency_ns.p50),
                 latency_ns_p99: Some(case.latency_ns.p99),
                 note: None,
+                lower_bound: case.lower_bound,
             }
         } else {
             Cell { present: true, note: Some(crate::report::figures::missing_note(case)), ..Cell::default() }

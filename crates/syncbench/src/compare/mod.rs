@@ -79,6 +79,8 @@ pub struct Summary {
     pub slower: usize,
     /// Cases whose ratio's 95% interval includes 1.
     pub within_noise: usize,
+    /// Cases not compared because one side measured a disturbed disk (a lower bound).
+    pub disturbed: usize,
     /// Shared cases without a value on one side (unsupported, failed).
     pub not_comparable: usize,
     /// Geometric mean of the ratios of durable cases (a typical speed factor), when there are any.
@@ -142,6 +144,8 @@ pub fn compare(runs: &[RunFile]) -> Comparison {
 fn ratio_between(case: &JoinedCase, baseline: usize, candidate: usize) -> Option<DescribedRatio> {
     let (a, b) = (&case.cells[baseline], &case.cells[candidate]);
     let ratio = Ratio::of(a.ops_per_s?, a.ci95_rel.unwrap_or(0.0), b.ops_per_s?, b.ci95_rel.unwrap_or(0.0))?;
+    // A disturbed side's number is a lower bound, not an estimate: neither a change nor "within noise".
+    let ratio = if a.lower_bound || b.lower_bound { ratio.disturbed() } else { ratio };
     Some(DescribedRatio { text: ratio.describe(), ratio })
 }
 
@@ -150,8 +154,13 @@ fn summarize(candidate: &str, cases: &[ComparedCase], index: usize) -> Summary {
     let count = |d: Direction| {
         shared.iter().filter(|c| c.ratios[index].as_ref().is_some_and(|r| r.ratio.direction == d)).count()
     };
-    let durable: Vec<(&ComparedCase, &DescribedRatio)> =
-        shared.iter().filter(|c| c.case.durable).filter_map(|c| Some((*c, c.ratios[index].as_ref()?))).collect();
+    // The typical factor is over cases with an estimate on both sides: a lower bound would pull it anywhere.
+    let durable: Vec<(&ComparedCase, &DescribedRatio)> = shared
+        .iter()
+        .filter(|c| c.case.durable)
+        .filter_map(|c| Some((*c, c.ratios[index].as_ref()?)))
+        .filter(|(_, r)| r.ratio.direction != Direction::Disturbed)
+        .collect();
     let geometric_mean = (!durable.is_empty())
         .then(|| (durable.iter().map(|(_, r)| r.ratio.ratio.ln()).sum::<f64>() / durable.len() as f64).exp());
     // The mean of n log-ratios, each known to ±rel_i (95%): ±√Σrel_i² / n if the cases' noises were
@@ -191,6 +200,7 @@ fn summarize(candidate: &str, cases: &[ComparedCase], index: usize) -> Summary {
         faster: count(Direction::Faster),
         slower: count(Direction::Slower),
         within_noise: count(Direction::WithinNoise),
+        disturbed: count(Direction::Disturbed),
         not_comparable: shared.iter().filter(|c| c.ratios[index].is_none()).count(),
         durable_geometric_mean_ratio: geometric_mean,
         largest_gain: extreme(Direction::Faster, true),
@@ -215,7 +225,7 @@ fn headline(index: usize, n: usize, gm: Option<f64>, rel: Option<f64>, direction
             "{b} is {:.2}× slower than A over {cases} (geometric mean of commits/s {gm:.2}×, {interval})",
             1.0 / gm
         ),
-        Direction::WithinNoise => {
+        Direction::WithinNoise | Direction::Disturbed => {
             format!("{b} and A are within noise of each other over {cases} (geometric mean {gm:.2}×, {interval})")
         }
     }
@@ -302,6 +312,33 @@ mod tests {
 
     fn run(name: &str, results: Vec<CaseResult>) -> RunFile {
         RunFile { name: name.into(), results, ..RunFile::default() }
+    }
+
+    #[test]
+    fn a_lower_bound_is_never_a_change_and_the_environment_changed() {
+        let a = run("a", vec![case("fsync", 8000.0, true), case("fdatasync", 8000.0, true)]);
+        // B's fdatasync measured a disturbed disk: 500/s, 16× below A, but only a bound.
+        let mut bound = case("fdatasync", 500.0, true);
+        bound.lower_bound = true;
+        bound.disturbances = vec![crate::disturbance::Disturbance {
+            kind: "device_io".into(),
+            detail: "vda served …".into(),
+            foreign_write_bytes: 300 << 20,
+            foreign_flushes: 4000,
+            rounds: vec![1, 2, 3],
+            ..Default::default()
+        }];
+        let b = run("b", vec![case("fsync", 8000.0, true), bound]);
+        let cmp = compare(&[a, b]);
+        let s = &cmp.summaries[0];
+        assert_eq!((s.faster, s.slower, s.within_noise, s.disturbed), (0, 0, 1, 1));
+        assert!(s.largest_loss.is_none());
+        assert!(s.headline.starts_with("B and A are within noise of each other over 1 durable case"), "{}", s.headline);
+        let text = cmp.cases[1].ratios[0].as_ref().unwrap().text.clone();
+        assert!(text.starts_with("not compared: a side was disturbed"), "{text}");
+        let changed = cmp.environment_changed.join(" | ");
+        assert!(changed.contains("A undisturbed; B disturbed in 1 case(s) (device_io: 300.0 MiB written"), "{changed}");
+        assert!(changed.contains("lower bounds and not compared: B 1 case(s)"), "{changed}");
     }
 
     #[test]

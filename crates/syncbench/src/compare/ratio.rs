@@ -12,6 +12,9 @@ pub enum Direction {
     Slower,
     /// The 95% interval of the ratio includes 1.
     WithinNoise,
+    /// One side measured a disturbed disk (a lower bound, its interval open upwards): no direction can be
+    /// claimed, whatever the numbers.
+    Disturbed,
 }
 
 /// `candidate / baseline` of commits per second, with the half-width of its 95% confidence interval.
@@ -47,6 +50,11 @@ impl Ratio {
         Some(Ratio { ratio, ci95, direction })
     }
 
+    /// This ratio with one side a lower bound (`which`: the file's letter): no direction.
+    pub fn disturbed(self) -> Ratio {
+        Ratio { direction: Direction::Disturbed, ..self }
+    }
+
     /// How much faster or slower, as people say it: `1.42 ± 0.05× faster`, `1.30 ± 0.04× slower`
     /// (slower is the inverse ratio, so both read as "× the speed"), `within noise (1.01 ± 0.03×)`.
     pub fn describe(&self) -> String {
@@ -63,6 +71,7 @@ impl Ratio {
                 format!("{:.2} ± {:.2}× slower", inverse, inverse * self.ci95 / self.ratio)
             }
             Direction::WithinNoise => format!("within noise ({:.2} ± {:.2}×)", self.ratio, self.ci95),
+            Direction::Disturbed => format!("not compared: a side was disturbed ({:.2}×, a bound)", self.ratio),
         }
     }
 }

@@ -74,6 +74,9 @@ fn summary_lines(cmp: &Comparison, index: usize, s: &Summary) -> Vec<String> {
         s.slower,
         s.within_noise
     );
+    if s.disturbed > 0 {
+        let _ = write!(counts, ", {} not compared (a side measured a disturbed disk: a lower bound)", s.disturbed);
+    }
     if s.not_comparable > 0 {
         let _ = write!(counts, ", {} not comparable (no value on one side)", s.not_comparable);
     }

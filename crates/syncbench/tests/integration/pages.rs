@@ -170,8 +170,11 @@ fn kill_then_recover_in(mode: &str, extra: &[&std::ffi::OsStr]) {
     }
     child.kill().unwrap(); // SIGKILL: no cleanup, no checkpoint, no flush
     child.wait().unwrap();
-    let stores = leftovers(dir.path());
-    assert_eq!(stores.len(), 1, "the killed run leaves its store: {stores:?}");
+    // The killed run leaves its store and its directory lock (reported by the next run in DIR).
+    let (locks, stores): (Vec<PathBuf>, Vec<PathBuf>) = leftovers(dir.path())
+        .into_iter()
+        .partition(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".syncbench-lock-")));
+    assert_eq!((stores.len(), locks.len()), (1, 1), "the killed run leaves its store: {stores:?} {locks:?}");
     let out = Command::cargo_bin("syncbench")
         .unwrap()
         .args(["pages", "--recover"])
@@ -183,7 +186,7 @@ fn kill_then_recover_in(mode: &str, extra: &[&std::ffi::OsStr]) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{mode}: {stdout} {}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("invariant holds") && stdout.contains("acknowledged present"), "{stdout}");
-    assert!(leftovers(dir.path()).is_empty(), "--recover removes the store it checked");
+    assert_eq!(leftovers(dir.path()), locks, "--recover removes the store it checked (the lock is not its)");
 }
 
 #[test]
@@ -249,7 +252,8 @@ fn settings_record_wal_and_dw_dirs() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let settings = loop {
-        let found = leftovers(dir.path()).first().map(|s| s.join("syncbench-pages.json"));
+        // The store, not the directory lock next to it.
+        let found = leftovers(dir.path()).into_iter().find(|s| s.is_dir()).map(|s| s.join("syncbench-pages.json"));
         if let Some(text) = found.and_then(|p| std::fs::read_to_string(p).ok()).filter(|t| !t.is_empty()) {
             break serde_json::from_str::<serde_json::Value>(&text).unwrap();
         }
@@ -285,7 +289,7 @@ fn ctrl_c_removes_everything() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while leftovers(dir.path()).is_empty() {
+    while !leftovers(dir.path()).iter().any(|p| p.is_dir()) {
         assert!(Instant::now() < deadline, "the run never created its store");
         std::thread::sleep(Duration::from_millis(10));
     }

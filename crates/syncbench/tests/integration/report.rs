@@ -668,7 +668,8 @@ fn compare_says_the_environment_changed_when_one_run_was_disturbed() {
     assert!(first_lines[0].starts_with("B and A are within noise of each other over"), "{text}");
     assert_eq!(
         first_lines[1],
-        "environment changed: the runs were not equally disturbed: A undisturbed; B disturbed in 1 case(s) (device_io)"
+        "environment changed: the runs were not equally disturbed: A undisturbed; B disturbed in 1 case(s) \
+         (device_io: no magnitude recorded)"
     );
     let same = syncbench().arg("compare").arg(&quiet).arg(&quiet).output().unwrap();
     assert!(!String::from_utf8_lossy(&same.stdout).contains("environment changed"));

@@ -352,8 +352,16 @@ fn a_second_syncbench_in_the_same_directory_is_refused() {
         .unwrap();
     wait_for_start(dir.path());
     let second = syncbench().args(["run", "--sections", "a"]).arg(dir.path()).output().unwrap();
+    // commit and pages take the same lock.
+    let commit = syncbench().args(["commit", "--clients", "1", "--secs", "0.5"]).arg(dir.path()).output().unwrap();
+    let pages = syncbench().args(["pages", "--quick"]).arg(dir.path()).output().unwrap();
     let _ = std::process::Command::new("kill").args(["-INT", &first.id().to_string()]).status();
     let _ = first.wait();
+    for (what, out) in [("commit", &commit), ("pages", &pages)] {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+        assert!(err.contains("another syncbench"), "{what}: {err}");
+    }
     assert_eq!(second.status.code(), Some(2));
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(err.contains("another syncbench") && err.contains(&format!("pid {}", first.id())), "{err}");
