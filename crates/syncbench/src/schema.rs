@@ -164,6 +164,9 @@ pub struct CaseResult {
     /// What else touched the device or the CPU while this case ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disturbances: Vec<crate::disturbance::Disturbance>,
+    /// What the timed commits made each block device under the directory do (real runs on a block device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::blockdev::account::DeviceAccounting>,
 }
 
 /// Any syncbench document as `report` and `compare` read it: `run`'s cases, and `commit`'s and `pages`'s

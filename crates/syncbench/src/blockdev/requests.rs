@@ -64,6 +64,22 @@ pub struct KindReport {
     pub latency_ns: LatencyNs,
 }
 
+impl KindReport {
+    /// Two windows' requests of this kind: counts and bytes summed, the mean weighted, min and max kept,
+    /// the other percentiles those of the window with more requests.
+    pub fn pooled(&self, other: &KindReport) -> KindReport {
+        let count = self.count + other.count;
+        let (a, b) = (&self.latency_ns, &other.latency_ns);
+        let mut latency_ns = if self.count >= other.count { *a } else { *b };
+        if count > 0 {
+            latency_ns.mean = (a.mean * self.count as f64 + b.mean * other.count as f64) / count as f64;
+            latency_ns.min = [(a.min, self.count), (b.min, other.count)].iter().filter(|(_, n)| *n > 0).map(|(m, _)| *m).min().unwrap_or(0);
+            latency_ns.max = a.max.max(b.max);
+        }
+        KindReport { count, bytes: self.bytes + other.bytes, latency_ns }
+    }
+}
+
 /// What one disk's request queue saw.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestReport {
@@ -85,8 +101,9 @@ pub struct RequestReport {
     pub unmatched: u64,
 }
 
-#[derive(Default)]
-struct DiskRequests {
+/// The requests of one disk as recorded: mergeable across windows (a case's rounds), reported at the end.
+#[derive(Clone, Debug, Default)]
+pub struct DiskRequests {
     flushes: Samples,
     flush_bytes: u64,
     writes: Samples,
@@ -100,6 +117,22 @@ struct DiskRequests {
     unmatched: u64,
     /// Issued, not yet completed: (sector, sectors, op) → issue times, oldest first.
     in_flight: HashMap<(u64, u64, Op), VecDeque<(u64, u64)>>,
+}
+
+impl RequestReport {
+    /// Two windows' reports in one (see [`KindReport::pooled`]).
+    pub fn pooled(&self, other: &RequestReport) -> RequestReport {
+        RequestReport {
+            flushes: self.flushes.pooled(&other.flushes),
+            writes: self.writes.pooled(&other.writes),
+            fua_writes: self.fua_writes + other.fua_writes,
+            sync_writes: self.sync_writes + other.sync_writes,
+            preflush_writes: self.preflush_writes + other.preflush_writes,
+            reads: self.reads.pooled(&other.reads),
+            errors: self.errors + other.errors,
+            unmatched: self.unmatched + other.unmatched,
+        }
+    }
 }
 
 impl DiskRequests {
@@ -140,7 +173,23 @@ impl DiskRequests {
         }
     }
 
-    fn report(&self) -> RequestReport {
+    /// Add another window's requests (requests still in flight at its end count as unmatched).
+    pub fn merge(&mut self, other: &DiskRequests) {
+        self.flushes.merge(&other.flushes);
+        self.writes.merge(&other.writes);
+        self.reads.merge(&other.reads);
+        self.flush_bytes += other.flush_bytes;
+        self.write_bytes += other.write_bytes;
+        self.read_bytes += other.read_bytes;
+        self.fua_writes += other.fua_writes;
+        self.sync_writes += other.sync_writes;
+        self.preflush_writes += other.preflush_writes;
+        self.errors += other.errors;
+        self.unmatched += other.unmatched + other.in_flight.values().map(|q| q.len() as u64).sum::<u64>();
+    }
+
+    /// Counts, bytes and device-side latency.
+    pub fn report(&self) -> RequestReport {
         let kind = |s: &Samples, bytes| KindReport { count: s.count(), bytes, latency_ns: s.latency() };
         RequestReport {
             flushes: kind(&self.flushes, self.flush_bytes),
@@ -191,6 +240,12 @@ pub struct BlockTrace {
 impl BlockTrace {
     /// Open and enable the two tracepoints on every online CPU (root; tracefs mounted by `tracefs`).
     pub fn start(tracefs: &Tracefs) -> io::Result<BlockTrace> {
+        BlockTrace::start_with_pages(tracefs, 256)
+    }
+
+    /// [`BlockTrace::start`] with `data_pages` per CPU ring (a power of two): rings big enough to hold a
+    /// whole window need no reading during it.
+    pub fn start_with_pages(tracefs: &Tracefs, data_pages: usize) -> io::Result<BlockTrace> {
         let issue = tracefs.event("block", "block_rq_issue")?;
         let complete = tracefs.event("block", "block_rq_complete")?;
         let layout = Layout {
@@ -208,7 +263,7 @@ impl BlockTrace {
             c_error: complete.field("error")?,
         };
         let points = [issue.id, complete.id].map(|id| Tracepoint { id, filter: None, wake_each: false });
-        let events = Tracepoints::open(&points, &Scope::AllTasks, &perf::online_cpus()?, 256)?;
+        let events = Tracepoints::open(&points, &Scope::AllTasks, &perf::online_cpus()?, data_pages)?;
         events.enable()?;
         Ok(BlockTrace { events, layout, disks: BTreeMap::new() })
     }
@@ -251,6 +306,20 @@ impl BlockTrace {
         self.read(true);
         let lost = self.events.lost();
         Ok((self.disks.iter().map(|(dev, d)| (*dev, d.report())).collect(), lost))
+    }
+
+    /// Stop recording (what the rings hold is read by [`BlockTrace::finish_raw`]).
+    pub fn stop(&mut self) -> io::Result<()> {
+        self.events.disable()
+    }
+
+    /// Stop, read the rest, and return the raw per-disk records (to merge with other windows') and the
+    /// samples the kernel dropped.
+    pub fn finish_raw(mut self) -> io::Result<(BTreeMap<u64, DiskRequests>, u64)> {
+        self.events.disable()?;
+        self.read(true);
+        let lost = self.events.lost();
+        Ok((std::mem::take(&mut self.disks), lost))
     }
 }
 
