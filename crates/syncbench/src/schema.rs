@@ -68,6 +68,9 @@ pub struct RunPayload {
     /// finished, each case from the rounds it completed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// `--background-writes`: every case measured again under background writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_writes: Option<crate::background::BackgroundRun>,
 }
 
 /// Latency percentiles of one case, in nanoseconds.

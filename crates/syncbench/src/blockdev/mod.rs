@@ -19,6 +19,7 @@ pub mod disk;
 pub mod render;
 pub mod requests;
 pub mod stat;
+pub mod verdicts;
 
 pub use disk::Disk;
 
