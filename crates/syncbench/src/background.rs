@@ -233,3 +233,59 @@ pub fn side_by_side(idle: &[crate::schema::CaseResult], under: &BackgroundRun) -
     out.push_str("  (µs; fl/c, KiB/c: flushes and KiB per commit at the lowest disk, the writer's write-back included under bg)\n");
     out
 }
+
+/// `commit`'s points measured again under background writes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackgroundCommit {
+    /// What the background writer did.
+    pub writer: BackgroundStats,
+    /// Every point again, in the plan's order, measured while the writer ran.
+    pub points: Vec<crate::commit::CommitPoint>,
+}
+
+/// Measure every point of `plan` again (in `root`) while a background writer dirties data in the plan's
+/// directory at `rate`.
+pub fn commit_points(plan: &crate::commit::Plan, root: &Path, rate: Rate) -> anyhow::Result<BackgroundCommit> {
+    use anyhow::Context;
+    let writer = BackgroundWriter::start(&plan.dir, rate).context("cannot start the background writer")?;
+    let results = crate::commit::measure_all(plan, root, |_, _| {})?;
+    let writer = writer.stop().context("the background writer failed")?;
+    Ok(BackgroundCommit { writer, points: results.points })
+}
+
+/// `commit`'s points idle and under background writes side by side.
+pub fn commit_side_by_side(idle: &[crate::commit::CommitPoint], under: &BackgroundCommit) -> String {
+    use std::fmt::Write;
+    let w = &under.writer;
+    let mut out = format!(
+        "\ncommit latency idle vs under background writes at {} (achieved {:.1} MiB/s; the kernel wrote it back):\n",
+        w.rate,
+        w.bytes_per_s / (1 << 20) as f64
+    );
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7}",
+        "", "commits/s", "bg", "p50 µs", "bg", "p99 µs", "bg", "fl/c", "bg"
+    );
+    let us = |ns: u64| format!("{:.0}", ns as f64 / 1000.0);
+    let flushes = |p: &crate::commit::CommitPoint| {
+        p.device.as_ref().and_then(|d| d.lowest_per_commit()).map_or("-".to_string(), |c| format!("{:.2}", c.flushes))
+    };
+    for (a, b) in idle.iter().zip(&under.points) {
+        let name = format!("{} clients, {}", a.clients, if a.group_commit { "group" } else { "naive" });
+        let _ = writeln!(
+            out,
+            "  {name:<24} {:>10.0} {:>10.0} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7}",
+            a.commits_per_s,
+            b.commits_per_s,
+            us(a.latency_ns.p50),
+            us(b.latency_ns.p50),
+            us(a.latency_ns.p99),
+            us(b.latency_ns.p99),
+            flushes(a),
+            flushes(b)
+        );
+    }
+    out
+}

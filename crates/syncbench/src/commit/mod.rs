@@ -21,6 +21,9 @@ pub struct CommitPayload {
     pub dir: String,
     /// The measurement.
     pub commit: CommitResults,
+    /// `--background-writes`: every point measured again under background writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_writes: Option<crate::background::BackgroundCommit>,
 }
 
 /// Every point of one `syncbench commit` run.
