@@ -200,7 +200,8 @@ pub fn side_by_side(idle: &[crate::schema::CaseResult], under: &BackgroundRun) -
         w.bytes_per_s / (1 << 20) as f64,
         w.bytes_written >> 20
     );
-    let width = idle.iter().map(|c| c.label.chars().count() + c.section.len() + 1).max().unwrap_or(20).max(20);
+    let width =
+        idle.iter().map(|c| c.label.chars().count() + c.section.to_string().len() + 1).max().unwrap_or(20).max(20);
     let _ = writeln!(
         out,
         "  {:<width$} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>8} {:>8}",
@@ -208,9 +209,10 @@ pub fn side_by_side(idle: &[crate::schema::CaseResult], under: &BackgroundRun) -
     );
     let us = |ns: u64| format!("{:.0}", ns as f64 / 1000.0);
     let per_commit = |c: &crate::schema::CaseResult| {
-        c.device.as_ref().and_then(|d| d.lowest_per_commit()).map_or(("-".into(), "-".into()), |p| {
-            (format!("{:.2}", p.flushes), format!("{:.1}", p.bytes / 1024.0))
-        })
+        c.device
+            .as_ref()
+            .and_then(|d| d.lowest_per_commit())
+            .map_or(("-".into(), "-".into()), |p| (format!("{:.2}", p.flushes), format!("{:.1}", p.bytes / 1024.0)))
     };
     for (a, b) in idle.iter().zip(&under.results) {
         if a.ops == 0 || b.ops == 0 {

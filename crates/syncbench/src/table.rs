@@ -193,7 +193,8 @@ fn case_line(c: &CaseResult, width: usize, fastest: bool, device: bool) -> Strin
         (true, true) => format!("  {FASTEST_MARK}"),
         _ => String::new(),
     };
-    let columns = if device { format!(" {}", crate::blockdev::render::columns(c.device.as_ref())) } else { String::new() };
+    let columns =
+        if device { format!(" {}", crate::blockdev::render::columns(c.device.as_ref())) } else { String::new() };
     format!(
         "{label} {:>12.1} {:>10} {:>10} {:>10} {:>10} {:>6.1}%{columns}{mark}",
         c.ops_per_s,

@@ -220,7 +220,8 @@ impl Recorded {
             .disks
             .iter()
             .map(|d| {
-                let requests = r.requests.as_ref().map(|m| m.get(&d.kernel_devt()).map(DiskRequests::report).unwrap_or_default());
+                let requests =
+                    r.requests.as_ref().map(|m| m.get(&d.kernel_devt()).map(DiskRequests::report).unwrap_or_default());
                 DeviceReport::new(d, r.stats.get(d).copied().unwrap_or_default(), requests)
             })
             .collect();
@@ -233,7 +234,8 @@ impl Recorded {
             emulated: r.emulated,
         };
         acct.device_ns_per_commit = acct.traced().map(|(_, q)| {
-            let busy = q.flushes.count as f64 * q.flushes.latency_ns.mean + q.writes.count as f64 * q.writes.latency_ns.mean;
+            let busy =
+                q.flushes.count as f64 * q.flushes.latency_ns.mean + q.writes.count as f64 * q.writes.latency_ns.mean;
             busy / r.commits.max(1) as f64
         });
         acct
@@ -295,6 +297,9 @@ pub fn is_root() -> bool {
 /// the disk holding its backing file (the lowest real disk last).
 fn chain(dir: &Path) -> Vec<Disk> {
     let mut disks = disk::disks_of_path(dir);
+    if disks.is_empty() {
+        disks = mount_source_disks(dir);
+    }
     let mut i = 0;
     while i < disks.len() && disks.len() < 8 {
         let backing = std::fs::read_to_string(format!("/sys/block/{}/loop/backing_file", disks[i].name));
@@ -308,6 +313,21 @@ fn chain(dir: &Path) -> Vec<Disk> {
         i += 1;
     }
     disks
+}
+
+/// The disks of the device the mount holding `dir` names as its source: Btrfs reports an anonymous
+/// device number (`0:N`) in `st_dev`, not its block device's.
+fn mount_source_disks(dir: &Path) -> Vec<Disk> {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(text), Ok(dir)) = (std::fs::read_to_string("/proc/self/mountinfo"), std::fs::canonicalize(dir)) else {
+        return Vec::new();
+    };
+    let mounts = crate::probe::mountinfo::parse(&text);
+    let Some(mount) = crate::probe::mountinfo::find(&mounts, &dir, None) else { return Vec::new() };
+    match std::fs::metadata(&mount.source) {
+        Ok(meta) if mount.source.starts_with("/dev/") => disk::disks_of_dev(meta.rdev()),
+        _ => Vec::new(),
+    }
 }
 
 /// The mount of the `syncbench lab` whose loop device is one of `disks`.
@@ -342,8 +362,14 @@ mod tests {
     #[test]
     fn rounds_add_up_and_foreign_io_is_kept() {
         let vda = Disk { name: "vda".into(), major: 254, minor: 0 };
-        let delta = |writes, flushes| stat::StatDelta { writes, flushes, write_bytes: writes * 4096, ..Default::default() };
-        let mut a = Recorded { disks: vec![vda.clone()], commits: 10, stats: [(vda.clone(), delta(20, 10))].into(), ..Default::default() };
+        let delta =
+            |writes, flushes| stat::StatDelta { writes, flushes, write_bytes: writes * 4096, ..Default::default() };
+        let mut a = Recorded {
+            disks: vec![vda.clone()],
+            commits: 10,
+            stats: [(vda.clone(), delta(20, 10))].into(),
+            ..Default::default()
+        };
         let b = Recorded {
             commits: 30,
             stats: [(vda.clone(), delta(60, 30))].into(),

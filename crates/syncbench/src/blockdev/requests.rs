@@ -73,7 +73,12 @@ impl KindReport {
         let mut latency_ns = if self.count >= other.count { *a } else { *b };
         if count > 0 {
             latency_ns.mean = (a.mean * self.count as f64 + b.mean * other.count as f64) / count as f64;
-            latency_ns.min = [(a.min, self.count), (b.min, other.count)].iter().filter(|(_, n)| *n > 0).map(|(m, _)| *m).min().unwrap_or(0);
+            latency_ns.min = [(a.min, self.count), (b.min, other.count)]
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(m, _)| *m)
+                .min()
+                .unwrap_or(0);
             latency_ns.max = a.max.max(b.max);
         }
         KindReport { count, bytes: self.bytes + other.bytes, latency_ns }

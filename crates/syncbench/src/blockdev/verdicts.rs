@@ -47,7 +47,7 @@ fn attributable(r: &CaseResult) -> Option<&DeviceAccounting> {
 }
 
 fn method(r: &CaseResult) -> Option<SyncMethod> {
-    SyncMethod::from_name(&r.method)
+    Some(r.method)
 }
 
 fn case_name(r: &CaseResult) -> String {
@@ -80,10 +80,11 @@ pub fn durable_commits_without_flush(results: &[CaseResult]) -> Vec<Verdict> {
             found.len(),
             names.join(", ")
         ),
-        advice: "Look for what drops the flush: a `nobarrier` mount, a device-mapper or virtual-disk layer with flushes \
+        advice:
+            "Look for what drops the flush: a `nobarrier` mount, a device-mapper or virtual-disk layer with flushes \
                  off (cache=unsafe in QEMU), a RAID controller; fix it, or prove the cache survives power loss with \
                  `syncbench powercut`."
-            .into(),
+                .into(),
     }]
 }
 
@@ -105,7 +106,11 @@ pub fn flush_faster_than_device(env: &Environment, results: &[CaseResult]) -> Ve
         .filter(|(_, _, p50)| *p50 < floor_ns)
         .min_by_key(|(_, _, p50)| *p50);
     let Some((r, disk, p50)) = fastest else { return Vec::new() };
-    let class = if rotational { "a spinning disk, which must wait for the platter" } else { "any device that writes its cache somewhere durable" };
+    let class = if rotational {
+        "a spinning disk, which must wait for the platter"
+    } else {
+        "any device that writes its cache somewhere durable"
+    };
     vec![Verdict {
         severity: if rotational { Severity::Critical } else { Severity::Warning },
         code: "flush_faster_than_device".into(),
@@ -186,9 +191,10 @@ pub fn dsync_write_became_write_plus_flush(env: &Environment, results: &[CaseRes
              the block layer emulates Force Unit Access with a flush of the whole cache after the write.",
             case_name(r)
         ),
-        advice: "On this device O_DSYNC costs what write+fdatasync costs; a device (or virtual disk) with FUA makes it \
+        advice:
+            "On this device O_DSYNC costs what write+fdatasync costs; a device (or virtual disk) with FUA makes it \
                  one write. For QEMU/KVM virtio disks FUA is not exposed; NVMe and SAS drives usually have it."
-            .into(),
+                .into(),
     }]
 }
 

@@ -8,11 +8,11 @@ mod options;
 use crate::exit::{CheckFailed, Outcome, usage};
 use crate::export::ExportArgs;
 use crate::probe;
-use options::{parse_methods, parse_sections, parse_secs, parse_seed, parse_write_size};
 use crate::runner::{MockTiming, RunBudget, Target};
 use crate::schema::{CaseResult, Envelope, RunPayload};
 use crate::suite::{self, PlanOptions, Section};
 use crate::workdir;
+use options::{parse_methods, parse_secs, parse_sections, parse_seed, parse_write_size};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -106,8 +106,11 @@ impl Options {
         let default_rounds = if args.quick { crate::rounds::QUICK_ROUNDS } else { crate::rounds::DEFAULT_ROUNDS };
         let rounds = args.rounds.as_deref().map_or(Ok(default_rounds), crate::rounds::parse_flag)?;
         let mock = args.mock_timing.as_deref().map(parse_seed).transpose()?;
-        let background =
-            args.background_writes.as_deref().map(|r| crate::background::Rate::parse("--background-writes", r)).transpose()?;
+        let background = args
+            .background_writes
+            .as_deref()
+            .map(|r| crate::background::Rate::parse("--background-writes", r))
+            .transpose()?;
         if background.is_some() && mock.is_some() {
             return Err(usage("--background-writes needs a real directory, not --mock-timing"));
         }
@@ -154,9 +157,9 @@ pub fn main(args: Args) -> Outcome {
             let (monitor, steal) = (crate::disturbance::Monitor::new(&environment), probe::steal::StealMeter::start());
             let results = run(&Target::Disk(&prepared), Some(&monitor));
             let (budget, rounds) = (&opts.budget, opts.rounds);
-            let background = opts.background.map(|rate| {
-                crate::background::run_cases(&cases, rounds, budget, &prepared, &opts.dir, rate)
-            });
+            let background = opts
+                .background
+                .map(|rate| crate::background::run_cases(&cases, rounds, budget, &prepared, &opts.dir, rate));
             (results, steal.pct(), lock.leftover_note(), background.transpose()?)
             // `prepared` is dropped here: the overwrite file is removed before anything is printed.
         }

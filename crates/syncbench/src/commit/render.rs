@@ -183,7 +183,9 @@ pub fn to_table(results: &CommitResults) -> String {
     }
     let durability = if results.durable { "" } else { "  (NOT durable: no sync at all)" };
     let labels: Vec<String> = results.points.iter().map(point_label).collect();
-    let notes = crate::blockdev::render::notes(labels.iter().map(String::as_str).zip(results.points.iter().map(|p| p.device.as_ref())));
+    let notes = crate::blockdev::render::notes(
+        labels.iter().map(String::as_str).zip(results.points.iter().map(|p| p.device.as_ref())),
+    );
     format!(
         "syncbench commit: method {}, {}-byte records ({} bytes in the log){durability}\n{table}\n{notes}",
         results.method, results.record_size_bytes, results.record_log_bytes

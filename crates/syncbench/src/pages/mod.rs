@@ -342,12 +342,14 @@ fn run_one(plan: &Plan, mode: Mode, design: DwDesign, pool_bytes: usize) -> anyh
     recover::write_settings(store_dir.path(), plan, (mode, design), pool_bytes, created)?;
     let bank = Bank::create(RealStorage, store_dir.path(), config, plan.bank_config())
         .with_context(|| format!("creating the {} store in {}", mode.name(), store_dir.path().display()))?;
-    let accountant = crate::blockdev::account::Accountant::for_dir(store_dir.path(), crate::blockdev::account::is_root());
+    let accountant =
+        crate::blockdev::account::Accountant::for_dir(store_dir.path(), crate::blockdev::account::is_root());
     let window = (!accountant.is_empty()).then(|| accountant.open());
     let before = bank.store().stats();
     let report = run_workload(plan, &bank)?;
     let after = bank.store().stats();
-    let written = (after.wal_bytes + after.home_bytes + after.dw_bytes) - (before.wal_bytes + before.home_bytes + before.dw_bytes);
+    let written = (after.wal_bytes + after.home_bytes + after.dw_bytes)
+        - (before.wal_bytes + before.home_bytes + before.dw_bytes);
     let device = window.map(|w| {
         let txns = report.acknowledged;
         accountant.close(w, txns, written / txns.max(1)).report()

@@ -13,7 +13,7 @@ fn rows(run: &RunFile) -> Vec<(String, &DeviceAccounting)> {
     let mut out: Vec<(String, &DeviceAccounting)> = Vec::new();
     for c in &run.results {
         if let Some(d) = &c.device {
-            out.push((format!("{} {}", super::figures::section_title(&c.section), c.label.trim()), d));
+            out.push((format!("{} {}", super::figures::section_title(c.section.name()), c.label.trim()), d));
         }
     }
     if let Some(commit) = &run.commit {
@@ -82,7 +82,12 @@ mod tests {
             unattributable: Some("vda served requests that were not the commits'".into()),
             ..Default::default()
         };
-        let case = CaseResult { section: "one_write".into(), label: "fdatasync".into(), device: Some(device), ..Default::default() };
+        let case = CaseResult {
+            section: crate::suite::Section::OneWrite,
+            label: "fdatasync".into(),
+            device: Some(device),
+            ..Default::default()
+        };
         let run = RunFile { results: vec![case, CaseResult::default()], ..Default::default() };
         let mut out = String::new();
         table(&mut out, &run);

@@ -86,7 +86,8 @@ mod as_root {
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let cases = doc["results"].as_array().unwrap();
         let measured: Vec<&Value> = cases.iter().filter(|c| c["ops"].as_u64().unwrap_or(0) > 0).collect();
-        let all: Vec<Counts> = measured.iter().map(|c| counts(c).unwrap_or_else(|| panic!("no device counts: {c}"))).collect();
+        let all: Vec<Counts> =
+            measured.iter().map(|c| counts(c).unwrap_or_else(|| panic!("no device counts: {c}"))).collect();
         assert!(all.len() >= 60, "only {} cases measured of {}", all.len(), cases.len());
         // Not vacuous: the durable cases flushed, and the lab saw writes.
         assert!(all.iter().filter(|c| c.2 > 0).count() >= 30, "{all:?}");

@@ -33,7 +33,7 @@ fn fires(doc: &Envelope<RunPayload>, code: &str) -> bool {
 /// `lab-zero-ext4` as a device with FUA would have counted its O_DSYNC direct commits.
 fn with_fua() -> Envelope<RunPayload> {
     let mut doc = fixture("lab-zero-ext4");
-    for r in doc.payload.results.iter_mut().filter(|r| r.method == "open_datasync+direct") {
+    for r in doc.payload.results.iter_mut().filter(|r| r.method == SyncMethod::OpenDatasyncDirect) {
         let d = r.device.as_mut().unwrap();
         let commits = d.commits;
         let lowest = d.devices.last_mut().unwrap();
@@ -83,8 +83,8 @@ fn fsync_costing_more_than_fdatasync_is_explained() {
     assert!(v[0].message.contains("modification time"), "{}", v[0].message);
     // The same counts for both: nothing to say.
     let mut same = doc;
-    let fdatasync = same.payload.results.iter().find(|r| r.method == "fdatasync").unwrap().device.clone();
-    for r in same.payload.results.iter_mut().filter(|r| r.method == "fsync") {
+    let fdatasync = same.payload.results.iter().find(|r| r.method == SyncMethod::Fdatasync).unwrap().device.clone();
+    for r in same.payload.results.iter_mut().filter(|r| r.method == SyncMethod::Fsync) {
         r.device = fdatasync.clone();
     }
     assert!(fsync_costs_more_at_device(&same.payload.results).is_empty());

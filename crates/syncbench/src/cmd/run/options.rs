@@ -54,4 +54,3 @@ pub(super) fn parse_seed(text: &str) -> anyhow::Result<MockTiming> {
     let seed = text.trim().parse().map_err(|_| usage(format!("invalid --mock-timing {text:?}: give a number")))?;
     Ok(MockTiming { seed })
 }
-
