@@ -56,7 +56,8 @@ pub fn parse_rwbs(text: &str) -> Rwbs {
 /// Requests of one kind on one disk: how many, how many bytes, and how long the device took.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct KindReport {
-    /// Requests completed in the window (issued in it too: latency is known for every one).
+    /// Requests completed in the window, as the kernel's counters count them (the latency is of those whose
+    /// issue was seen too).
     pub count: u64,
     /// Bytes.
     pub bytes: u64,
@@ -120,6 +121,9 @@ pub struct DiskRequests {
     preflush_writes: u64,
     errors: u64,
     unmatched: u64,
+    /// Completions whose issue was not seen: counted, without a latency.
+    unpaired_writes: u64,
+    unpaired_flushes: u64,
     /// Issued, not yet completed: (sector, sectors, op) → issue times, oldest first.
     in_flight: HashMap<(u64, u64, Op), VecDeque<(u64, u64)>>,
 }
@@ -166,7 +170,15 @@ impl DiskRequests {
         let Some((issued_ns, bytes)) = newest else {
             // An empty PREFLUSH request (an fsync's) is never issued itself: the flush machinery issues a
             // flush request for it, then completes it. Not a lost issue.
-            self.unmatched += u64::from(sectors != 0 || rwbs.op == Op::Flush);
+            let lost_issue = sectors != 0 || rwbs.op == Op::Flush;
+            self.unmatched += u64::from(lost_issue);
+            // Still a request the device completed in the window (as the kernel's counters count it): counted,
+            // with its bytes, but no latency.
+            match rwbs.op {
+                Op::Write if sectors != 0 => (self.unpaired_writes += 1, self.write_bytes += sectors * 512).1,
+                Op::Flush => self.unpaired_flushes += 1,
+                _ => {}
+            }
             return;
         };
         let ns = time_ns.saturating_sub(issued_ns);
@@ -190,19 +202,25 @@ impl DiskRequests {
         self.sync_writes += other.sync_writes;
         self.preflush_writes += other.preflush_writes;
         self.errors += other.errors;
+        self.unpaired_writes += other.unpaired_writes;
+        self.unpaired_flushes += other.unpaired_flushes;
         self.unmatched += other.unmatched + other.in_flight.values().map(|q| q.len() as u64).sum::<u64>();
     }
 
     /// Counts, bytes and device-side latency.
     pub fn report(&self) -> RequestReport {
-        let kind = |s: &Samples, bytes| KindReport { count: s.count(), bytes, latency_ns: s.latency() };
+        let kind = |s: &Samples, bytes, unpaired: u64| KindReport {
+            count: s.count() + unpaired,
+            bytes,
+            latency_ns: s.latency(),
+        };
         RequestReport {
-            flushes: kind(&self.flushes, self.flush_bytes),
-            writes: kind(&self.writes, self.write_bytes),
+            flushes: kind(&self.flushes, self.flush_bytes, self.unpaired_flushes),
+            writes: kind(&self.writes, self.write_bytes, self.unpaired_writes),
             fua_writes: self.fua_writes,
             sync_writes: self.sync_writes,
             preflush_writes: self.preflush_writes,
-            reads: kind(&self.reads, self.read_bytes),
+            reads: kind(&self.reads, self.read_bytes, 0),
             errors: self.errors,
             unmatched: self.unmatched + self.in_flight.values().map(|q| q.len() as u64).sum::<u64>(),
         }
@@ -361,7 +379,8 @@ mod tests {
         d.completed(16, 8, write, true, 6_000); // issued before the window
         let r = d.report();
         assert_eq!((r.flushes.count, r.flushes.latency_ns.max, r.flushes.latency_ns.min), (2, 3_000, 500));
-        assert_eq!((r.writes.count, r.writes.bytes, r.writes.latency_ns.p50), (1, 4096, 1_000));
+        // The write issued before the window is counted (the kernel's counters do) without a latency.
+        assert_eq!((r.writes.count, r.writes.bytes, r.writes.latency_ns.p50), (2, 8192, 1_000));
         assert_eq!((r.sync_writes, r.errors, r.unmatched), (1, 1, 1));
     }
 
