@@ -3,6 +3,7 @@
 
 pub mod advise;
 #[cfg(target_os = "linux")]
+pub mod background;
 pub mod blockdev;
 pub mod cleanup;
 pub mod cli;

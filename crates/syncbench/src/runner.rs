@@ -16,6 +16,7 @@ pub use mock::MockTiming;
 pub(crate) use mock::splitmix64;
 pub use offsets::OffsetPlan;
 
+use crate::blockdev::account::Recorded;
 use crate::disturbance::{CaseDisturbance, Monitor, OurWork};
 use crate::rounds::Pooled;
 use crate::schema::CaseResult;
@@ -133,13 +134,40 @@ pub enum MeasureError {
     Later(io::Error),
 }
 
+/// What runs at the edges of the timed loop, outside it: device accounting reads its counters there.
+pub trait LoopEdges {
+    /// Right before the first timed commit (after the warmup).
+    fn started(&mut self);
+    /// Right after the last timed commit, with the number of timed commits.
+    fn ended(&mut self, commits: u64);
+}
+
+/// Nothing at the edges.
+pub struct NoEdges;
+
+impl LoopEdges for NoEdges {
+    fn started(&mut self) {}
+    fn ended(&mut self, _commits: u64) {}
+}
+
 /// Warm up, then time commits until the CI target, the budget or the end of the file region.
 pub fn measure<E: CommitExecutor, C: Clock>(
     exec: &mut E,
     clock: &mut C,
     budget: &RunBudget,
 ) -> Result<Measurement, MeasureError> {
+    measure_with_edges(exec, clock, budget, &mut NoEdges)
+}
+
+/// [`measure`] with `edges` called right before the first timed commit and right after the last.
+pub fn measure_with_edges<E: CommitExecutor, C: Clock>(
+    exec: &mut E,
+    clock: &mut C,
+    budget: &RunBudget,
+    edges: &mut dyn LoopEdges,
+) -> Result<Measurement, MeasureError> {
     let warmup_ops = warm_up(exec, clock, budget)?;
+    edges.started();
     let mut samples = Samples::new();
     let start_ns = clock.now_ns();
     let deadline_ns = start_ns + secs_to_ns(budget.case_secs);
@@ -173,6 +201,7 @@ pub fn measure<E: CommitExecutor, C: Clock>(
             break StopReason::Converged;
         }
     };
+    edges.ended(samples.count());
     let halves = split_halves(&checkpoints, samples.count(), end_ns - start_ns);
     Ok(Measurement { samples, duration_ns: end_ns - start_ns, stop, warmup_ops, halves })
 }
@@ -221,21 +250,27 @@ pub enum Target<'a> {
 pub fn run_case(case: &Case, budget: &RunBudget, target: &Target<'_>) -> CaseResult {
     let outcome = match target {
         Target::Disk(dir) => disk::run(case, budget, dir),
-        Target::Mock(mock) => Ok(mock.run(case, budget)),
+        Target::Mock(mock) => Ok((mock.run(case, budget), None)),
     };
     match outcome {
-        Ok(m) => result_from(case, &m),
+        Ok((m, device)) => CaseResult { device: device.map(|d| d.report()), ..result_from(case, &m) },
         Err(failure) => failed_result(case, failure),
     }
 }
 
-/// Measure one round of a case. The mock gives every round its own seed, deterministically.
-fn measure_round(case: &Case, budget: &RunBudget, target: &Target<'_>, round: u32) -> Result<Measurement, CaseFailure> {
+/// Measure one round of a case, with what it cost the devices on a disk. The mock gives every round its
+/// own seed, deterministically.
+fn measure_round(
+    case: &Case,
+    budget: &RunBudget,
+    target: &Target<'_>,
+    round: u32,
+) -> Result<(Measurement, Option<Recorded>), CaseFailure> {
     match target {
         Target::Disk(dir) => disk::run(case, budget, dir),
         Target::Mock(mock) => {
             let seed = mock.seed ^ u64::from(round).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            Ok(MockTiming { seed }.run(case, budget))
+            Ok((MockTiming { seed }.run(case, budget), None))
         }
     }
 }
@@ -259,6 +294,8 @@ pub struct Progress<'a> {
 struct CaseRounds {
     rounds: Vec<Measurement>,
     disturbance: CaseDisturbance,
+    /// The device counts of its rounds, added up.
+    device: Option<Recorded>,
     /// A refused or failed round decides the case: a failed sync is never averaged away.
     failed: Option<CaseResult>,
 }
@@ -294,19 +331,23 @@ pub fn run_plan(
             if st.failed.is_none() {
                 let window = monitor.map(Monitor::start);
                 match measure_round(case, &round_budget, target, round) {
-                    Ok(m) => {
+                    Ok((m, device)) => {
                         if let (Some(mon), Some(w)) = (monitor, window) {
                             let commits = m.samples.count() + m.warmup_ops;
                             let ours = OurWork { commits, bytes: commits * case.bytes_per_commit() };
                             mon.finish(w, ours, round as usize + 1, &mut st.disturbance);
                         }
                         st.rounds.push(m);
+                        add_device(&mut st.device, device);
                     }
                     Err(failure) => st.failed = Some(failed_result(case, failure)),
                 }
                 results[i] = Some(match &st.failed {
                     Some(f) => f.clone(),
-                    None => result_from_rounds(case, &st.rounds, &st.disturbance),
+                    None => CaseResult {
+                        device: st.device.as_ref().map(Recorded::report),
+                        ..result_from_rounds(case, &st.rounds, &st.disturbance)
+                    },
                 });
             }
             observe(Progress { done, total, case, index: i, results: &results });
@@ -314,6 +355,14 @@ pub fn run_plan(
         round += 1;
     }
     results.into_iter().zip(cases).map(|(r, case)| r.unwrap_or_else(|| empty_result(case))).collect()
+}
+
+fn add_device(sum: &mut Option<Recorded>, round: Option<Recorded>) {
+    match (sum.as_mut(), round) {
+        (Some(s), Some(r)) => s.add(r),
+        (None, r) => *sum = r,
+        (Some(_), None) => {}
+    }
 }
 
 /// [`run_plan`] with a progress bar on stderr (when it is a terminal), every case's result so far kept in

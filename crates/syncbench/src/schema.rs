@@ -68,6 +68,9 @@ pub struct RunPayload {
     /// finished, each case from the rounds it completed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// `--background-writes`: every case measured again under background writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_writes: Option<crate::background::BackgroundRun>,
 }
 
 /// Latency percentiles of one case, in nanoseconds.
@@ -175,6 +178,9 @@ pub struct CaseResult {
     /// disturbance only slows syncs, so it bounds the undisturbed rate from below (`≥ ops_per_s_low`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lower_bound: bool,
+    /// What the timed commits made each block device under the directory do (real runs on a block device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::blockdev::account::DeviceAccounting>,
 }
 
 /// Any syncbench document as `report` and `compare` read it: `run`'s cases, and `commit`'s and `pages`'s

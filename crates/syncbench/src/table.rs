@@ -61,15 +61,18 @@ fn render_section(out: &mut String, section: Section, cases: &[&CaseResult], siz
     let heading = format!("({}) {}", section.letter(), section.title(size_bytes));
     let _ = writeln!(out, "\n{heading}:");
     let width = cases.iter().map(|c| c.label.chars().count()).max().unwrap_or(0).max(20);
+    // Device accounting (real runs on a block device): compact per-commit columns.
+    let device = cases.iter().any(|c| c.device.is_some());
+    let device_heading = if device { format!(" {}", crate::blockdev::render::HEADING) } else { String::new() };
     let _ = writeln!(
         out,
-        "  {:<width$} {:>12} {:>10} {:>10} {:>10} {:>10} {:>7}",
+        "  {:<width$} {:>12} {:>10} {:>10} {:>10} {:>10} {:>7}{device_heading}",
         "", "ops/s", "mean µs", "p50 µs", "p99 µs", "max µs", "±95%"
     );
     let fastest = if asks_for_fastest(Some(section)) { fastest_durable(cases) } else { None };
     let tie = fastest.is_some_and(|i| is_tie(cases, i));
     for (i, c) in cases.iter().enumerate() {
-        let mut line = case_line(c, width, fastest == Some(i));
+        let mut line = case_line(c, width, fastest == Some(i), device);
         if tie && fastest == Some(i) {
             line = format!("{line} {TIE_MARK}");
         }
@@ -78,6 +81,7 @@ fn render_section(out: &mut String, section: Section, cases: &[&CaseResult], siz
             out.push_str(&quantize(&c.histogram_log2));
         }
     }
+    out.push_str(&crate::blockdev::render::notes(cases.iter().map(|c| (c.label.as_str(), c.device.as_ref()))));
 }
 
 /// (d) answered in words, from all of `results`. An honoured fsync after close must wait for what the closed
@@ -176,7 +180,7 @@ fn is_tie(cases: &[&CaseResult], fastest: usize) -> bool {
     })
 }
 
-fn case_line(c: &CaseResult, width: usize, fastest: bool) -> String {
+fn case_line(c: &CaseResult, width: usize, fastest: bool, device: bool) -> String {
     let label = format!("{:<width$}", c.label);
     if let Some(error) = &c.error {
         let what = if c.supported { "failed" } else { "n/a" };
@@ -191,8 +195,10 @@ fn case_line(c: &CaseResult, width: usize, fastest: bool) -> String {
     };
     // A disturbed disk's rate is a lower bound: its ± does not hold upwards.
     let mark = if c.lower_bound { format!("{mark}  ≥ disturbed: a lower bound") } else { mark };
+    let columns =
+        if device { format!(" {}", crate::blockdev::render::columns(c.device.as_ref())) } else { String::new() };
     format!(
-        "{label} {:>12.1} {:>10} {:>10} {:>10} {:>10} {:>6.1}%{mark}",
+        "{label} {:>12.1} {:>10} {:>10} {:>10} {:>10} {:>6.1}%{columns}{mark}",
         c.ops_per_s,
         us(l.mean),
         us(l.p50 as f64),

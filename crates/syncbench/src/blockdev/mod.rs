@@ -14,9 +14,12 @@
 //! and `poll()` it now and then; at the end `stat::Snapshot::take(&disks).since(&before)` and
 //! `trace.finish()`, then [`DeviceReport::new`] per disk.
 
+pub mod account;
 pub mod disk;
+pub mod render;
 pub mod requests;
 pub mod stat;
+pub mod verdicts;
 
 pub use disk::Disk;
 

@@ -56,12 +56,34 @@ pub fn parse_rwbs(text: &str) -> Rwbs {
 /// Requests of one kind on one disk: how many, how many bytes, and how long the device took.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct KindReport {
-    /// Requests completed in the window (issued in it too: latency is known for every one).
+    /// Requests completed in the window, as the kernel's counters count them (the latency is of those whose
+    /// issue was seen too).
     pub count: u64,
     /// Bytes.
     pub bytes: u64,
     /// Device-side latency, issue → completion.
     pub latency_ns: LatencyNs,
+}
+
+impl KindReport {
+    /// Two windows' requests of this kind: counts and bytes summed, the mean weighted, min and max kept,
+    /// the other percentiles those of the window with more requests.
+    pub fn pooled(&self, other: &KindReport) -> KindReport {
+        let count = self.count + other.count;
+        let (a, b) = (&self.latency_ns, &other.latency_ns);
+        let mut latency_ns = if self.count >= other.count { *a } else { *b };
+        if count > 0 {
+            latency_ns.mean = (a.mean * self.count as f64 + b.mean * other.count as f64) / count as f64;
+            latency_ns.min = [(a.min, self.count), (b.min, other.count)]
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(m, _)| *m)
+                .min()
+                .unwrap_or(0);
+            latency_ns.max = a.max.max(b.max);
+        }
+        KindReport { count, bytes: self.bytes + other.bytes, latency_ns }
+    }
 }
 
 /// What one disk's request queue saw.
@@ -85,8 +107,9 @@ pub struct RequestReport {
     pub unmatched: u64,
 }
 
-#[derive(Default)]
-struct DiskRequests {
+/// The requests of one disk as recorded: mergeable across windows (a case's rounds), reported at the end.
+#[derive(Clone, Debug, Default)]
+pub struct DiskRequests {
     flushes: Samples,
     flush_bytes: u64,
     writes: Samples,
@@ -98,8 +121,27 @@ struct DiskRequests {
     preflush_writes: u64,
     errors: u64,
     unmatched: u64,
+    /// Completions whose issue was not seen: counted, without a latency.
+    unpaired_writes: u64,
+    unpaired_flushes: u64,
     /// Issued, not yet completed: (sector, sectors, op) → issue times, oldest first.
     in_flight: HashMap<(u64, u64, Op), VecDeque<(u64, u64)>>,
+}
+
+impl RequestReport {
+    /// Two windows' reports in one (see [`KindReport::pooled`]).
+    pub fn pooled(&self, other: &RequestReport) -> RequestReport {
+        RequestReport {
+            flushes: self.flushes.pooled(&other.flushes),
+            writes: self.writes.pooled(&other.writes),
+            fua_writes: self.fua_writes + other.fua_writes,
+            sync_writes: self.sync_writes + other.sync_writes,
+            preflush_writes: self.preflush_writes + other.preflush_writes,
+            reads: self.reads.pooled(&other.reads),
+            errors: self.errors + other.errors,
+            unmatched: self.unmatched + other.unmatched,
+        }
+    }
 }
 
 impl DiskRequests {
@@ -128,7 +170,15 @@ impl DiskRequests {
         let Some((issued_ns, bytes)) = newest else {
             // An empty PREFLUSH request (an fsync's) is never issued itself: the flush machinery issues a
             // flush request for it, then completes it. Not a lost issue.
-            self.unmatched += u64::from(sectors != 0 || rwbs.op == Op::Flush);
+            let lost_issue = sectors != 0 || rwbs.op == Op::Flush;
+            self.unmatched += u64::from(lost_issue);
+            // Still a request the device completed in the window (as the kernel's counters count it): counted,
+            // with its bytes, but no latency.
+            match rwbs.op {
+                Op::Write if sectors != 0 => (self.unpaired_writes += 1, self.write_bytes += sectors * 512).1,
+                Op::Flush => self.unpaired_flushes += 1,
+                _ => {}
+            }
             return;
         };
         let ns = time_ns.saturating_sub(issued_ns);
@@ -140,15 +190,37 @@ impl DiskRequests {
         }
     }
 
-    fn report(&self) -> RequestReport {
-        let kind = |s: &Samples, bytes| KindReport { count: s.count(), bytes, latency_ns: s.latency() };
+    /// Add another window's requests (requests still in flight at its end count as unmatched).
+    pub fn merge(&mut self, other: &DiskRequests) {
+        self.flushes.merge(&other.flushes);
+        self.writes.merge(&other.writes);
+        self.reads.merge(&other.reads);
+        self.flush_bytes += other.flush_bytes;
+        self.write_bytes += other.write_bytes;
+        self.read_bytes += other.read_bytes;
+        self.fua_writes += other.fua_writes;
+        self.sync_writes += other.sync_writes;
+        self.preflush_writes += other.preflush_writes;
+        self.errors += other.errors;
+        self.unpaired_writes += other.unpaired_writes;
+        self.unpaired_flushes += other.unpaired_flushes;
+        self.unmatched += other.unmatched + other.in_flight.values().map(|q| q.len() as u64).sum::<u64>();
+    }
+
+    /// Counts, bytes and device-side latency.
+    pub fn report(&self) -> RequestReport {
+        let kind = |s: &Samples, bytes, unpaired: u64| KindReport {
+            count: s.count() + unpaired,
+            bytes,
+            latency_ns: s.latency(),
+        };
         RequestReport {
-            flushes: kind(&self.flushes, self.flush_bytes),
-            writes: kind(&self.writes, self.write_bytes),
+            flushes: kind(&self.flushes, self.flush_bytes, self.unpaired_flushes),
+            writes: kind(&self.writes, self.write_bytes, self.unpaired_writes),
             fua_writes: self.fua_writes,
             sync_writes: self.sync_writes,
             preflush_writes: self.preflush_writes,
-            reads: kind(&self.reads, self.read_bytes),
+            reads: kind(&self.reads, self.read_bytes, 0),
             errors: self.errors,
             unmatched: self.unmatched + self.in_flight.values().map(|q| q.len() as u64).sum::<u64>(),
         }
@@ -191,6 +263,12 @@ pub struct BlockTrace {
 impl BlockTrace {
     /// Open and enable the two tracepoints on every online CPU (root; tracefs mounted by `tracefs`).
     pub fn start(tracefs: &Tracefs) -> io::Result<BlockTrace> {
+        BlockTrace::start_with_pages(tracefs, 256)
+    }
+
+    /// [`BlockTrace::start`] with `data_pages` per CPU ring (a power of two): rings big enough to hold a
+    /// whole window need no reading during it.
+    pub fn start_with_pages(tracefs: &Tracefs, data_pages: usize) -> io::Result<BlockTrace> {
         let issue = tracefs.event("block", "block_rq_issue")?;
         let complete = tracefs.event("block", "block_rq_complete")?;
         let layout = Layout {
@@ -208,7 +286,7 @@ impl BlockTrace {
             c_error: complete.field("error")?,
         };
         let points = [issue.id, complete.id].map(|id| Tracepoint { id, filter: None, wake_each: false });
-        let events = Tracepoints::open(&points, &Scope::AllTasks, &perf::online_cpus()?, 256)?;
+        let events = Tracepoints::open(&points, &Scope::AllTasks, &perf::online_cpus()?, data_pages)?;
         events.enable()?;
         Ok(BlockTrace { events, layout, disks: BTreeMap::new() })
     }
@@ -252,6 +330,20 @@ impl BlockTrace {
         let lost = self.events.lost();
         Ok((self.disks.iter().map(|(dev, d)| (*dev, d.report())).collect(), lost))
     }
+
+    /// Stop recording (what the rings hold is read by [`BlockTrace::finish_raw`]).
+    pub fn stop(&mut self) -> io::Result<()> {
+        self.events.disable()
+    }
+
+    /// Stop, read the rest, and return the raw per-disk records (to merge with other windows') and the
+    /// samples the kernel dropped.
+    pub fn finish_raw(mut self) -> io::Result<(BTreeMap<u64, DiskRequests>, u64)> {
+        self.events.disable()?;
+        self.read(true);
+        let lost = self.events.lost();
+        Ok((std::mem::take(&mut self.disks), lost))
+    }
 }
 
 #[cfg(test)]
@@ -287,7 +379,8 @@ mod tests {
         d.completed(16, 8, write, true, 6_000); // issued before the window
         let r = d.report();
         assert_eq!((r.flushes.count, r.flushes.latency_ns.max, r.flushes.latency_ns.min), (2, 3_000, 500));
-        assert_eq!((r.writes.count, r.writes.bytes, r.writes.latency_ns.p50), (1, 4096, 1_000));
+        // The write issued before the window is counted (the kernel's counters do) without a latency.
+        assert_eq!((r.writes.count, r.writes.bytes, r.writes.latency_ns.p50), (2, 8192, 1_000));
         assert_eq!((r.sync_writes, r.errors, r.unmatched), (1, 1, 1));
     }
 

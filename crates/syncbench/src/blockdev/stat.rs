@@ -18,6 +18,8 @@ pub struct Counters {
     pub write_sectors: u64,
     /// Milliseconds spent on writes (summed over requests).
     pub write_ms: u64,
+    /// Milliseconds the device had at least one request in flight (`io_ticks`).
+    pub busy_ms: u64,
     /// Completed flush requests.
     pub flushes: u64,
     /// Milliseconds spent on flushes.
@@ -36,6 +38,7 @@ pub fn parse(text: &str) -> Option<Counters> {
         writes: f[4],
         write_sectors: f[6],
         write_ms: f[7],
+        busy_ms: f[9],
         flushes: f.get(15).copied().unwrap_or(0),
         flush_ms: f.get(16).copied().unwrap_or(0),
     })
@@ -56,6 +59,9 @@ pub struct StatDelta {
     pub write_ms: u64,
     /// Flush requests completed.
     pub flushes: u64,
+    /// Time the device was busy (at least one request in flight), ms: wall time, overlaps counted once.
+    #[serde(default)]
+    pub busy_ms: u64,
     /// Total time of the flushes, ms.
     pub flush_ms: u64,
     /// Mean flush time, ms (`flush_ms / flushes`; the kernel counts whole milliseconds per request, so
@@ -76,9 +82,23 @@ impl StatDelta {
             write_bytes: d(after.write_sectors, before.write_sectors) * 512,
             write_ms: d(after.write_ms, before.write_ms),
             flushes,
+            busy_ms: d(after.busy_ms, before.busy_ms),
             flush_ms,
             flush_mean_ms: if flushes > 0 { flush_ms as f64 / flushes as f64 } else { 0.0 },
         }
+    }
+
+    /// Add another window's delta to this one.
+    pub fn add(&mut self, other: &StatDelta) {
+        self.reads += other.reads;
+        self.read_bytes += other.read_bytes;
+        self.writes += other.writes;
+        self.write_bytes += other.write_bytes;
+        self.write_ms += other.write_ms;
+        self.flushes += other.flushes;
+        self.busy_ms += other.busy_ms;
+        self.flush_ms += other.flush_ms;
+        self.flush_mean_ms = if self.flushes > 0 { self.flush_ms as f64 / self.flushes as f64 } else { 0.0 };
     }
 }
 
@@ -99,6 +119,11 @@ impl Snapshot {
             })
             .collect();
         Snapshot { counters }
+    }
+
+    /// The counters of `disk` in this snapshot.
+    pub fn get(&self, disk: &Disk) -> Option<Counters> {
+        self.counters.get(disk).copied()
     }
 
     /// Per disk, what happened since `before` (disks present in both).

@@ -58,6 +58,10 @@ pub struct Args {
     /// Short run: 1 second per point, and clients 1,4,16 unless --clients is given.
     #[arg(long)]
     pub quick: bool,
+    /// Dirty a second file in DIR at RATE (e.g. 50MiB/s, max) while commits are timed, letting the kernel
+    /// write it back: every point runs idle, then under it, side by side.
+    #[arg(long, value_name = "RATE")]
+    pub background_writes: Option<String>,
     /// Exports: --json, --csv (one row per point), --markdown (FILE or `-` for stdout).
     #[command(flatten)]
     pub export: ExportArgs,
@@ -70,6 +74,7 @@ const MAX_DELAY_US: u64 = 100_000; // PostgreSQL's range for commit_delay
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     let plan = plan(&args)?;
+    let rate = crate::background::Rate::from_option(args.background_writes.as_deref())?;
     args.export.validate()?;
     let need = (crate::commit::space_needed_bytes(), "syncbench commit", "its log");
     crate::workdir::check(&plan.dir, Some(need))?;
@@ -86,9 +91,10 @@ pub fn main(args: Args) -> Outcome {
         }
     };
     let commit = crate::commit::measure_all(&plan, root.path(), progress)?;
+    let background_writes = rate.map(|r| crate::background::commit_points(&plan, root.path(), r)).transpose()?;
     drop(root);
     let verdicts = crate::commit::verdicts(&plan, &environment, &commit.points);
-    let payload = CommitPayload { dir: plan.dir.display().to_string(), commit };
+    let payload = CommitPayload { dir: plan.dir.display().to_string(), commit, background_writes };
     let envelope = Envelope::new(started_at, environment, verdicts, payload);
     write_outputs(&args, &envelope)?;
     Ok(ExitCode::SUCCESS)
@@ -148,7 +154,9 @@ fn write_outputs(args: &Args, envelope: &Envelope<CommitPayload>) -> anyhow::Res
     let results = &envelope.payload.commit;
     let header = probe::render::header(&envelope.environment, &envelope.verdicts);
     let answer = crate::summary::commit_answer(results, &envelope.verdicts);
-    crate::export::print_human(&args.export, &format!("{answer}\n{header}\n{}", render::to_table(results)))
+    let under = envelope.payload.background_writes.as_ref();
+    let bg = under.map_or(String::new(), |b| crate::background::commit_side_by_side(&results.points, b));
+    crate::export::print_human(&args.export, &format!("{answer}\n{header}\n{}{bg}", render::to_table(results)))
 }
 
 #[cfg(test)]

@@ -3,19 +3,18 @@
 //! Options are validated before anything is created; then the overwrite file is prepared, every case of
 //! the plan runs (`runner::run_case`), the file is removed, and the table, verdicts and JSON are written.
 
+mod options;
+
 use crate::exit::{CheckFailed, Outcome, usage};
 use crate::export::ExportArgs;
-use crate::method::SyncMethod;
 use crate::probe;
 use crate::runner::{MockTiming, RunBudget, Target};
 use crate::schema::{CaseResult, Envelope, RunPayload};
 use crate::suite::{self, PlanOptions, Section};
 use crate::workdir;
+use options::{parse_methods, parse_secs, parse_sections, parse_seed, parse_write_size};
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// Smallest and largest `--size`.
-const SIZE_RANGE_BYTES: (u64, u64) = (512, suite::MIB);
 
 /// Flags of `syncbench run`.
 #[derive(Debug, Default, clap::Args)]
@@ -47,6 +46,10 @@ pub struct Args {
     /// run in a new order every round. Without it, a run under 20 s (8 s with --quick) adds rounds up to that.
     #[arg(long, value_name = "N")]
     pub rounds: Option<String>,
+    /// Dirty a second file in DIR at RATE (e.g. 50MiB/s, max) while commits are timed, letting the kernel
+    /// write it back: every case runs idle, then under it; latency and device counts side by side.
+    #[arg(long, value_name = "RATE")]
+    pub background_writes: Option<String>,
     /// Print a log2 latency histogram under each case.
     #[arg(long)]
     pub histogram: bool,
@@ -75,6 +78,8 @@ pub struct Options {
     pub exports: ExportArgs,
     /// Mock timing instead of the disk.
     pub mock: Option<MockTiming>,
+    /// `--background-writes`.
+    pub background: Option<crate::background::Rate>,
 }
 
 impl Options {
@@ -100,6 +105,10 @@ impl Options {
         }
         let rounds = crate::rounds::Schedule::from_flag(args.rounds.as_deref(), args.quick)?;
         let mock = args.mock_timing.as_deref().map(parse_seed).transpose()?;
+        let background = crate::background::Rate::from_option(args.background_writes.as_deref())?;
+        if background.is_some() && mock.is_some() {
+            return Err(usage("--background-writes needs a real directory, not --mock-timing"));
+        }
         args.exports.validate()?;
         let dir = workdir::check(
             &args.dir,
@@ -113,55 +122,9 @@ impl Options {
             histogram: args.histogram,
             exports: args.exports.clone(),
             mock,
+            background,
         })
     }
-}
-
-fn parse_secs(text: &str) -> anyhow::Result<f64> {
-    match text.trim().parse::<f64>() {
-        Ok(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Ok(s),
-        _ => Err(usage(format!("invalid --secs {text:?}: give seconds per case, more than 0 and at most 3600"))),
-    }
-}
-
-fn parse_write_size(text: &str) -> anyhow::Result<u64> {
-    let (min, max) = SIZE_RANGE_BYTES;
-    match suite::parse_size(text) {
-        Some(bytes) if (min..=max).contains(&bytes) => Ok(bytes),
-        _ => Err(usage(format!("invalid --size {text:?}: give a write size from 512 to 1M, e.g. 8k or 16384"))),
-    }
-}
-
-fn parse_sections(text: &str) -> anyhow::Result<Vec<Section>> {
-    split_list(text)
-        .map(|name| {
-            Section::parse(name).ok_or_else(|| {
-                let all: Vec<_> = Section::ALL.iter().map(|s| format!("{}={}", s.letter(), s.name())).collect();
-                usage(format!("unknown section {name:?} in --sections: use {}", all.join(", ")))
-            })
-        })
-        .collect()
-}
-
-fn parse_methods(text: &str) -> anyhow::Result<Vec<SyncMethod>> {
-    split_list(text)
-        .map(|name| {
-            SyncMethod::from_name(name).ok_or_else(|| {
-                let all: Vec<_> = SyncMethod::ALL.iter().map(|m| m.name()).collect();
-                usage(format!("unknown method {name:?} in --methods: use {}", all.join(", ")))
-            })
-        })
-        .collect()
-}
-
-fn split_list(text: &str) -> impl Iterator<Item = &str> {
-    // An empty list is one empty name, which no section or method matches: an error, not "everything".
-    text.split(',').map(str::trim)
-}
-
-fn parse_seed(text: &str) -> anyhow::Result<MockTiming> {
-    let seed = text.trim().parse().map_err(|_| usage(format!("invalid --mock-timing {text:?}: give a number")))?;
-    Ok(MockTiming { seed })
 }
 
 /// Run the command.
@@ -175,24 +138,29 @@ pub fn main(args: Args) -> Outcome {
         crate::runner::run_plan_with_progress(&cases, opts.rounds, &opts.budget, target, monitor, &partial)
     };
     // Steal and disturbances are measured on real runs only: the mock's output must not depend on the machine.
-    let (results, steal_pct, leftover) = match opts.mock {
-        Some(mock) => (run(&Target::Mock(mock), None), None, None),
+    let (results, steal_pct, leftover, background) = match opts.mock {
+        Some(mock) => (run(&Target::Mock(mock), None), None, None, None),
         None => {
             let lock = crate::disturbance::DirLock::take(&opts.dir)?;
             let prepared = workdir::prepare_run_file(&opts.dir, &environment.fs_type)?;
             let (o, env, at, note) = (opts.clone(), environment.clone(), started_at.clone(), lock.leftover_note());
             partial.on_interrupt(move |results| {
-                if let Err(e) = report(&o, env.clone(), at.clone(), results, (None, note.clone()), true) {
+                if let Err(e) = report(&o, env.clone(), at.clone(), results, (None, note.clone(), None), true) {
                     eprintln!("syncbench: {e:#}");
                 }
             });
             let (monitor, steal) = (crate::disturbance::Monitor::new(&environment), probe::steal::StealMeter::start());
-            (run(&Target::Disk(&prepared), Some(&monitor)), steal.pct(), lock.leftover_note())
+            let results = run(&Target::Disk(&prepared), Some(&monitor));
+            let (budget, rounds) = (&opts.budget, opts.rounds);
+            let background = opts
+                .background
+                .map(|rate| crate::background::run_cases(&cases, rounds, budget, &prepared, &opts.dir, rate));
+            (results, steal.pct(), lock.leftover_note(), background.transpose()?)
             // `prepared` is dropped here: the overwrite file is removed before anything is printed.
         }
     };
     partial.finish();
-    let envelope = report(&opts, environment, started_at, results, (steal_pct, leftover), false)?;
+    let envelope = report(&opts, environment, started_at, results, (steal_pct, leftover, background), false)?;
     let failed: Vec<&CaseResult> =
         envelope.payload.results.iter().filter(|r| r.supported && r.error.is_some()).collect();
     match failed.first() {
@@ -214,7 +182,7 @@ fn report(
     environment: probe::Environment,
     started_at: String,
     results: Vec<CaseResult>,
-    (steal_pct, leftover): (Option<f64>, Option<String>),
+    (steal_pct, leftover, background_writes): (Option<f64>, Option<String>, Option<crate::background::BackgroundRun>),
     partial: bool,
 ) -> anyhow::Result<Envelope<RunPayload>> {
     let mut verdicts = probe::verdicts(&environment, &results);
@@ -222,12 +190,12 @@ fn report(
     let next = crate::summary::next_command(opts.exports.json.as_deref(), &opts.dir);
     let ctx = crate::summary::RunContext { verdicts: &verdicts, next, partial, leftover };
     let text_opts = text_options(opts, &results, crate::summary::run_summary(&results, &ctx));
-    crate::export::print_human(
-        &opts.exports,
-        &crate::export::text::run(&text_opts, &environment, &verdicts, &results),
-    )?;
+    let mut text = crate::export::text::run(&text_opts, &environment, &verdicts, &results);
+    text += &background_writes.as_ref().map_or(String::new(), |b| crate::background::side_by_side(&results, b));
+    crate::export::print_human(&opts.exports, &text)?;
     let (dir, pattern) = (opts.dir.display().to_string(), opts.plan.pattern.name().to_string());
-    let envelope = Envelope::new(started_at, environment, verdicts, RunPayload { dir, pattern, results, partial });
+    let payload = RunPayload { dir, pattern, results, partial, background_writes };
+    let envelope = Envelope::new(started_at, environment, verdicts, payload);
     crate::export::write_all(&envelope, &opts.exports)?;
     Ok(envelope)
 }

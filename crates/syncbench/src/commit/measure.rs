@@ -1,6 +1,7 @@
 //! One point: a fresh log, client threads committing in a loop, a timed window in the middle.
 
 use super::{CommitPoint, Plan, PointSpec, SEGMENT_BYTES};
+use crate::blockdev::account::{Accountant, DeviceAccounting};
 use crate::exit::usage;
 use crate::probe::steal::StealMeter;
 use crate::stats::Samples;
@@ -48,6 +49,7 @@ pub(super) fn point(plan: &Plan, spec: &PointSpec, dir: &Path) -> anyhow::Result
     let start_at = Instant::now() + warmup;
     let end_at = start_at + Duration::from_secs_f64(plan.secs);
     let stop = AtomicBool::new(false);
+    let accountant = Accountant::for_dir(&plan.dir, crate::blockdev::account::is_root());
     let (tallies, window) = std::thread::scope(|scope| {
         let checkpointer = scope.spawn(|| recycle_segments(&wal, &stop));
         let clients: Vec<_> = (0..spec.clients)
@@ -56,7 +58,7 @@ pub(super) fn point(plan: &Plan, spec: &PointSpec, dir: &Path) -> anyhow::Result
                 scope.spawn(move || run_client(wal, c, plan.record_size, start_at, end_at))
             })
             .collect();
-        let window = time_window(&wal, start_at, end_at);
+        let window = time_window(&wal, start_at, end_at, (&accountant, plan.record_size as u64));
         let tallies: Vec<Result<ClientTally, WalError>> =
             clients.into_iter().map(|h| h.join().expect("client thread panicked")).collect();
         stop.store(true, Ordering::Relaxed);
@@ -76,14 +78,26 @@ struct Window {
     flushes: u64,
     commits: u64,
     flush_ns: u64,
+    device: Option<DeviceAccounting>,
 }
 
-fn time_window<S: syncbench_engine::Storage>(wal: &Wal<S>, start_at: Instant, end_at: Instant) -> Window {
+/// The timed window, read by this thread while the clients commit: the log's counters, steal, and the
+/// devices (their counters are read here at the edges, never by a client).
+fn time_window<S: syncbench_engine::Storage>(
+    wal: &Wal<S>,
+    start_at: Instant,
+    end_at: Instant,
+    (accountant, record_bytes): (&Accountant, u64),
+) -> Window {
     std::thread::sleep(start_at.saturating_duration_since(Instant::now()));
+    let device = (!accountant.is_empty()).then(|| accountant.open());
     let (t0, s0, steal) = (Instant::now(), wal.stats(), StealMeter::start());
     std::thread::sleep(end_at.saturating_duration_since(Instant::now()));
     let (t1, s1) = (Instant::now(), wal.stats());
+    let commits = s1.commits - s0.commits;
+    let device = device.map(|w| accountant.close(w, commits, record_bytes).report());
     Window {
+        device,
         duration_s: (t1 - t0).as_secs_f64(),
         steal_pct: steal.pct(),
         flushes: s1.flushes - s0.flushes,
@@ -153,6 +167,7 @@ fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> Comm
         cpu_steal_pct: window.steal_pct,
         rounds_commits_per_s: Vec::new(),
         ci95_rel: None,
+        device: window.device.clone(),
     }
 }
 
@@ -171,7 +186,7 @@ mod tests {
         let p = summarize(
             &spec,
             &[ClientTally { latency: h }],
-            &Window { duration_s: 2.0, steal_pct: Some(12.5), flushes: 2, commits: 4, flush_ns: 300 },
+            &Window { duration_s: 2.0, steal_pct: Some(12.5), flushes: 2, commits: 4, flush_ns: 300, device: None },
         );
         assert_eq!(p.commits, 4);
         assert_eq!(p.commits_per_s, 2.0);

@@ -21,6 +21,9 @@ pub struct CommitPayload {
     pub dir: String,
     /// The measurement.
     pub commit: CommitResults,
+    /// `--background-writes`: every point measured again under background writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_writes: Option<crate::background::BackgroundCommit>,
 }
 
 /// Every point of one `syncbench commit` run.
@@ -79,6 +82,9 @@ pub struct CommitPoint {
     /// Half-width of the 95% interval of `commits_per_s`, relative: Student's t over the round rates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci95_rel: Option<f64>,
+    /// What the window's commits made the devices under the directory do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::blockdev::account::DeviceAccounting>,
 }
 
 /// When a delaying leader stops waiting early (`--commit-delay-count`).
@@ -226,6 +232,7 @@ fn pool(rounds: &[CommitPoint]) -> CommitPoint {
         cpu_steal_pct: (steal_time > 0.0).then(|| steal.iter().map(|(s, d)| s * d).sum::<f64>() / steal_time),
         ci95_rel: crate::rounds::prediction_rel(&rates, commits_per_s),
         rounds_commits_per_s: rates,
+        device: crate::blockdev::account::DeviceAccounting::pooled(rounds.iter().filter_map(|p| p.device.as_ref())),
         ..rounds[0].clone()
     }
 }

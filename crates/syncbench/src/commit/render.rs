@@ -139,7 +139,8 @@ fn micros(ns: u64) -> String {
 pub fn to_table(results: &CommitResults) -> String {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    table.set_header([
+    let device = results.points.iter().any(|p| p.device.is_some());
+    let mut header = vec![
         "clients",
         "delay µs",
         "log",
@@ -153,10 +154,14 @@ pub fn to_table(results: &CommitResults) -> String {
         "p99.9 µs",
         "max µs",
         "steal %",
-    ]);
+    ];
+    if device {
+        header.extend(crate::blockdev::render::CELL_HEADINGS);
+    }
+    table.set_header(header);
     for p in &results.points {
         let l = &p.latency_ns;
-        table.add_row([
+        let mut row = vec![
             p.clients.to_string(),
             delay_cell(p),
             if p.group_commit { "group" } else { "naive" }.to_string(),
@@ -170,13 +175,26 @@ pub fn to_table(results: &CommitResults) -> String {
             micros(l.p999),
             micros(l.max),
             steal_cell(p),
-        ]);
+        ];
+        if device {
+            row.extend(crate::blockdev::render::cells(p.device.as_ref()));
+        }
+        table.add_row(row);
     }
     let durability = if results.durable { "" } else { "  (NOT durable: no sync at all)" };
+    let labels: Vec<String> = results.points.iter().map(point_label).collect();
+    let notes = crate::blockdev::render::notes(
+        labels.iter().map(String::as_str).zip(results.points.iter().map(|p| p.device.as_ref())),
+    );
     format!(
-        "syncbench commit: method {}, {}-byte records ({} bytes in the log){durability}\n{table}\n",
+        "syncbench commit: method {}, {}-byte records ({} bytes in the log){durability}\n{table}\n{notes}",
         results.method, results.record_size_bytes, results.record_log_bytes
     )
+}
+
+/// A point named in a note under the table.
+fn point_label(p: &CommitPoint) -> String {
+    format!("{} clients, delay {} µs, {}", p.clients, delay_cell(p), if p.group_commit { "group" } else { "naive" })
 }
 
 #[cfg(test)]

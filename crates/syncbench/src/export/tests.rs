@@ -72,7 +72,7 @@ fn fixture() -> Envelope<RunPayload> {
         "2026-11-21T00:00:00Z".into(),
         env,
         verdicts,
-        RunPayload { dir: "/data|wal".into(), pattern: "sequential".into(), results, partial: false },
+        RunPayload { dir: "/data|wal".into(), pattern: "sequential".into(), results, ..RunPayload::default() },
     );
     doc.command = "syncbench run --json out.json /data".into();
     doc

@@ -76,6 +76,9 @@ pub struct PagesRow {
     pub txns: u64,
     /// Seconds timed.
     pub duration_s: f64,
+    /// What the run made the devices under the store's directory do (per transaction: divide by `commits`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::blockdev::account::DeviceAccounting>,
 }
 
 impl Default for PagesRow {
@@ -103,6 +106,7 @@ impl Default for PagesRow {
             dw_pages_rewritten_before_eviction: 0,
             txns: 0,
             duration_s: 0.0,
+            device: None,
         }
     }
 }
@@ -338,15 +342,24 @@ fn run_one(plan: &Plan, mode: Mode, design: DwDesign, pool_bytes: usize) -> anyh
     recover::write_settings(store_dir.path(), plan, (mode, design), pool_bytes, created)?;
     let bank = Bank::create(RealStorage, store_dir.path(), config, plan.bank_config())
         .with_context(|| format!("creating the {} store in {}", mode.name(), store_dir.path().display()))?;
+    let accountant =
+        crate::blockdev::account::Accountant::for_dir(store_dir.path(), crate::blockdev::account::is_root());
+    let window = (!accountant.is_empty()).then(|| accountant.open());
     let before = bank.store().stats();
     let report = run_workload(plan, &bank)?;
     let after = bank.store().stats();
+    let written = (after.wal_bytes + after.home_bytes + after.dw_bytes)
+        - (before.wal_bytes + before.home_bytes + before.dw_bytes);
+    let device = window.map(|w| {
+        let txns = report.acknowledged;
+        accountant.close(w, txns, written / txns.max(1)).report()
+    });
     if let Some(err) = &report.error {
         return Err(anyhow::anyhow!("the {} run failed: {err}", mode.name()));
     }
     bank.check_invariants().map_err(|e| CheckFailed(format!("{} run: {e}", mode.name())))?;
     bank.close().with_context(|| format!("closing the {} store", mode.name()))?;
-    Ok(row((mode, design), pool_bytes, &report, before, after))
+    Ok(PagesRow { device, ..row((mode, design), pool_bytes, &report, before, after) })
 }
 
 fn atomic_support(store_dir: &Path, page_size: usize) -> Result<(), String> {
@@ -424,6 +437,7 @@ fn row(variant: (Mode, DwDesign), pool: usize, report: &RunReport, before: Store
         dw_pages_rewritten_before_eviction: after.dw_pages_respooled - before.dw_pages_respooled,
         txns,
         duration_s,
+        device: None,
     }
 }
 

@@ -80,6 +80,11 @@ pub fn to_markdown(t: &PagesTable) -> String {
             r.dw_pages_rewritten_before_eviction,
         );
     }
+    let labels: Vec<String> =
+        t.rows.iter().map(|r| format!("{} {}", r.label(), format_size(r.buffer_pool_bytes))).collect();
+    out += &crate::blockdev::render::notes(
+        labels.iter().map(String::as_str).zip(t.rows.iter().map(|r| r.device.as_ref())),
+    );
     out
 }
 
@@ -143,8 +148,11 @@ pub fn to_table(t: &PagesTable) -> String {
         "TPC-B-like, scale {}, {} clients, {}-byte pages, checkpoint every {} s, dw batch {} pages\n\n",
         t.scale, t.clients, t.page_size_bytes, t.checkpoint_secs, t.dw_batch_pages
     );
+    // Device accounting (a block device under the store): per transaction at the lowest disk.
+    let device = t.rows.iter().any(|r| r.device.is_some());
+    let device_heading = if device { format!(" {}", crate::blockdev::render::HEADING) } else { String::new() };
     out += &format!(
-        "{:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}\n",
+        "{:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}{device_heading}\n",
         "mode",
         "pool",
         "tps",
@@ -168,8 +176,10 @@ pub fn to_table(t: &PagesTable) -> String {
             continue;
         }
         let versus = versus_none(t, r);
+        let columns =
+            if device { format!(" {}", crate::blockdev::render::columns(r.device.as_ref())) } else { String::new() };
         out += &format!(
-            "{:<12} {:>8} {:>9.0} {:>9} {:>9.2} {:>9.2} {:>5.0} {:>10.0} {:>7.1} {:>8.2} {:>8.3} {:>8} {:>8.3} {:>9} {:>9}\n",
+            "{:<12} {:>8} {:>9.0} {:>9} {:>9.2} {:>9.2} {:>5.0} {:>10.0} {:>7.1} {:>8.2} {:>8.3} {:>8} {:>8.3} {:>9} {:>9}{columns}\n",
             r.label(),
             pool,
             r.tps,
@@ -187,6 +197,11 @@ pub fn to_table(t: &PagesTable) -> String {
             r.dw_pages_rewritten_before_eviction,
         );
     }
+    let labels: Vec<String> =
+        t.rows.iter().map(|r| format!("{} {}", r.label(), format_size(r.buffer_pool_bytes))).collect();
+    out += &crate::blockdev::render::notes(
+        labels.iter().map(String::as_str).zip(t.rows.iter().map(|r| r.device.as_ref())),
+    );
     out += "\nev.wait = client evictions that waited for their own double-write and its sync; dw sync = \
             double-write syncs per transaction; dw ahead / rewritten = pages spooled ahead of eviction \
             (pipelined) and of those, spooled again before their copy was used (wasted work).\n";

@@ -49,6 +49,8 @@ pub fn all(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
         emulated_disk,
     ];
     let mut found: Vec<Verdict> = rules.iter().flat_map(|rule| rule(env, results)).collect();
+    // What reached the device (device accounting), when the cases have it.
+    found.extend(crate::blockdev::verdicts::all(env, results));
     found.sort_by_key(|v| std::cmp::Reverse(v.severity));
     found
 }

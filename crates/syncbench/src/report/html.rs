@@ -83,6 +83,7 @@ fn run_section(out: &mut String, run_figures: &RunFigures) {
     if !run.results.is_empty() {
         results_table(out, run);
     }
+    super::device::table(out, run);
     out.push_str("</section>\n");
 }
 

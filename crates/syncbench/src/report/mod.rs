@@ -4,6 +4,7 @@
 //! and `html` assembles the page. Nothing here touches the measured directories.
 
 pub mod chart;
+pub mod device;
 pub mod figures;
 pub mod html;
 pub mod input;

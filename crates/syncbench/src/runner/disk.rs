@@ -1,7 +1,11 @@
 //! Cases on a real directory: the prepared files, the executors that issue real syscalls, and the plain
 //! sentences for methods a file system refuses.
 
-use super::{BestClock, CaseFailure, CommitExecutor, MeasureError, Measurement, OffsetPlan, RunBudget, measure};
+use super::{
+    BestClock, CaseFailure, CommitExecutor, LoopEdges, MeasureError, Measurement, OffsetPlan, RunBudget,
+    measure_with_edges,
+};
+use crate::blockdev::account::{Accountant, Recorded, Window};
 use crate::cleanup::{Created, unique_name};
 use crate::method::{MethodError, MethodFile, OpenMethod, WriteCall};
 use crate::suite::{Case, FileState, Shape, format_size};
@@ -18,6 +22,8 @@ pub struct PreparedDir {
     file_size_bytes: u64,
     fs_label: String,
     dio: Option<DioAlign>,
+    /// Reads the devices under the directory around each case's timed loop.
+    accountant: Accountant,
 }
 
 /// Size of each write that fills the prepared file.
@@ -45,7 +51,10 @@ impl PreparedDir {
         syncbench_sys::fsync_dir(dir)?;
         let dio = syncbench_sys::statx_io(&fd)?.dio;
         let fs_label = if fs_type.is_empty() || fs_type == "unknown" { "this file system" } else { fs_type };
-        Ok(PreparedDir { dir: dir.to_path_buf(), overwrite, file_size_bytes, fs_label: fs_label.to_string(), dio })
+        // As root the block tracepoints add flags and device-side latency to the counters.
+        let accountant = Accountant::for_dir(dir, crate::blockdev::account::is_root());
+        let fs_label = fs_label.to_string();
+        Ok(PreparedDir { dir: dir.to_path_buf(), overwrite, file_size_bytes, fs_label, dio, accountant })
     }
 
     /// The size of every case's file region.
@@ -59,24 +68,61 @@ impl PreparedDir {
     }
 }
 
-/// Run `case` on the disk.
-pub(super) fn run(case: &Case, budget: &RunBudget, dir: &PreparedDir) -> Result<Measurement, CaseFailure> {
+/// Run `case` on the disk; with what its timed commits cost the devices.
+pub(super) fn run(
+    case: &Case,
+    budget: &RunBudget,
+    dir: &PreparedDir,
+) -> Result<(Measurement, Option<Recorded>), CaseFailure> {
     check_direct_alignment(case, dir)?;
     let region = CaseFile::for_case(case, dir)?;
     let buf = pattern_buffer(case.bytes_per_commit() as usize, dir);
     let plan = OffsetPlan::new(case, dir.file_size_bytes);
     let mut clock = BestClock::new();
-    match case.shape {
+    let mut edges = DeviceEdges::new(&dir.accountant, case.bytes_per_commit());
+    let m = match case.shape {
         Shape::Steady => {
             let file = case.method.open(region.path()).map_err(|e| setup_failure(case, dir, &e))?;
             let mut exec = Steady { file, buf, plan, offsets: Vec::new() };
-            let m = measure(&mut exec, &mut clock, budget).map_err(|e| measure_failure(case, dir, e))?;
+            let m = measure_with_edges(&mut exec, &mut clock, budget, &mut edges)
+                .map_err(|e| measure_failure(case, dir, e))?;
             exec.file.settle().map_err(|e| failed("fsync after the case", &e))?;
-            Ok(m)
+            m
         }
         shape => {
             let mut exec = Reopen { path: region.path(), shape, buf, plan, offsets: Vec::new() };
-            measure(&mut exec, &mut clock, budget).map_err(|e| measure_failure(case, dir, e))
+            measure_with_edges(&mut exec, &mut clock, budget, &mut edges).map_err(|e| measure_failure(case, dir, e))?
+        }
+    };
+    Ok((m, edges.recorded))
+}
+
+/// Device accounting at the edges of the timed loop.
+pub struct DeviceEdges<'a> {
+    accountant: &'a Accountant,
+    bytes_per_commit: u64,
+    window: Option<Window>,
+    /// What the timed commits cost the devices, once the loop ended (`None` without a block device).
+    pub recorded: Option<Recorded>,
+}
+
+impl<'a> DeviceEdges<'a> {
+    /// Edges that account the devices of `accountant`.
+    pub fn new(accountant: &'a Accountant, bytes_per_commit: u64) -> DeviceEdges<'a> {
+        DeviceEdges { accountant, bytes_per_commit, window: None, recorded: None }
+    }
+}
+
+impl LoopEdges for DeviceEdges<'_> {
+    fn started(&mut self) {
+        if !self.accountant.is_empty() {
+            self.window = Some(self.accountant.open());
+        }
+    }
+
+    fn ended(&mut self, commits: u64) {
+        if let Some(w) = self.window.take() {
+            self.recorded = Some(self.accountant.close(w, commits, self.bytes_per_commit));
         }
     }
 }

@@ -5,6 +5,7 @@
 mod advise;
 mod commit;
 mod crashtest;
+mod devacct;
 mod fixtures_v1;
 mod fsync_errors;
 mod lab;

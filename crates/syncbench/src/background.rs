@@ -1,0 +1,298 @@
+//! `--background-writes RATE`: while commits are timed, another thread dirties data in a second file of
+//! the same file system at RATE, as a database's checkpointer does, and leaves the write-back to the
+//! kernel (no sync of its own). A commit's sync then competes with that write-back — "an fsync on a file
+//! system can stall on other unrelated writes to the same file system".
+//!
+//! The writer writes 1 MiB chunks through the page cache into `.syncbench-background-*`, wrapping at
+//! [`FILE_BYTES`], paced to RATE by sleeping until each chunk is due (`max`: no pacing; the kernel's dirty
+//! throttling is then the limit). It runs in its own thread: the timed loop does nothing for it.
+
+use crate::cleanup::{Created, unique_name};
+use crate::exit::usage;
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use syncbench_sys::OpenFlags;
+
+/// Size of the background file: it wraps there, so dirty data keeps coming without filling the disk.
+pub const FILE_BYTES: u64 = 256 << 20;
+
+/// Bytes per write of the background writer.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Largest rate accepted (beyond it, `max` says what is meant).
+const MAX_RATE_BYTES_PER_S: u64 = 100 << 30;
+
+/// How fast the background writer dirties data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rate {
+    /// Bytes per second.
+    BytesPerS(u64),
+    /// As fast as the kernel lets it (dirty throttling decides).
+    Max,
+}
+
+impl Rate {
+    /// The `--background-writes` option of `run` and `commit`: absent, or a rate [`Rate::parse`] accepts.
+    pub fn from_option(text: Option<&str>) -> anyhow::Result<Option<Rate>> {
+        text.map(|t| Rate::parse("--background-writes", t)).transpose()
+    }
+
+    /// `50MiB/s`, `50M`, `512k/s`, `max`. One-line usage error otherwise.
+    pub fn parse(flag: &str, text: &str) -> anyhow::Result<Rate> {
+        let t = text.trim();
+        if t.eq_ignore_ascii_case("max") {
+            return Ok(Rate::Max);
+        }
+        let size = t.strip_suffix("/s").unwrap_or(t);
+        match crate::size::parse_size(size) {
+            Some(b) if b > 0 && b <= MAX_RATE_BYTES_PER_S => Ok(Rate::BytesPerS(b)),
+            _ => Err(usage(format!(
+                "invalid {flag} {text:?}: give a rate from 1 B/s to 100 GiB/s such as 50MiB/s or 512k, or `max`"
+            ))),
+        }
+    }
+
+    /// As the user would write it.
+    pub fn name(self) -> String {
+        match self {
+            Rate::Max => "max".into(),
+            Rate::BytesPerS(b) => format!("{}/s", crate::size::format_size(b)),
+        }
+    }
+}
+
+/// What the background writer did while it ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackgroundStats {
+    /// The rate asked for (`50 MiB/s`, `max`).
+    pub rate: String,
+    /// Bytes it wrote (dirtied in the page cache).
+    pub bytes_written: u64,
+    /// Seconds it ran.
+    pub duration_s: f64,
+    /// `bytes_written / duration_s`: below the rate asked when the kernel throttled it.
+    pub bytes_per_s: f64,
+}
+
+/// A running background writer; [`BackgroundWriter::stop`] ends it and removes its file.
+pub struct BackgroundWriter {
+    rate: Rate,
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<io::Result<u64>>,
+    started: Instant,
+    _file: Created,
+}
+
+impl BackgroundWriter {
+    /// Create the file in `dir` and start writing at `rate`.
+    pub fn start(dir: &Path, rate: Rate) -> io::Result<BackgroundWriter> {
+        let path = dir.join(unique_name("background"));
+        let fd = syncbench_sys::create_new(&path, OpenFlags::BUFFERED)?;
+        let file = Created::register(path);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("syncbench-background".into())
+            .spawn(move || write_loop(&fd, rate, &flag))?;
+        Ok(BackgroundWriter { rate, stop, thread, started: Instant::now(), _file: file })
+    }
+
+    /// Stop writing, wait for the thread, remove the file. A failed write is an error.
+    pub fn stop(self) -> io::Result<BackgroundStats> {
+        self.stop.store(true, Ordering::Relaxed);
+        let bytes_written = self.thread.join().map_err(|_| io::Error::other("the background writer panicked"))??;
+        let duration_s = self.started.elapsed().as_secs_f64();
+        Ok(BackgroundStats {
+            rate: self.rate.name(),
+            bytes_written,
+            duration_s,
+            bytes_per_s: bytes_written as f64 / duration_s.max(f64::MIN_POSITIVE),
+        })
+    }
+}
+
+fn write_loop(fd: &std::os::fd::OwnedFd, rate: Rate, stop: &AtomicBool) -> io::Result<u64> {
+    let chunk: Vec<u8> = (0..CHUNK_BYTES).map(|i| (i * 31 % 251) as u8 + 1).collect();
+    let started = Instant::now();
+    let mut written = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        if let Rate::BytesPerS(per_s) = rate {
+            // The next chunk is due when the bytes so far have taken their time at the rate.
+            let due = Duration::from_secs_f64(written as f64 / per_s as f64);
+            let now = started.elapsed();
+            if due > now {
+                std::thread::sleep((due - now).min(Duration::from_millis(50)));
+                continue;
+            }
+        }
+        syncbench_sys::pwrite_all(fd, &chunk, written % FILE_BYTES)?;
+        written += CHUNK_BYTES as u64;
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_and_bad_ones_are_usage_errors() {
+        assert_eq!(Rate::parse("--background-writes", "50MiB/s").unwrap(), Rate::BytesPerS(50 << 20));
+        assert_eq!(Rate::parse("--background-writes", "512k").unwrap(), Rate::BytesPerS(512 << 10));
+        assert_eq!(Rate::parse("--background-writes", "MAX").unwrap(), Rate::Max);
+        for bad in ["", "0", "fast", "-5M", "50MiB/min", "200GiB/s"] {
+            let e = Rate::parse("--background-writes", bad).unwrap_err();
+            assert!(e.downcast_ref::<crate::exit::UsageError>().is_some(), "{bad}: {e}");
+            assert!(e.to_string().contains("invalid --background-writes"), "{e}");
+        }
+        assert_eq!(Rate::BytesPerS(50 << 20).name(), "50 MiB/s");
+    }
+
+    #[test]
+    fn the_writer_keeps_its_rate_and_removes_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = BackgroundWriter::start(dir.path(), Rate::BytesPerS(20 << 20)).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        std::thread::sleep(Duration::from_millis(300));
+        let s = w.stop().unwrap();
+        // 20 MiB/s for ~0.3 s is ~6 MiB: paced, so never far beyond the rate.
+        assert!(s.bytes_written >= 1 << 20 && s.bytes_per_s <= 2.0 * (20 << 20) as f64, "{s:?}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
+
+/// `run`'s cases measured again under background writes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackgroundRun {
+    /// What the background writer did.
+    pub writer: BackgroundStats,
+    /// Every case again, in the plan's order, measured while the writer ran (the idle results are the
+    /// document's `results`). Device counts include the writer's write-back: they say so.
+    pub results: Vec<crate::schema::CaseResult>,
+}
+
+/// Measure every case again while a background writer dirties data in `dir` at `rate`.
+pub fn run_cases(
+    cases: &[crate::suite::Case],
+    rounds: crate::rounds::Schedule,
+    budget: &crate::runner::RunBudget,
+    prepared: &crate::runner::PreparedDir,
+    dir: &Path,
+    rate: Rate,
+) -> anyhow::Result<BackgroundRun> {
+    use anyhow::Context;
+    let writer = BackgroundWriter::start(dir, rate).context("cannot start the background writer")?;
+    let target = crate::runner::Target::Disk(prepared);
+    let results = crate::runner::run_plan(cases, rounds, budget, &target, None, &mut |_| {});
+    let writer = writer.stop().context("the background writer failed")?;
+    Ok(BackgroundRun { writer, results })
+}
+
+/// Idle and under background writes side by side: latency percentiles and the device counts of both.
+pub fn side_by_side(idle: &[crate::schema::CaseResult], under: &BackgroundRun) -> String {
+    use std::fmt::Write;
+    let w = &under.writer;
+    let mut out = format!(
+        "\ncommit latency idle vs under background writes at {} (achieved {:.1} MiB/s, {} MiB dirtied; the kernel wrote it back):\n",
+        w.rate,
+        w.bytes_per_s / (1 << 20) as f64,
+        w.bytes_written >> 20
+    );
+    let width =
+        idle.iter().map(|c| c.label.chars().count() + c.section.to_string().len() + 1).max().unwrap_or(20).max(20);
+    let _ = writeln!(
+        out,
+        "  {:<width$} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>8} {:>8}",
+        "", "p50 idle", "p50 bg", "p99 idle", "p99 bg", "p999 idle", "p999 bg", "fl/c", "fl/c bg", "KiB/c", "KiB/c bg"
+    );
+    let us = |ns: u64| format!("{:.0}", ns as f64 / 1000.0);
+    let per_commit = |c: &crate::schema::CaseResult| {
+        c.device
+            .as_ref()
+            .and_then(|d| d.lowest_per_commit())
+            .map_or(("-".into(), "-".into()), |p| (format!("{:.2}", p.flushes), format!("{:.1}", p.bytes / 1024.0)))
+    };
+    for (a, b) in idle.iter().zip(&under.results) {
+        if a.ops == 0 || b.ops == 0 {
+            continue;
+        }
+        let name = format!("{} {}", a.section, a.label.trim());
+        let ((fa, ka), (fb, kb)) = (per_commit(a), per_commit(b));
+        let (la, lb) = (&a.latency_ns, &b.latency_ns);
+        let _ = writeln!(
+            out,
+            "  {name:<width$} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {fa:>7} {fb:>7} {ka:>8} {kb:>8}",
+            us(la.p50),
+            us(lb.p50),
+            us(la.p99),
+            us(lb.p99),
+            us(la.p999),
+            us(lb.p999),
+        );
+    }
+    out.push_str("  (µs; fl/c, KiB/c: flushes and KiB per commit at the lowest disk, the writer's write-back included under bg)\n");
+    out
+}
+
+/// `commit`'s points measured again under background writes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackgroundCommit {
+    /// What the background writer did.
+    pub writer: BackgroundStats,
+    /// Every point again, in the plan's order, measured while the writer ran.
+    pub points: Vec<crate::commit::CommitPoint>,
+}
+
+/// Measure every point of `plan` again (in `root`) while a background writer dirties data in the plan's
+/// directory at `rate`.
+pub fn commit_points(plan: &crate::commit::Plan, root: &Path, rate: Rate) -> anyhow::Result<BackgroundCommit> {
+    use anyhow::Context;
+    let writer = BackgroundWriter::start(&plan.dir, rate).context("cannot start the background writer")?;
+    let results = crate::commit::measure_all(plan, root, |_, _| {})?;
+    let writer = writer.stop().context("the background writer failed")?;
+    Ok(BackgroundCommit { writer, points: results.points })
+}
+
+/// `commit`'s points idle and under background writes side by side.
+pub fn commit_side_by_side(idle: &[crate::commit::CommitPoint], under: &BackgroundCommit) -> String {
+    use std::fmt::Write;
+    let w = &under.writer;
+    let mut out = format!(
+        "\ncommit latency idle vs under background writes at {} (achieved {:.1} MiB/s; the kernel wrote it back):\n",
+        w.rate,
+        w.bytes_per_s / (1 << 20) as f64
+    );
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7}",
+        "", "commits/s", "bg", "p50 µs", "bg", "p99 µs", "bg", "fl/c", "bg"
+    );
+    let us = |ns: u64| format!("{:.0}", ns as f64 / 1000.0);
+    let flushes = |p: &crate::commit::CommitPoint| {
+        p.device.as_ref().and_then(|d| d.lowest_per_commit()).map_or("-".to_string(), |c| format!("{:.2}", c.flushes))
+    };
+    for (a, b) in idle.iter().zip(&under.points) {
+        let name = format!("{} clients, {}", a.clients, if a.group_commit { "group" } else { "naive" });
+        let _ = writeln!(
+            out,
+            "  {name:<24} {:>10.0} {:>10.0} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7}",
+            a.commits_per_s,
+            b.commits_per_s,
+            us(a.latency_ns.p50),
+            us(b.latency_ns.p50),
+            us(a.latency_ns.p99),
+            us(b.latency_ns.p99),
+            flushes(a),
+            flushes(b)
+        );
+    }
+    out
+}
