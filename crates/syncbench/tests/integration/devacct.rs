@@ -7,7 +7,6 @@
 mod as_root {
     use crate::skip;
     use serde_json::Value;
-    use std::path::Path;
     use std::process::Command;
 
     fn syncbench() -> Command {
@@ -15,20 +14,7 @@ mod as_root {
     }
 
     fn missing_prerequisite() -> Option<String> {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let euid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().nth(1));
-        if euid != Some("0") {
-            return Some("not root".into());
-        }
-        if !Path::new("/dev/fuse").exists() {
-            return Some("no /dev/fuse".into());
-        }
-        for program in ["losetup", "mkfs.ext4", "mount", "umount"] {
-            if syncbench::fsync_errors::prereq::find_program(program).is_none() {
-                return Some(format!("{program} not installed"));
-            }
-        }
-        None
+        crate::missing_stack_prerequisite(&["losetup", "mkfs.ext4", "mount", "umount"])
     }
 
     /// Takes the lab down however the test ends.

@@ -99,25 +99,11 @@ fn leftover_process_check_finds_a_process_of_the_run() {
 mod as_root {
     use super::{RUN_TAG_VAR, new_run_tag, processes_of_run};
     use crate::skip;
-    use std::path::Path;
     use std::process::Command;
 
     /// Why the real experiment cannot run here, if it cannot.
     fn missing_prerequisite() -> Option<String> {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let euid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().nth(1));
-        if euid != Some("0") {
-            return Some("not root".into());
-        }
-        if !Path::new("/dev/fuse").exists() {
-            return Some("no /dev/fuse".into());
-        }
-        for program in ["losetup", "mkfs.ext4", "mount", "umount"] {
-            if syncbench::fsync_errors::prereq::find_program(program).is_none() {
-                return Some(format!("{program} not installed"));
-            }
-        }
-        None
+        crate::missing_stack_prerequisite(&["losetup", "mkfs.ext4", "mount", "umount"])
     }
 
     /// Mounts, loop devices, directories and processes a run with this pid and run tag may have left behind.

@@ -42,20 +42,15 @@ mod as_root {
     const RECORD_BYTES: usize = 64;
 
     fn missing_prerequisite() -> Option<String> {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let euid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().nth(1));
-        if euid != Some("0") {
-            return Some("not root".into());
-        }
-        if !Path::new("/dev/fuse").exists() {
-            return Some("no /dev/fuse".into());
-        }
-        for program in ["losetup", "mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "mount", "umount", "setpriv"] {
-            if syncbench::fsync_errors::prereq::find_program(program).is_none() {
-                return Some(format!("{program} not installed"));
-            }
-        }
-        None
+        crate::missing_stack_prerequisite(&[
+            "losetup",
+            "mkfs.ext4",
+            "mkfs.xfs",
+            "mkfs.btrfs",
+            "mount",
+            "umount",
+            "setpriv",
+        ])
     }
 
     fn syncbench() -> Command {

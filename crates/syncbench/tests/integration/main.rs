@@ -25,6 +25,23 @@ pub fn all_tests_required() -> bool {
     std::env::var_os(REQUIRE_ALL_TESTS).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
+/// Why a test of the FUSE + loop device stack cannot run here, if it cannot: not root, no /dev/fuse, or
+/// one of `programs` not installed.
+pub fn missing_stack_prerequisite(programs: &[&str]) -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().nth(1));
+    if euid != Some("0") {
+        return Some("not root".into());
+    }
+    if !std::path::Path::new("/dev/fuse").exists() {
+        return Some("no /dev/fuse".into());
+    }
+    programs
+        .iter()
+        .find(|p| syncbench::fsync_errors::prereq::find_program(p).is_none())
+        .map(|p| format!("{p} not installed"))
+}
+
 /// Skip the calling test because `missing` (what it needs and lacks, e.g. "chromium is not installed")
 /// — or fail it when `SYNCBENCH_REQUIRE_ALL_TESTS` is set. Use as `return skip(...)`.
 #[track_caller]

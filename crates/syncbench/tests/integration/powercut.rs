@@ -121,18 +121,7 @@ mod as_root {
     use crate::skip;
 
     fn missing_prerequisite() -> Option<String> {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let euid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|l| l.split_whitespace().nth(1));
-        if euid != Some("0") {
-            return Some("not root".into());
-        }
-        if !std::path::Path::new("/dev/fuse").exists() {
-            return Some("no /dev/fuse".into());
-        }
-        ["losetup", "mkfs.ext4", "mount", "umount"]
-            .into_iter()
-            .find(|p| syncbench::fsync_errors::prereq::find_program(p).is_none())
-            .map(|p| format!("{p} not installed"))
+        crate::missing_stack_prerequisite(&["losetup", "mkfs.ext4", "mount", "umount"])
     }
 
     /// `powercut lab` with `args` and `--json`: its exit code, its table, and the cells of the JSON.
