@@ -64,8 +64,15 @@ pub fn durable_commits_without_flush(results: &[CaseResult]) -> Vec<Verdict> {
             // serve other users' flushes too).
             let d = attributable(r)?;
             let top = d.devices.first()?;
-            let fua = top.requests.as_ref().map_or(0, |q| q.fua_writes);
-            let unflushed = top.stat.write_bytes > 0 && top.stat.flushes == 0 && fua == 0;
+            // A FUA write is durable without a flush. Any traced layer counts: a bio-based layer (LVM,
+            // dm) emits no request events of its own, so the FUA shows on the disk below it. Untraced,
+            // /sys/block stat cannot tell a FUA write from a plain one, and an O_DIRECT write opened with
+            // O_DSYNC/O_SYNC is exactly what a FUA device serves with no flush: no verdict for those.
+            let traced = d.devices.iter().any(|x| x.requests.is_some());
+            let fua: u64 = d.devices.iter().filter_map(|x| x.requests.as_ref()).map(|q| q.fua_writes).sum();
+            let flags = r.method.open_flags();
+            let maybe_fua = !traced && flags.direct && flags.sync != syncbench_sys::OpenSync::None;
+            let unflushed = top.stat.write_bytes > 0 && top.stat.flushes == 0 && fua == 0 && !maybe_fua;
             (unflushed && top.write_cache == "write back").then(|| (case_name(r), top.disk.clone()))
         })
         .collect();

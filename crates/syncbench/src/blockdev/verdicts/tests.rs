@@ -110,3 +110,50 @@ fn unattributable_counts_give_no_verdict() {
     }
     assert!(codes(&doc).is_empty(), "{:?}", codes(&doc));
 }
+
+/// `doc`'s cases of `method` as a device would have counted them had no flush reached any layer.
+fn without_flushes(doc: &mut Envelope<RunPayload>, method: SyncMethod, traced: bool) {
+    for r in doc.payload.results.iter_mut().filter(|r| r.method == method) {
+        for dev in &mut r.device.as_mut().unwrap().devices {
+            dev.stat.flushes = 0;
+            match (traced, dev.requests.as_mut()) {
+                (false, _) => dev.requests = None,
+                (true, Some(q)) => q.flushes.count = 0,
+                (true, None) => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn a_fua_write_seen_only_on_a_lower_layer_is_durable() {
+    // The file system's device (a bio-based layer, say) saw no flush; the disk below received FUA writes.
+    let mut doc = with_fua();
+    without_flushes(&mut doc, SyncMethod::OpenDatasyncDirect, true);
+    assert!(!fires(&doc, "durable_commits_without_flush"), "{:?}", codes(&doc));
+    // The same counts with the FUA writes gone: nothing made those commits durable.
+    for r in doc.payload.results.iter_mut().filter(|r| r.method == SyncMethod::OpenDatasyncDirect) {
+        for dev in &mut r.device.as_mut().unwrap().devices {
+            if let Some(q) = dev.requests.as_mut() {
+                q.fua_writes = 0;
+            }
+        }
+    }
+    assert!(fires(&doc, "durable_commits_without_flush"));
+}
+
+#[test]
+fn untraced_counts_cannot_accuse_a_direct_dsync_write_but_can_accuse_fdatasync() {
+    // Without the tracepoints a FUA write is a plain write in /sys/block stat.
+    let mut doc = fixture("lab-zero-ext4");
+    without_flushes(&mut doc, SyncMethod::OpenDatasyncDirect, false);
+    assert!(!fires(&doc, "durable_commits_without_flush"), "{:?}", codes(&doc));
+    without_flushes(&mut doc, SyncMethod::Fdatasync, false);
+    let v = durable_commits_without_flush(&doc.payload.results);
+    assert_eq!(v.len(), 1, "{:?}", codes(&doc));
+    assert!(
+        v[0].message.contains("fdatasync (one_write)") && !v[0].message.contains("open_datasync"),
+        "{}",
+        v[0].message
+    );
+}
