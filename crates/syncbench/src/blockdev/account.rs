@@ -234,9 +234,8 @@ impl Recorded {
             emulated: r.emulated,
         };
         acct.device_ns_per_commit = acct.traced().map(|(_, q)| {
-            let busy =
-                q.flushes.count as f64 * q.flushes.latency_ns.mean + q.writes.count as f64 * q.writes.latency_ns.mean;
-            busy / r.commits.max(1) as f64
+            // Only requests with a measured latency: a completion whose issue came before the window has none.
+            (q.flushes.busy_ns() + q.writes.busy_ns()) / r.commits.max(1) as f64
         });
         acct
     }
@@ -257,7 +256,9 @@ impl Recorded {
                 }
                 Some(mine)
             }
-            (mine, theirs) => mine.or(theirs),
+            // One round traced and another not: per-commit figures would divide one round's requests by
+            // every round's commits. Say nothing rather than something too low.
+            _ => None,
         };
         self.lost += other.lost;
         self.foreign = self.foreign.take().or(other.foreign);
@@ -267,7 +268,7 @@ impl Recorded {
                 write_bytes: a.write_bytes + b.write_bytes,
                 flushes: a.flushes + b.flushes,
             }),
-            (a, b) => a.or(b),
+            _ => None,
         };
     }
 }
@@ -368,6 +369,7 @@ mod tests {
             disks: vec![vda.clone()],
             commits: 10,
             stats: [(vda.clone(), delta(20, 10))].into(),
+            emulated: Some(EmulatedCounts { writes: 20, write_bytes: 1, flushes: 10 }),
             ..Default::default()
         };
         let b = Recorded {
@@ -383,8 +385,11 @@ mod tests {
         let pc = r.lowest_per_commit().unwrap();
         assert_eq!((pc.writes, pc.flushes, pc.bytes), (2.0, 1.0, 8192.0));
         assert!(r.unattributable.is_some());
-        assert_eq!(r.emulated.map(|e| e.flushes), Some(30));
+        assert_eq!(r.emulated.map(|e| e.flushes), Some(40));
         assert_eq!(r.device_ns_per_commit, None, "no tracepoints, no device time");
+        // A round without the lab's counters: per commit they would be one round's over all rounds' commits.
+        a.add(Recorded { commits: 5, ..Default::default() });
+        assert_eq!(a.report().emulated, None);
     }
 
     #[test]

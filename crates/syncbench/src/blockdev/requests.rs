@@ -63,26 +63,37 @@ pub struct KindReport {
     pub bytes: u64,
     /// Device-side latency, issue → completion.
     pub latency_ns: LatencyNs,
+    /// Requests whose issue was seen too: the ones `latency_ns` is of (`count` also has completions whose
+    /// issue came before the window). Absent (0) in files from before it was recorded.
+    #[serde(default)]
+    pub timed: u64,
 }
 
 impl KindReport {
+    /// The requests `latency_ns` describes (`count` in files that did not record them apart).
+    pub fn timed(&self) -> u64 {
+        if self.timed > 0 { self.timed } else { self.count }
+    }
+
+    /// Time the device spent on the timed requests, summed one after another (ns).
+    pub fn busy_ns(&self) -> f64 {
+        self.timed() as f64 * self.latency_ns.mean
+    }
+
     /// Two windows' requests of this kind: counts and bytes summed, the mean weighted, min and max kept,
     /// the other percentiles those of the window with more requests.
     pub fn pooled(&self, other: &KindReport) -> KindReport {
         let count = self.count + other.count;
         let (a, b) = (&self.latency_ns, &other.latency_ns);
-        let mut latency_ns = if self.count >= other.count { *a } else { *b };
-        if count > 0 {
-            latency_ns.mean = (a.mean * self.count as f64 + b.mean * other.count as f64) / count as f64;
-            latency_ns.min = [(a.min, self.count), (b.min, other.count)]
-                .iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(m, _)| *m)
-                .min()
-                .unwrap_or(0);
+        let (ta, tb) = (self.timed(), other.timed());
+        let mut latency_ns = if ta >= tb { *a } else { *b };
+        if ta + tb > 0 {
+            latency_ns.mean = (a.mean * ta as f64 + b.mean * tb as f64) / (ta + tb) as f64;
+            latency_ns.min =
+                [(a.min, ta), (b.min, tb)].iter().filter(|(_, n)| *n > 0).map(|(m, _)| *m).min().unwrap_or(0);
             latency_ns.max = a.max.max(b.max);
         }
-        KindReport { count, bytes: self.bytes + other.bytes, latency_ns }
+        KindReport { count, bytes: self.bytes + other.bytes, latency_ns, timed: ta + tb }
     }
 }
 
@@ -213,6 +224,7 @@ impl DiskRequests {
             count: s.count() + unpaired,
             bytes,
             latency_ns: s.latency(),
+            timed: s.count(),
         };
         RequestReport {
             flushes: kind(&self.flushes, self.flush_bytes, self.unpaired_flushes),
