@@ -477,6 +477,23 @@ fn shell_quote(text: &str) -> String {
 }
 
 #[cfg(test)]
+impl CaseDisturbance {
+    /// `rounds` rounds of 10 commits of 8 KiB on `vda`; those in `touched` (1-based) had 1 GiB written
+    /// beside them.
+    pub(crate) fn with_touched_rounds(rounds: usize, touched: &[usize]) -> CaseDisturbance {
+        let round = |r: usize| RoundCounts {
+            round: r,
+            ours: OurWork { commits: 10, bytes: 81920 },
+            devices: vec![(
+                "vda".into(),
+                Foreign { write_bytes: if touched.contains(&r) { 1 << 30 } else { 81920 }, read_bytes: 0, flushes: 10 },
+            )],
+        };
+        CaseDisturbance { rounds: (1..=rounds).map(round).collect(), ..Default::default() }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

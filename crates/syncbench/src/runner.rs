@@ -16,7 +16,7 @@ pub use mock::MockTiming;
 pub(crate) use mock::splitmix64;
 pub use offsets::OffsetPlan;
 
-use crate::blockdev::account::Recorded;
+use crate::blockdev::account::{DeviceAccounting, Recorded};
 use crate::disturbance::{CaseDisturbance, Monitor, OurWork};
 use crate::rounds::Pooled;
 use crate::schema::CaseResult;
@@ -294,8 +294,8 @@ pub struct Progress<'a> {
 struct CaseRounds {
     rounds: Vec<Measurement>,
     disturbance: CaseDisturbance,
-    /// The device counts of its rounds, added up.
-    device: Option<Recorded>,
+    /// Each round's device counts (`None` where none were read), in round order.
+    devices: Vec<Option<Recorded>>,
     /// A refused or failed round decides the case: a failed sync is never averaged away.
     failed: Option<CaseResult>,
 }
@@ -338,14 +338,14 @@ pub fn run_plan(
                             mon.finish(w, ours, round as usize + 1, &mut st.disturbance);
                         }
                         st.rounds.push(m);
-                        add_device(&mut st.device, device);
+                        st.devices.push(device);
                     }
                     Err(failure) => st.failed = Some(failed_result(case, failure)),
                 }
                 results[i] = Some(match &st.failed {
                     Some(f) => f.clone(),
                     None => CaseResult {
-                        device: st.device.as_ref().map(Recorded::report),
+                        device: device_of_rounds(&st.devices, &RoundChoice::of(st.rounds.len(), &st.disturbance)),
                         ..result_from_rounds(case, &st.rounds, &st.disturbance)
                     },
                 });
@@ -357,11 +357,43 @@ pub fn run_plan(
     results.into_iter().zip(cases).map(|(r, case)| r.unwrap_or_else(|| empty_result(case))).collect()
 }
 
-fn add_device(sum: &mut Option<Recorded>, round: Option<Recorded>) {
-    match (sum.as_mut(), round) {
-        (Some(s), Some(r)) => s.add(r),
-        (None, r) => *sum = r,
-        (Some(_), None) => {}
+/// The device counts of the rounds the rate was taken from: a round left out for foreign I/O would add
+/// its neighbour's requests to the commits' and make the whole case unattributable.
+fn device_of_rounds(devices: &[Option<Recorded>], choice: &RoundChoice) -> Option<DeviceAccounting> {
+    let mut sum: Option<Recorded> = None;
+    for round in choice.used.iter().filter_map(|&i| devices.get(i).cloned().flatten()) {
+        match sum.as_mut() {
+            Some(s) => s.add(round),
+            None => sum = Some(round),
+        }
+    }
+    sum.as_ref().map(Recorded::report)
+}
+
+/// Which rounds a case's rate comes from. Rounds that saw foreign I/O on the device are left out when at
+/// least two rounds and half of them were clean; otherwise (and whenever CPU steal was named) the case
+/// measured a disturbed disk: its rate is a lower bound of the undisturbed one, since a disturbance only
+/// slows syncs, and its interval is open upwards.
+#[derive(Debug, PartialEq)]
+pub struct RoundChoice {
+    /// Indices (from 0) of the rounds the rate is taken from.
+    pub used: Vec<usize>,
+    /// Whether disturbed rounds were left out.
+    pub left_out: bool,
+    /// Whether the rate is only a lower bound.
+    pub lower_bound: bool,
+}
+
+impl RoundChoice {
+    /// The choice for `rounds` rounds with `disturbance` (whose round numbers count from 1).
+    pub fn of(rounds: usize, disturbance: &CaseDisturbance) -> RoundChoice {
+        let touched = disturbance.touched_rounds();
+        let clean: Vec<usize> = (0..rounds).filter(|i| !touched.contains(&(i + 1))).collect();
+        let enough_clean = clean.len() >= 2 && clean.len() * 2 >= rounds;
+        let left_out = !touched.is_empty() && enough_clean;
+        let lower_bound = disturbance.steal_pct().is_some() || (!touched.is_empty() && !enough_clean);
+        let used = if left_out { clean } else { (0..rounds).collect() };
+        RoundChoice { used, left_out, lower_bound }
     }
 }
 
@@ -396,19 +428,11 @@ pub fn run_plan_with_progress(
     results
 }
 
-/// A case's result from its rounds so far. Rounds that saw foreign I/O on the device are left out of the
-/// rate when at least two rounds and half of them were clean; otherwise (and whenever CPU steal was named)
-/// the case measured a disturbed disk: its rate is a lower bound of the undisturbed one, since a
-/// disturbance only slows syncs, and its interval is open upwards.
+/// A case's result from its rounds so far, the rate from the rounds [`RoundChoice`] keeps.
 pub fn result_from_rounds(case: &Case, rounds: &[Measurement], disturbance: &CaseDisturbance) -> CaseResult {
-    let touched = disturbance.touched_rounds();
-    let clean: Vec<Measurement> =
-        rounds.iter().enumerate().filter(|(i, _)| !touched.contains(&(i + 1))).map(|(_, m)| m.clone()).collect();
-    let enough_clean = clean.len() >= 2 && clean.len() * 2 >= rounds.len();
-    let left_out = !touched.is_empty() && enough_clean;
-    let lower_bound = disturbance.steal_pct().is_some() || (!touched.is_empty() && !enough_clean);
-    let used = if left_out { &clean[..] } else { rounds };
-    let pooled = Pooled::of(used);
+    let RoundChoice { used, left_out, lower_bound } = RoundChoice::of(rounds.len(), disturbance);
+    let used: Vec<Measurement> = used.iter().map(|&i| rounds[i].clone()).collect();
+    let pooled = Pooled::of(&used);
     let m = Measurement {
         samples: pooled.samples.clone(),
         duration_ns: pooled.duration_ns,
@@ -488,6 +512,24 @@ pub fn result_from(case: &Case, m: &Measurement) -> CaseResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_counts_come_from_the_rounds_the_rate_does() {
+        let disturbance = CaseDisturbance::with_touched_rounds(3, &[2]);
+        let choice = RoundChoice::of(3, &disturbance);
+        assert_eq!(choice, RoundChoice { used: vec![0, 2], left_out: true, lower_bound: false });
+        let devices = [
+            Some(Recorded::with_commits(10, None)),
+            Some(Recorded::with_commits(10, Some("vda served requests that were not ours"))),
+            Some(Recorded::with_commits(12, None)),
+        ];
+        let d = device_of_rounds(&devices, &choice).unwrap();
+        assert_eq!((d.commits, d.unattributable), (22, None));
+        // All rounds disturbed: the rate is a bound from every round, and so are the counts.
+        let all = RoundChoice::of(3, &CaseDisturbance::with_touched_rounds(3, &[1, 2, 3]));
+        assert!(all.lower_bound && !all.left_out);
+        assert_eq!(device_of_rounds(&devices, &all).unwrap().commits, 32);
+    }
     use std::cell::Cell;
     use std::rc::Rc;
 

@@ -213,6 +213,12 @@ impl Accountant {
 }
 
 impl Recorded {
+    /// A window of `commits` commits with no device read, foreign I/O named when `foreign`.
+    #[cfg(test)]
+    pub(crate) fn with_commits(commits: u64, foreign: Option<&str>) -> Recorded {
+        Recorded { commits, foreign: foreign.map(str::to_string), ..Default::default() }
+    }
+
     /// Turn what was recorded into the report, the devices in chain order.
     pub fn report(&self) -> DeviceAccounting {
         let r = self;
