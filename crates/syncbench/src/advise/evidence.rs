@@ -24,7 +24,7 @@ pub struct EvidenceLevel {
 pub fn of(advice: &DatabaseAdvice) -> EvidenceLevel {
     let target = Database::parse(&advice.database).zip(Version::parse(&advice.version));
     let (validated, level) = match target {
-        Some((db, version)) => (!validations(db, version).is_empty(), level(db, version)),
+        Some((db, version)) => (validations(db, version).iter().any(|v| v.ran_on(version)), level(db, version)),
         None => (false, level_of_nothing()),
     };
     EvidenceLevel { database: advice.database.clone(), version: advice.version.clone(), validated, level }
@@ -41,6 +41,9 @@ pub struct Validation {
     pub database: Database,
     /// The versions the validated rule applies to (inclusive), and that the benchmark ran one of.
     pub versions: (Version, Version),
+    /// The version the benchmark ran: only its release series counts as validated, the rest of
+    /// `versions` as assumed.
+    pub ran: Version,
     /// The benchmark, as the sentence names it: "sysbench oltp_insert and oltp_write_only".
     pub benchmark: &'static str,
     /// The settings whose picks were checked.
@@ -61,6 +64,7 @@ pub const VALIDATIONS: &[Validation] = &[
     Validation {
         database: Database::Postgres,
         versions: (Version::new(12, 0), Version::new(18, 99)),
+        ran: Version::new(15, 0),
         benchmark: "pgbench TPC-B (1 and 8 clients)",
         settings: "wal_sync_method",
         file_systems: &["ext4", "xfs"],
@@ -71,6 +75,7 @@ pub const VALIDATIONS: &[Validation] = &[
     Validation {
         database: Database::Rocksdb,
         versions: (Version::new(6, 0), Version::new(10, 99)),
+        ran: Version::new(7, 8),
         benchmark: "db_bench fillrandom and fillseq (sync=true, RocksDB 7.8.3)",
         settings: "recycle_log_file_num, wal_bytes_per_sync, manual_wal_flush",
         file_systems: &["ext4"],
@@ -81,6 +86,7 @@ pub const VALIDATIONS: &[Validation] = &[
     Validation {
         database: Database::Etcd,
         versions: (Version::new(3, 4), Version::new(3, 6)),
+        ran: Version::new(3, 4),
         benchmark: "etcd 3.4's own WAL fsync p99 (/metrics) and etcdctl check perf",
         settings: "the pass/fail verdict",
         file_systems: &["ext4"],
@@ -89,6 +95,7 @@ pub const VALIDATIONS: &[Validation] = &[
     Validation {
         database: Database::Mariadb,
         versions: (Version::new(10, 8), Version::new(10, 11)),
+        ran: Version::new(10, 11),
         benchmark: "sysbench oltp_insert and oltp_write_only (1 and 16 threads)",
         settings: "innodb_flush_method",
         file_systems: &["ext4"],
@@ -97,6 +104,7 @@ pub const VALIDATIONS: &[Validation] = &[
     Validation {
         database: Database::Sqlite,
         versions: (Version::new(3, 7), Version::new(3, 99)),
+        ran: Version::new(3, 40),
         benchmark: "SQLite commits/s in WAL and rollback-journal mode",
         settings: "journal_mode and the predicted cost of synchronous=FULL",
         file_systems: &["ext4"],
@@ -110,6 +118,23 @@ const NOT_SHARED: &[(Database, &str)] = &[(
     "MariaDB 10.11's sysbench validation does not carry over: MySQL writes its redo log buffered, opens O_DSYNC \
      as O_SYNC and has innodb_use_fdatasync, where MariaDB 10.8+ writes it O_DIRECT under every flush method",
 )];
+
+impl Validation {
+    /// Whether `version` is of the release series the benchmark ran (PostgreSQL's series is its major
+    /// version; the others' their major.minor).
+    pub fn ran_on(&self, version: Version) -> bool {
+        let same_minor = self.database == Database::Postgres || self.ran.minor == version.minor;
+        self.ran.major == version.major && same_minor
+    }
+
+    /// "PostgreSQL 15" as the sentence names the version that ran.
+    fn ran_name(&self) -> String {
+        match self.database {
+            Database::Postgres => format!("{} {}", self.database.name(), self.ran.major),
+            _ => format!("{} {}", self.database.name(), self.ran),
+        }
+    }
+}
 
 /// The validations of this database at this version.
 pub fn validations(database: Database, version: Version) -> Vec<&'static Validation> {
@@ -129,9 +154,18 @@ pub fn level(database: Database, version: Version) -> String {
             None => level_of_nothing(),
         };
     }
-    let each: Vec<String> =
-        found.iter().map(|v| format!("{} for {} on {}", v.benchmark, v.settings, places(v))).collect();
-    format!("validated against {}", each.join("; "))
+    let each: Vec<String> = found
+        .iter()
+        .map(|v| {
+            let what = format!("{} for {} on {}", v.benchmark, v.settings, places(v));
+            if v.ran_on(version) {
+                format!("validated against {what}")
+            } else {
+                format!("not validated on {version} itself: the rule was validated on {} against {what}, and is assumed to hold for {version}", v.ran_name())
+            }
+        })
+        .collect();
+    each.join("; ")
 }
 
 /// "ext4 and lab disks hdd-7200, nvme-consumer, nvme-plp".
@@ -165,6 +199,18 @@ mod tests {
             "validated against pgbench TPC-B (1 and 8 clients) for wal_sync_method on ext4, xfs and lab disks \
              hdd-7200, nvme-consumer, nvme-plp"
         );
+    }
+
+    #[test]
+    fn a_version_the_benchmark_did_not_run_is_assumed_not_validated() {
+        let rocks = level(Database::Rocksdb, Version::new(10, 0));
+        assert!(rocks.starts_with("not validated on 10.0 itself: the rule was validated on rocksdb 7.8"), "{rocks}");
+        assert!(rocks.ends_with("assumed to hold for 10.0"), "{rocks}");
+        let etcd = level(Database::Etcd, Version::new(3, 5));
+        assert!(etcd.starts_with("not validated on 3.5 itself"), "{etcd}");
+        // PostgreSQL's series is its major version: 15.18 is 15.
+        assert!(level(Database::Postgres, Version::new(15, 18)).starts_with("validated against pgbench"));
+        assert!(level(Database::Postgres, Version::new(16, 0)).starts_with("not validated on 16.0 itself"));
     }
 
     #[test]
