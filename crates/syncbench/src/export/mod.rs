@@ -1,6 +1,7 @@
 //! Exports of `run` results: JSON (schema `syncbench/v1`), CSV (one row per case, flat columns) and
 //! Markdown (one table per section). One file per format, like hyperfine; `-` means stdout.
 
+mod advise;
 mod csv;
 mod fsync_errors;
 mod json;
