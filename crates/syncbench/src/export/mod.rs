@@ -2,6 +2,7 @@
 //! Markdown (one table per section). One file per format, like hyperfine; `-` means stdout.
 
 mod advise;
+pub mod compare;
 mod csv;
 mod fsync_errors;
 mod json;
