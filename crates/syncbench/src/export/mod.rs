@@ -3,6 +3,7 @@
 
 mod advise;
 pub mod compare;
+pub mod crashtest;
 mod csv;
 mod fsync_errors;
 mod json;
