@@ -11,6 +11,7 @@ mod markdown;
 pub mod openmetrics;
 mod probe;
 pub mod text;
+mod trace;
 
 pub use self::csv::to_csv;
 pub use self::json::{parse_any, read_any, read_run, to_json};
