@@ -110,9 +110,11 @@ mod imp {
         for warning in &report.coverage_warnings {
             eprintln!("syncbench: warning: {}", warning.message);
         }
-        let env = crate::probe::collect(&std::env::current_dir().unwrap_or_default());
-        let doc = Envelope::new(started_at, env, Vec::new(), TracePayload { trace: report });
-        crate::export::write_all(&doc, &args.export)?;
+        if args.export.any() {
+            let env = crate::probe::collect(&std::env::current_dir().unwrap_or_default());
+            let doc = Envelope::new(started_at, env, Vec::new(), TracePayload { trace: report });
+            crate::export::write_all(&doc, &args.export)?;
+        }
         session::report_done(&done);
         Ok(code)
     }

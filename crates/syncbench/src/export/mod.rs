@@ -56,6 +56,11 @@ impl ExportArgs {
         Ok(())
     }
 
+    /// Whether any export was asked for (so a command can skip collecting what only exports carry).
+    pub fn any(&self) -> bool {
+        !self.targets().is_empty()
+    }
+
     /// Whether any export writes to stdout (then the human-readable table goes to stderr).
     pub fn uses_stdout(&self) -> bool {
         self.targets().iter().any(|(_, p)| *p == Path::new("-"))
