@@ -27,9 +27,11 @@ pub struct Args {
         default_value = "postgres,mysql,mariadb,sqlite,rocksdb,etcd"
     )]
     pub databases: Vec<String>,
-    /// Write the advice as JSON (schema syncbench/v1) to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// --json, --csv (one row per setting and measurement behind it), --markdown (a table of settings per
+    /// database), --openmetrics (an info gauge per setting: database, setting, value, evidence level; and
+    /// etcd's pass); `-` for stdout (the text then goes to stderr). Checked before measuring.
+    #[command(flatten)]
+    pub export: crate::export::ExportArgs,
     /// Measure quickly (a few seconds; rougher numbers).
     #[arg(long)]
     pub quick: bool,
@@ -104,9 +106,7 @@ pub fn parse_targets_with(
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     let (targets, version_notes) = parse_targets_with(&args.databases, &detect)?;
-    if let Some(json) = &args.json {
-        crate::export::ExportArgs { json: Some(json.clone()), ..Default::default() }.validate()?;
-    }
+    args.export.validate()?;
     let started_at = crate::schema::now_rfc3339();
     let (environment, verdicts, results, source, dir) = match &args.from {
         Some(path) => {
@@ -123,18 +123,10 @@ pub fn main(args: Args) -> Outcome {
         + "\n"
         + &disturbed_measurement(&verdicts)
         + &crate::advise::body(&advice);
-    let to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
-    if to_stdout {
-        eprint!("{text}")
-    } else {
-        print!("{text}")
-    }
-    if let Some(json) = &args.json {
-        let evidence = advice.iter().map(crate::advise::evidence::of).collect();
-        let payload = AdvisePayload { dir, source, advice: advice.clone(), evidence, results };
-        let doc = Envelope::new(started_at, environment, verdicts, payload);
-        crate::output::write_to(json, &crate::export::to_json(&doc)?)?;
-    }
+    crate::export::print_human(&args.export, &text)?;
+    let evidence = advice.iter().map(crate::advise::evidence::of).collect();
+    let payload = AdvisePayload { dir, source, advice: advice.clone(), evidence, results };
+    crate::export::write_all(&Envelope::new(started_at, environment, verdicts, payload), &args.export)?;
     let failed = advice.iter().any(|a| a.pass == Some(false));
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -9,9 +9,9 @@ use crate::crashtest::pages::PagesScenario;
 use crate::crashtest::wal::WalScenario;
 use crate::crashtest::{self, ExploreOptions, Failure, Summary};
 use crate::exit::{CheckFailed, Outcome, usage};
+use crate::export::crashtest::summary_line;
 use crate::probe::Environment;
 use crate::schema::{Envelope, now_rfc3339};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use syncbench_engine::pages::{DwDesign, Mode as PageMode};
 use syncbench_simfs::Profile;
@@ -72,9 +72,10 @@ pub struct Args {
     /// Accounts per branch of the TPC-B bank in the page-store modes (TPC-B proper: 100000).
     #[arg(long, default_value_t = DEFAULT_ACCOUNTS, value_name = "N")]
     pub accounts: u32,
-    /// Write the JSON result to FILE (`-` = stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// --json, --csv (one row: settings, outcome, summary, coverage), --markdown, --openmetrics (points and
+    /// crashes run, failed points, a planted bug caught); `-` for stdout (the line then goes to stderr).
+    #[command(flatten)]
+    pub export: crate::export::ExportArgs,
     /// Double-write design with --mode dw: 2012 or pipelined.
     #[arg(long, default_value = "2012", value_parser = |s: &str| DwDesign::from_name(s).ok_or("use 2012 or pipelined"))]
     pub dw_design: DwDesign,
@@ -125,33 +126,7 @@ fn validate(args: &Args) -> anyhow::Result<()> {
     {
         return Err(usage(format!("--engine-bug {} needs {name}", value_name(bug))));
     }
-    Ok(())
-}
-
-fn summary_line(args: &Args, s: &Summary) -> String {
-    let c = &s.coverage;
-    format!(
-        "crashtest {} ({} profile{}): {} crash points passed, {} generations each ({} power losses, {} process \
-         crashes, {} recoveries interrupted, {} media damage of which {} reported); {} commits overlapping a \
-         flush, {} eviction writes, {} dw restores, {} torn tails zeroed; {:.1} s, {:.0} crash-and-recover \
-         cycles/min",
-        value_name(args.mode),
-        value_name(args.profile),
-        if args.fsync_errors { ", fsync errors" } else { "" },
-        s.points,
-        args.generations,
-        c.power_losses,
-        c.process_crashes,
-        c.recoveries_interrupted,
-        c.media_damage,
-        c.media_damage_reported,
-        c.commits_overlapping_flush,
-        c.eviction_writes,
-        c.dw_restored_pages,
-        c.torn_tails_zeroed,
-        s.duration.as_secs_f64(),
-        s.cycles_per_min
-    )
+    args.export.validate()
 }
 
 /// Run the command.
@@ -193,13 +168,13 @@ pub fn main(args: Args) -> Outcome {
         summary: &summary,
         failure,
     };
-    if let Some(dest) = &args.json {
-        let environment = Environment { fs_type: "simfs".to_string(), ..Environment::default() };
-        let envelope = Envelope::new(started_at, environment, Vec::new(), Payload { crashtest: json });
-        crate::output::write_to(dest, &(serde_json::to_string_pretty(&envelope)? + "\n"))?;
-        return finish(&args, &envelope.payload.crashtest);
+    let environment = Environment { fs_type: "simfs".to_string(), ..Environment::default() };
+    let envelope = Envelope::new(started_at, environment, Vec::new(), Payload { crashtest: json });
+    if envelope.payload.crashtest.passed {
+        crate::export::print_human(&args.export, &(summary_line(&envelope.payload.crashtest) + "\n"))?;
     }
-    finish(&args, &json)
+    crate::export::write_all(&envelope, &args.export)?;
+    finish(&args, &envelope.payload.crashtest)
 }
 
 fn profile_of(arg: ProfileArg) -> Profile {
@@ -227,12 +202,7 @@ fn explore_mode(args: &Args, opts: &ExploreOptions, progress: impl FnMut(u64)) -
 
 fn finish(args: &Args, json: &CrashtestJson<'_>) -> Outcome {
     match &json.failure {
-        None => {
-            if args.json.as_deref() != Some(std::path::Path::new("-")) {
-                println!("{}", summary_line(args, json.summary));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        None => Ok(ExitCode::SUCCESS),
         Some(f) if f.variant == "coverage" => Err(CheckFailed(format!("{}; rerun: {}", f.message, {
             let line = reproducer(args, 0);
             line.replace(" --point 0", &format!(" --points {}", json.summary.points))

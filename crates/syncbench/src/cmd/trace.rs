@@ -1,4 +1,4 @@
-//! `syncbench trace [--json F] [--histogram] [--baseline RUN.json] (--pid PID[,PID...] | --comm NAME | --all)
+//! `syncbench trace [EXPORTS] [--histogram] [--baseline RUN.json] (--pid PID[,PID...] | --comm NAME | --all)
 //! [--secs N]` and `syncbench trace [...] [--no-sync] [--syncs-only] -- COMMAND...`
 //!
 //! Attached (`--pid`, `--comm`, `--all`): reads the kernel's syscall and block tracepoints, stops nobody,
@@ -19,9 +19,10 @@ use std::path::PathBuf;
                         syncbench trace --no-sync --syncs-only -- make check\n  \
                         syncbench trace --baseline run.json --json trace.json -- ./my-service")]
 pub struct Args {
-    /// Write the report as JSON (syncbench/v1) to FILE (`-` = stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// --json, --csv (one row per call kind, overall and per file), --markdown, --openmetrics (calls per
+    /// second and latency p50/p99/p99.9 per call kind); `-` for stdout. Checked before anything is traced.
+    #[command(flatten)]
+    pub export: crate::export::ExportArgs,
     /// Also print a log2 latency histogram per call (like DTrace's quantize).
     #[arg(long)]
     pub histogram: bool,
@@ -90,7 +91,7 @@ mod imp {
     use std::time::Duration;
 
     pub fn main(args: Args) -> Outcome {
-        check_json_dest(&args)?;
+        args.export.validate()?;
         let baseline_case = args.baseline.as_deref().map(baseline::load).transpose()?;
         let started_at = crate::schema::now_rfc3339();
         let done: Done = Arc::new((Mutex::new(false), Condvar::new()));
@@ -109,11 +110,10 @@ mod imp {
         for warning in &report.coverage_warnings {
             eprintln!("syncbench: warning: {}", warning.message);
         }
-        if let Some(dest) = &args.json {
-            let dir = std::env::current_dir().unwrap_or_default();
-            let env = crate::probe::collect(&dir);
+        if args.export.any() {
+            let env = crate::probe::collect(&std::env::current_dir().unwrap_or_default());
             let doc = Envelope::new(started_at, env, Vec::new(), TracePayload { trace: report });
-            crate::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
+            crate::export::write_all(&doc, &args.export)?;
         }
         session::report_done(&done);
         Ok(code)
@@ -169,22 +169,6 @@ mod imp {
             pids.push(pid);
         }
         Ok(pids)
-    }
-
-    /// Fail before tracing, not after, when the JSON cannot be written.
-    fn check_json_dest(args: &Args) -> anyhow::Result<()> {
-        let Some(dest) = args.json.as_deref().filter(|d| *d != std::path::Path::new("-")) else {
-            return Ok(());
-        };
-        let parent = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-        if !parent.is_dir() {
-            return Err(usage(format!(
-                "--json {}: directory {} does not exist; create it or choose another path",
-                dest.display(),
-                parent.display()
-            )));
-        }
-        Ok(())
     }
 
     fn exit_code(ending: Ending) -> ExitCode {

@@ -1,6 +1,9 @@
 //! Exports of `run` results: JSON (schema `syncbench/v1`), CSV (one row per case, flat columns) and
 //! Markdown (one table per section). One file per format, like hyperfine; `-` means stdout.
 
+mod advise;
+pub mod compare;
+pub mod crashtest;
 mod csv;
 mod fsync_errors;
 mod json;
@@ -8,6 +11,7 @@ mod markdown;
 pub mod openmetrics;
 mod probe;
 pub mod text;
+mod trace;
 
 pub use self::csv::to_csv;
 pub use self::json::{parse_any, read_any, read_run, to_json};
@@ -50,6 +54,11 @@ impl ExportArgs {
             validate_target(flag, path)?;
         }
         Ok(())
+    }
+
+    /// Whether any export was asked for (so a command can skip collecting what only exports carry).
+    pub fn any(&self) -> bool {
+        !self.targets().is_empty()
     }
 
     /// Whether any export writes to stdout (then the human-readable table goes to stderr).

@@ -231,3 +231,47 @@ fn a_current_run_file_scores_postgres_on_its_multi_block_write() {
         .stdout(predicate::str::contains("one and two 8 KiB writes per commit"))
         .stdout(predicate::str::contains("no single 16 KiB write"));
 }
+
+/// An export target that cannot be written is refused in one line before anything is measured: the
+/// directory to measure is left as it was.
+#[test]
+fn an_unwritable_export_target_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = syncbench()
+        .args(["advise", "--quick", "--for", "postgres", "--openmetrics", "/nonexistent-dir/x.prom"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--openmetrics /nonexistent-dir/x.prom: directory /nonexistent-dir does not exist"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "advise measured anyway");
+}
+
+/// CSV on stdout (the advice text moves to stderr) and OpenMetrics to a file, from one saved run.
+#[test]
+fn csv_to_stdout_and_openmetrics_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = saved_run(dir.path(), 3000.0);
+    let prom = dir.path().join("syncbench.prom");
+    let out = syncbench()
+        .args(["advise", "--for", "mysql,etcd", "--csv", "-", "--openmetrics"])
+        .arg(&prom)
+        .arg("--from")
+        .arg(&run)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.starts_with("database,version,pass,evidence,setting,value,"), "{stdout}");
+    assert!(stdout.contains("\nmysql,"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("answer:"));
+    let prom = std::fs::read_to_string(prom).unwrap();
+    assert!(prom.contains("syncbench_advise_setting_info{"), "{prom}");
+    assert!(prom.contains("setting=\"innodb_flush_method\""), "{prom}");
+    assert!(prom.contains("syncbench_advise_pass{") && prom.ends_with("# EOF\n"), "{prom}");
+}

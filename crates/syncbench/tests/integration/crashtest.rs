@@ -168,3 +168,39 @@ fn bad_input_is_one_line_and_exit_2() {
     let out = crashtest(&["--generations", "0"]).code(2);
     assert!(stderr_of(&out).contains("--generations"));
 }
+
+/// An export target that cannot be written is refused in one line before any crash point runs (a billion
+/// points would take hours; the refusal takes no time).
+#[test]
+fn an_unwritable_export_target_is_refused_before_anything_runs() {
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["crashtest", "--points", "1000000000", "--markdown", "/nonexistent-dir/c.md"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--markdown /nonexistent-dir/c.md: directory /nonexistent-dir does not exist"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
+
+/// CSV on stdout (the closing line moves to stderr) and OpenMetrics in a file, from one short series.
+#[test]
+fn csv_to_stdout_and_openmetrics_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("crashtest.prom");
+    let out =
+        crashtest(&["--points", "50", "--seed", "2", "--csv", "-", "--openmetrics", prom.to_str().unwrap()]).success();
+    let csv = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let row = rows.records().next().unwrap().unwrap();
+    let field = |name: &str| row.get(header.iter().position(|h| h == name).unwrap()).unwrap().to_string();
+    assert_eq!((field("mode"), field("passed"), field("points")), ("wal".into(), "true".into(), "50".into()));
+    assert!(stderr_of(&out).contains("crash points passed"));
+    let prom = std::fs::read_to_string(prom).unwrap();
+    assert!(prom.contains("syncbench_crashtest_crash_points{dir=\"\",fs_type=\"simfs\",mode=\"wal\""), "{prom}");
+    assert!(prom.contains("syncbench_crashtest_failed_points{") && prom.contains("} 0\n"), "{prom}");
+}

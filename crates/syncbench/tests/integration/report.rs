@@ -325,6 +325,49 @@ fn compare_writes_markdown_and_json_files_next_to_the_table() {
     let _: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
 }
 
+/// An export target that cannot be written is refused in one line before any input is read (the inputs
+/// here do not exist: the export is what the message names), and nothing is written.
+#[test]
+fn compare_refuses_an_unwritable_export_before_reading_inputs() {
+    let out = syncbench()
+        .args(["compare", "/nonexistent-a.json", "/nonexistent-b.json", "--openmetrics", "/nonexistent-dir/c.prom"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--openmetrics /nonexistent-dir/c.prom: directory /nonexistent-dir does not exist"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+/// CSV on stdout (the table moves to stderr), OpenMetrics to a file, and a JSON file `parse_any` reads.
+#[test]
+fn compare_writes_csv_openmetrics_and_an_enveloped_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let (prom, json) = (dir.path().join("c.prom"), dir.path().join("c.json"));
+    let out = syncbench()
+        .current_dir(fixtures())
+        .args(["compare", "ext4.json", "xfs.json", "--csv", "-", "--openmetrics"])
+        .arg(&prom)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert!(csv.starts_with("case,section,method,"), "{csv}");
+    assert_eq!(csv.lines().count(), 55, "a header and one row per shared case");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("B vs A"));
+    let prom = std::fs::read_to_string(prom).unwrap();
+    assert!(prom.contains("syncbench_compare_cases{") && prom.contains("outcome=\"within_noise\""), "{prom}");
+    let doc = syncbench::export::read_any::<serde_json::Value>(&json).unwrap();
+    assert_eq!(doc.payload["summaries"][0]["candidate"], "xfs.json");
+    assert_eq!(doc.environment.fs_type, "ext4");
+}
+
 /// Run headless Chromium on `url` with a fresh profile; its stdout.
 fn chromium(browser: &str, window: (u32, u32), action: &[String], url: &str) -> Vec<u8> {
     let profile = tempfile::tempdir().unwrap();

@@ -234,6 +234,59 @@ fn bad_json_destination_fails_before_running_the_command() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
 }
 
+/// Every export target is checked before the command starts: one line, exit 2, the command never ran.
+#[test]
+fn an_unwritable_export_target_is_refused_before_the_command_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = tmp.path().join("ran");
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["trace", "--openmetrics", "/nonexistent-dir/t.prom", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!marker.exists(), "the command must not run");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--openmetrics /nonexistent-dir/t.prom: directory /nonexistent-dir does not exist"),
+        "{stderr}"
+    );
+}
+
+/// dd's fdatasync as a CSV row and as OpenMetrics rate and latency samples.
+#[test]
+fn csv_and_openmetrics_of_a_started_command() {
+    if !can_trace() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (csv, prom) = (tmp.path().join("t.csv"), tmp.path().join("t.prom"));
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .arg("trace")
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--openmetrics")
+        .arg(&prom)
+        .args(["--", "dd", "if=/dev/zero", "bs=4096", "count=4", "conv=fdatasync"])
+        .arg(format!("of={}", tmp.path().join("f").display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(csv).unwrap();
+    assert!(csv.starts_with("scope,dir,file,call,count,"), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("all,,,fdatasync,1,")), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("file,") && l.contains(",f,fdatasync,1,")), "{csv}");
+    let prom = std::fs::read_to_string(prom).unwrap();
+    assert!(
+        prom.contains("syncbench_trace_calls_per_second{") && prom.contains("target=\"dd\",call=\"fdatasync\"}"),
+        "{prom}"
+    );
+    assert!(prom.contains("call=\"fdatasync\",quantile=\"0.99\"}"), "{prom}");
+}
+
 #[test]
 fn baseline_comparison_uses_the_run_fdatasync_case() {
     use syncbench::schema::{CaseResult, Envelope, LatencyNs, RunPayload};
