@@ -140,7 +140,7 @@ mod tests {
         Setting { name: name.into(), value: value.into(), reason: format!("{name} | measured"), evidence }
     }
 
-    /// PostgreSQL 16 (one setting with its measurement, one without) and a failing etcd (nothing measured).
+    /// PostgreSQL 15 (one setting with its measurement, one without) and a failing etcd (nothing measured).
     fn doc() -> Envelope<AdvisePayload> {
         let measured = Evidence {
             case: "one_write/fdatasync".into(),
@@ -151,7 +151,7 @@ mod tests {
         };
         let postgres = DatabaseAdvice {
             database: "postgres".into(),
-            version: "16".into(),
+            version: "15".into(),
             storage_warning: None,
             settings: vec![
                 setting("wal_sync_method", "fdatasync", vec![measured]),
@@ -174,7 +174,7 @@ mod tests {
             AdvisePayload { dir: "/data".into(), source: "run.json".into(), advice, evidence, results: Vec::new() };
         let env = Environment { dir: "/data".into(), fs_type: "ext4".into(), ..Environment::default() };
         let mut doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, Vec::new(), payload);
-        doc.command = "syncbench advise --for postgres:16,etcd --from run.json".into();
+        doc.command = "syncbench advise --for postgres:15,etcd --from run.json".into();
         doc
     }
 
