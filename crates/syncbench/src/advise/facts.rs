@@ -20,6 +20,9 @@ pub struct Rate {
     pub ci95_rel: f64,
     /// The cases behind the score.
     pub evidence: Vec<Evidence>,
+    /// A case behind the score measured a disturbed disk: the score is only a lower bound of the
+    /// undisturbed rate (other I/O or CPU steal only slows syncs).
+    pub lower_bound: bool,
 }
 
 /// The input with lookups.
@@ -175,13 +178,21 @@ impl<'a> Facts<'a> {
     /// Choose among `candidates` by score: the `default` stays unless another is faster by more than
     /// `margin` (relative) and beyond the measurement noise. Returns (choice, all scored candidates).
     pub fn choose(&self, candidates: &[Rate], default: &str, margin: f64) -> Option<Rate> {
-        let best = candidates.iter().max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s))?;
-        let Some(def) = candidates.iter().find(|r| r.method == default) else {
-            return Some(best.clone());
-        };
-        let noise = best.ci95_rel + def.ci95_rel;
-        if best.ops_per_s > def.ops_per_s * (1.0 + margin.max(noise)) { Some(best.clone()) } else { Some(def.clone()) }
+        pick(candidates, default, margin)
     }
+}
+
+/// [`Facts::choose`]'s rule, which needs nothing of the facts.
+fn pick(candidates: &[Rate], default: &str, margin: f64) -> Option<Rate> {
+    let best = candidates.iter().max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s))?;
+    let Some(def) = candidates.iter().find(|r| r.method == default) else {
+        return Some(best.clone());
+    };
+    let noise = best.ci95_rel + def.ci95_rel;
+    // A disturbed default may be faster than it measured: nothing here can say another beats it. A
+    // disturbed challenger that wins anyway wins by at least as much undisturbed.
+    let beats = best.ops_per_s > def.ops_per_s * (1.0 + margin.max(noise)) && !def.lower_bound;
+    if beats { Some(best.clone()) } else { Some(def.clone()) }
 }
 
 fn measured(c: &CaseResult) -> bool {
@@ -195,6 +206,7 @@ fn rate_of(method: &str, cases: &[&CaseResult]) -> Rate {
         ops_per_s: log_mean.exp(),
         ci95_rel: cases.iter().map(|c| c.ci95_rel).fold(0.0, f64::max),
         evidence: cases.iter().map(|c| evidence(c)).collect(),
+        lower_bound: cases.iter().any(|c| c.lower_bound),
     }
 }
 
@@ -231,7 +243,13 @@ pub fn compare_with_rest(chosen: &Rate, scored: &[Rate], default: &str, margin: 
 /// a change must gain, so the default stays." or "… 25% faster, but within the intervals (±30%, ±12%) …".
 pub fn kept_default(faster: &Rate, default: &Rate, margin: f64) -> String {
     let pct = (faster.ops_per_s / default.ops_per_s - 1.0) * 100.0;
-    if pct <= margin * 100.0 {
+    if default.lower_bound && pct > margin * 100.0 {
+        format!(
+            "{} measured {pct:.0}% faster, but other I/O or CPU steal slowed {}'s cases, so its rate is only a \
+             lower bound: the default stays (measure again on a quiet machine to decide).",
+            faster.method, default.method
+        )
+    } else if pct <= margin * 100.0 {
         format!(
             "{} measured {pct:.0}% faster, less than the {:.0}% a change must gain, so the default stays.",
             faster.method,
@@ -254,6 +272,9 @@ fn pct_text(rel: f64) -> String {
 
 /// Commits/s with its interval: `4891/s ±3%`.
 pub fn rate_text(r: &Rate) -> String {
+    if r.lower_bound {
+        return format!("≥ {} (disturbed)", per_s(r.ops_per_s));
+    }
     format!("{} ±{}", per_s(r.ops_per_s), pct_text(r.ci95_rel))
 }
 
@@ -275,7 +296,22 @@ mod tests {
     use super::*;
 
     fn rate(method: &str, ops_per_s: f64, ci95_rel: f64) -> Rate {
-        Rate { method: method.into(), ops_per_s, ci95_rel, evidence: Vec::new() }
+        Rate { method: method.into(), ops_per_s, ci95_rel, evidence: Vec::new(), lower_bound: false }
+    }
+
+    #[test]
+    fn a_disturbed_default_is_not_beaten_and_a_disturbed_winner_still_wins() {
+        let facts_free = |candidates: &[Rate], default: &str| pick(candidates, default, 0.05).unwrap().method;
+        let slow_default = Rate { lower_bound: true, ..rate("fdatasync", 500.0, 0.05) };
+        let clean = rate("open_datasync", 1000.0, 0.05);
+        // Someone else's I/O slowed the default: a clean rival's lead proves nothing.
+        assert_eq!(facts_free(&[slow_default.clone(), clean.clone()], "fdatasync"), "fdatasync");
+        let text = kept_default(&clean, &slow_default, 0.05);
+        assert!(text.contains("only a lower bound") && text.contains("default stays"), "{text}");
+        assert!(rate_text(&slow_default).starts_with("≥ 500/s (disturbed)"));
+        // A disturbed rival that still wins beyond the noise wins by at least as much undisturbed.
+        let disturbed_rival = Rate { lower_bound: true, ..clean };
+        assert_eq!(facts_free(&[rate("fdatasync", 500.0, 0.05), disturbed_rival], "fdatasync"), "open_datasync");
     }
 
     #[test]

@@ -234,7 +234,13 @@ mod tests {
     fn delay(results: &[CaseResult]) -> Setting {
         let env = crate::probe::Environment::default();
         let facts = Facts::new(&Input { environment: &env, verdicts: &[], results });
-        let chosen = Rate { method: "fdatasync".into(), ops_per_s: 330.0, ci95_rel: 0.5, evidence: Vec::new() };
+        let chosen = Rate {
+            method: "fdatasync".into(),
+            ops_per_s: 330.0,
+            ci95_rel: 0.5,
+            evidence: Vec::new(),
+            lower_bound: false,
+        };
         commit_delay(&facts, &chosen).unwrap()
     }
 
