@@ -41,8 +41,13 @@ fn commit_json_has_one_point_per_client_count_and_mode() {
         }
         assert!(p["duration_s"].as_f64().unwrap() > 0.1);
         if !p["group_commit"].as_bool().unwrap() {
-            let per_sync = p["commits_per_sync"].as_f64().unwrap();
-            assert!((per_sync - 1.0).abs() < 0.25, "naive log: one flush per commit, got {per_sync}");
+            // One flush per commit, but the point is measured in rounds and each round's window can cut a
+            // sync off at either edge: allow two syncs per round, not a ratio (short rounds on a slow disk
+            // hold only a few commits).
+            let commits = p["commits"].as_f64().unwrap();
+            let syncs = p["syncs_per_s"].as_f64().unwrap() * p["duration_s"].as_f64().unwrap();
+            let edges = 2.0 * p["rounds_commits_per_s"].as_array().map_or(6, |r| r.len()) as f64;
+            assert!((commits - syncs).abs() <= edges.max(0.25 * commits), "naive log: one flush per commit: {p}");
         }
     }
     assert!(leftovers(dir.path()).is_empty(), "left behind: {:?}", leftovers(dir.path()));
