@@ -144,8 +144,17 @@ pub fn compare(runs: &[RunFile]) -> Comparison {
 fn ratio_between(case: &JoinedCase, baseline: usize, candidate: usize) -> Option<DescribedRatio> {
     let (a, b) = (&case.cells[baseline], &case.cells[candidate]);
     let ratio = Ratio::of(a.ops_per_s?, a.ci95_rel.unwrap_or(0.0), b.ops_per_s?, b.ci95_rel.unwrap_or(0.0))?;
-    // A disturbed side's number is a lower bound, not an estimate: neither a change nor "within noise".
-    let ratio = if a.lower_bound || b.lower_bound { ratio.disturbed() } else { ratio };
+    // A disturbed side's number is a lower bound, not an estimate: neither a change nor "within noise" —
+    // unless the bound alone decides it: a bound candidate above the baseline's whole interval is faster
+    // (its true rate is higher still), a clean candidate whose whole interval lies below a bound baseline
+    // is slower.
+    let upper = |c: &join::Cell| c.ops_per_s.unwrap_or(0.0) * (1.0 + c.ci95_rel.unwrap_or(0.0));
+    let ratio = match (a.lower_bound, b.lower_bound) {
+        (false, false) => ratio,
+        (false, true) if b.ops_per_s? > upper(a) => Ratio { direction: Direction::Faster, ..ratio },
+        (true, false) if upper(b) < a.ops_per_s? => Ratio { direction: Direction::Slower, ..ratio },
+        _ => ratio.disturbed(),
+    };
     Some(DescribedRatio { text: ratio.describe(), ratio })
 }
 
@@ -339,6 +348,27 @@ mod tests {
         let changed = cmp.environment_changed.join(" | ");
         assert!(changed.contains("A undisturbed; B disturbed in 1 case(s) (device_io: 300.0 MiB written"), "{changed}");
         assert!(changed.contains("lower bounds and not compared: B 1 case(s)"), "{changed}");
+    }
+
+    #[test]
+    fn a_lower_bound_decides_when_it_is_beyond_the_other_sides_interval() {
+        let bound = |method: &str, ops: f64| {
+            let mut c = case(method, ops, true);
+            c.lower_bound = true;
+            c
+        };
+        // B's fsync is at least 20000/s, above all of A's 8000/s interval: faster, bound or not. B's
+        // fdatasync is at least 8050/s: inside what A's interval and a bound allow, so not compared.
+        let a =
+            run("a", vec![case("fsync", 8000.0, true), case("fdatasync", 8000.0, true), bound("open_sync", 8000.0)]);
+        let b = run("b", vec![bound("fsync", 20000.0), bound("fdatasync", 8050.0), case("open_sync", 500.0, true)]);
+        let cmp = compare(&[a, b]);
+        let direction = |i: usize| cmp.cases[i].ratios[0].as_ref().unwrap().ratio.direction;
+        let by_method = |m: &str| cmp.cases.iter().position(|c| c.case.key.method == m).unwrap();
+        assert_eq!(direction(by_method("fsync")), Direction::Faster);
+        assert_eq!(direction(by_method("fdatasync")), Direction::Disturbed);
+        // A's open_sync is at least 8000/s; B's clean 500/s is below it: slower.
+        assert_eq!(direction(by_method("open_sync")), Direction::Slower);
     }
 
     #[test]
