@@ -76,7 +76,7 @@ pub fn main(args: Args) -> Outcome {
     let plan = plan(&args)?;
     let rate = crate::background::Rate::from_option(args.background_writes.as_deref())?;
     args.export.validate()?;
-    let need = (crate::commit::space_needed_bytes(), "syncbench commit", "its log");
+    let need = (crate::commit::space_needed_bytes(rate), "syncbench commit", "its log");
     crate::workdir::check(&plan.dir, Some(need))?;
     // Two measurements in one directory measure each other: refused (and a killed run's leftovers reported).
     let _lock = crate::disturbance::DirLock::take(&plan.dir)?;

@@ -112,7 +112,12 @@ impl Options {
         args.exports.validate()?;
         let dir = workdir::check(
             &args.dir,
-            mock.is_none().then_some((workdir::RUN_FILES_BYTES, "syncbench run", "its test files")),
+            // The background writer's file comes on top of the test files.
+            mock.is_none().then_some((
+                workdir::RUN_FILES_BYTES + background.map_or(0, |_| crate::background::FILE_BYTES),
+                "syncbench run",
+                "its test files",
+            )),
         )?;
         Ok(Options {
             dir,

@@ -160,9 +160,10 @@ pub const SEGMENT_BYTES: u64 = 16 << 20;
 /// Segments the measurement may hold at once (current, preallocated, spares): checked against free space.
 pub const SEGMENTS_IN_USE: u64 = 8;
 
-/// Bytes of free space a measurement in `dir` needs.
-pub fn space_needed_bytes() -> u64 {
-    SEGMENTS_IN_USE * SEGMENT_BYTES
+/// Bytes of free space a measurement in `dir` needs, the background writer's file included when
+/// `--background-writes` runs one.
+pub fn space_needed_bytes(background: Option<crate::background::Rate>) -> u64 {
+    SEGMENTS_IN_USE * SEGMENT_BYTES + background.map_or(0, |_| crate::background::FILE_BYTES)
 }
 
 /// Rounds per point: each point's `--secs` is split over them, and the points run in a new order every
