@@ -44,6 +44,12 @@ impl Tracefs {
         &self.root
     }
 
+    /// Where this process mounted it, if it did: a signal handler that cannot run `Drop` passes it to
+    /// [`detach`].
+    pub fn mounted_here(&self) -> Option<&Path> {
+        self.mounted_here.then_some(self.root.as_path())
+    }
+
     /// The id and layout of tracepoint `group:name`.
     pub fn event(&self, group: &str, name: &str) -> io::Result<EventFormat> {
         let path = self.root.join("events").join(group).join(name).join("format");
@@ -55,13 +61,19 @@ impl Tracefs {
 
 impl Drop for Tracefs {
     fn drop(&mut self) {
-        if self.mounted_here
-            && let Ok(target) = CString::new(self.root.as_os_str().as_encoded_bytes())
-        {
-            // SAFETY: a valid path; MNT_DETACH so open perf events (which do not use the mount) cannot block it.
-            unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
-            let _ = std::fs::remove_dir(&self.root);
+        if self.mounted_here {
+            detach(&self.root);
         }
+    }
+}
+
+/// Unmount a tracefs this process mounted at `root` and remove the directory (best effort: teardown; a
+/// second call, or a call after `Drop`, finds nothing and does nothing).
+pub fn detach(root: &Path) {
+    if let Ok(target) = CString::new(root.as_os_str().as_encoded_bytes()) {
+        // SAFETY: a valid path; MNT_DETACH so open perf events (which do not use the mount) cannot block it.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        let _ = std::fs::remove_dir(root);
     }
 }
 

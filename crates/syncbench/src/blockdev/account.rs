@@ -163,6 +163,11 @@ impl Accountant {
     pub fn for_dir(dir: &Path, trace: bool) -> Accountant {
         let disks = chain(dir);
         let tracefs = (trace && !disks.is_empty()).then(|| Tracefs::open(&std::env::temp_dir()).ok()).flatten();
+        // A signal ends the process without `Drop`: a tracefs we mounted must not outlive us.
+        if let Some(root) = tracefs.as_ref().and_then(Tracefs::mounted_here) {
+            let root = root.to_path_buf();
+            crate::cleanup::on_signal(move || syncbench_sys::tracefs::detach(&root));
+        }
         Accountant { lab_mount: lab_mount_of(&disks), disks, tracefs }
     }
 
