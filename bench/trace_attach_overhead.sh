@@ -10,7 +10,12 @@
 # build to compare with; `perf`: `perf record -p` of the workload's calls' syscalls: tracepoints to
 # /dev/null, the kernel's own cost of recording them with a consumer that does nothing; `all`: `trace
 # --all` instead of `--pid`, events per CPU instead of per task, stopped by SIGINT after the loop; its
-# count is checked to be at least the loop's, as other programs' calls count too), TRACE_ARGS (extra flags for the attached modes, e.g. --syncs-only).
+# count is checked to be at least the loop's, as other programs' calls count too; `pertask`: `trace --pid
+# --per-task`, events on the loop's task instead of per CPU; `beside`, `beside_pertask`,
+# `beside_untraced`: the cost on a program NOT traced: the measured loop runs untraced beside a second,
+# identical loop that `trace --pid` (`beside`), `trace --pid --per-task` (`beside_pertask`) or nobody
+# (`beside_untraced`, the baseline) traces; the second loop's count is checked), TRACE_ARGS (extra flags
+# for the attached modes, e.g. --syncs-only).
 # Each round runs the modes back to back, in a rotating order (load drift from other work on the
 # machine hits all of them alike), and prints the load average. Per mode: the median and range of the
 # wall time per iteration and of the loop's own CPU time per iteration (user + system: includes the
@@ -37,11 +42,35 @@ gcc -O2 -o "$exe" "$here/trace_overhead.c"
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 range() { tr ' ' '\n' | grep . | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / – /'; }
 
+check() { # trace.json, mode: every call of the loop seen, and nothing lost
+    python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["trace"]; c={x["call"]: x["count"] for x in t["calls"]}; n=int(sys.argv[2]); assert (not sys.argv[3] or c.get(sys.argv[3])==n or (sys.argv[4]=="all" and c.get(sys.argv[3],0)>=n)) and t["lost_events"]==0, (c, t["lost_events"])' "$1" "$n" "$call" "$2"
+}
+
 one() { # mode -> "wall_ns cpu_ns" per iteration
     local mode="$1" fifo="$work/go" out="$work/out" err="$work/err" tracer_bin="$bin"
-    rm -f "$fifo" "$out" "$err"
+    rm -f "$fifo" "$out" "$err" "$work/go2" "$work/out2"
     [ "$mode" = base ] && tracer_bin="${BASE_BIN:?BASE_BIN: the syncbench binary to compare with}"
     case "$mode" in
+    beside*)
+        mkfifo "$fifo" "$work/go2"
+        sh -c 'read x <"$1"; exec "$2" "$3" "$4" "$5"' _ "$fifo" "$exe" "$workload" "$dir" "$n" >"$out" &
+        local pid=$!
+        sh -c 'read x <"$1"; exec "$2" "$3" "$4" "$5"' _ "$work/go2" "$exe" "$workload" "$dir" "$n" >"$work/out2" &
+        local traced=$! tracer="" per_task=()
+        [ "$mode" = beside_pertask ] && per_task=(--per-task)
+        if [ "$mode" != beside_untraced ]; then
+            "$bin" trace --pid "$traced" "${per_task[@]}" --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
+            tracer=$!
+            until grep -q "syncbench: tracing" "$err" 2>/dev/null; do sleep 0.05; done
+        fi
+        echo go >"$work/go2" &
+        echo go >"$fifo"
+        wait "$pid" "$traced"
+        if [ -n "$tracer" ]; then
+            wait "$tracer"
+            check "$work/trace.json" "$mode"
+        fi
+        ;;
     ptrace)
         "$bin" trace --json "$work/trace.json" "${trace_args[@]}" -- "$exe" "$workload" "$dir" "$n" >"$out" 2>"$err"
         ;;
@@ -59,7 +88,9 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
             tracer=$!
             until grep -q "syncbench: tracing" "$err" 2>/dev/null; do sleep 0.05; done
         elif [ "$mode" != untraced ]; then
-            "$tracer_bin" trace --pid "$pid" --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
+            local per_task=()
+            [ "$mode" = pertask ] && per_task=(--per-task)
+            "$tracer_bin" trace --pid "$pid" "${per_task[@]}" --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
             tracer=$!
             until grep -q "syncbench: tracing" "$err" 2>/dev/null; do sleep 0.05; done
         fi
@@ -68,8 +99,7 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
         if [ -n "$tracer" ]; then
             [ "$mode" = all ] && kill -INT "$tracer"
             wait "$tracer" || [ "$mode" = all ]
-            # every call of the loop seen, and nothing lost
-            python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["trace"]; c={x["call"]: x["count"] for x in t["calls"]}; n=int(sys.argv[2]); assert (not sys.argv[3] or c.get(sys.argv[3])==n or (sys.argv[4]=="all" and c.get(sys.argv[3],0)>=n)) and t["lost_events"]==0, (c, t["lost_events"])' "$work/trace.json" "$n" "$call" "$mode"
+            check "$work/trace.json" "$mode"
         fi
         ;;
     esac

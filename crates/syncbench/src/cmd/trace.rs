@@ -48,6 +48,10 @@ pub struct Args {
     /// Attach to the whole machine; root needed.
     #[arg(long, conflicts_with = "command")]
     pub all: bool,
+    /// --pid/--comm: record with events on the chosen tasks instead of on every CPU (other programs'
+    /// calls are not sampled; the traced tasks pay more at each context switch).
+    #[arg(long, conflicts_with_all = ["all", "command"])]
+    pub per_task: bool,
     /// Stop an attached trace after N seconds (default: at Ctrl-C).
     #[arg(long, value_name = "N")]
     pub secs: Option<f64>,
@@ -152,7 +156,8 @@ mod imp {
                  tracepoints): run it with sudo, or start the program under trace: syncbench trace -- COMMAND",
             ));
         }
-        Ok(Some(AttachOptions { selection, duration, track_writes: !args.syncs_only }))
+        let per_task = args.per_task;
+        Ok(Some(AttachOptions { selection, duration, track_writes: !args.syncs_only, per_task }))
     }
 
     fn parse_pids(text: &str) -> anyhow::Result<Vec<i32>> {

@@ -1,9 +1,11 @@
 //! `syncbench trace --pid/--comm/--all`: the same durability calls as the ptrace tracer, seen without
-//! stopping anybody, from the kernel's syscall tracepoints (`syscalls:sys_enter_*`/`sys_exit_*` for
-//! `--all`, `raw_syscalls` for chosen processes: see `open_events`) recorded through perf events on every
-//! CPU, plus `sched:sched_process_{fork,exec,exit}` to follow new processes and forget descriptors. The
-//! traced program pays one perf sample per traced call entry and exit (about 1.2 µs of its CPU per call
-//! on the project VM); all decoding happens here, afterwards, in time order.
+//! stopping anybody, from the kernel's syscall tracepoints (`syscalls:sys_enter_*`/`sys_exit_*`, or
+//! `raw_syscalls` with `--per-task`: see `open_events`) recorded through perf events on every CPU, plus
+//! `sched:sched_process_{fork,exec,exit}` to follow new processes and forget descriptors. By default the
+//! events are per CPU for `--pid`/`--comm` too: the kernel records every program's traced calls and
+//! [`Follow`] keeps the chosen processes' (new children, threads and execs included). The traced program
+//! pays one perf sample per traced call entry and exit (about 1.2–1.6 µs of its CPU per call on the
+//! project VM); all decoding happens here, afterwards, in time order.
 
 use super::calls::{self, Entry, OpenSyncFlag, SyncCall};
 use super::fds::{self, FdTable};
@@ -66,6 +68,10 @@ pub struct AttachOptions {
     pub duration: Option<Duration>,
     /// Record every write (bytes between syncs, writes on O_SYNC/O_DSYNC descriptors).
     pub track_writes: bool,
+    /// `--pid`/`--comm`: open the events on the chosen tasks (inherited by the tasks they create)
+    /// instead of on every CPU: other programs' calls are not sampled, but the traced tasks pay for
+    /// switching their events at every context switch (see `open_events`).
+    pub per_task: bool,
 }
 
 /// What an attached trace produced.
@@ -166,10 +172,13 @@ struct Attacher {
 const RECHECK_NAME_NS: u64 = 1_000_000_000;
 
 /// The tracepoints to open and what each id means, two ways (measured in docs/benchmarks.md):
-/// - `--all` (events per CPU): each traced call's own `syscalls:sys_enter_*`/`sys_exit_*`. Any other
-///   system call stops at a bitmap test (~0.1–0.2 µs), where with `raw_syscalls` and an `id == …` filter it
-///   builds a record for the filter to reject (~0.45 µs), on every task of the machine.
-/// - `--pid`/`--comm` (events per task): `raw_syscalls:sys_enter`/`sys_exit` with that filter. A task's
+/// - events per CPU (the default, `--all`, `--pid`, `--comm`): each traced call's own
+///   `syscalls:sys_enter_*`/`sys_exit_*`. Any other system call stops at a bitmap test (~0.1–0.2 µs),
+///   where with `raw_syscalls` and an `id == …` filter it builds a record for the filter to reject
+///   (~0.45 µs), on every task of the machine. No kernel-side pid filter: `common_pid` is a thread id, and
+///   a filter updated from the fork events (read up to 50 ms later) would drop a new thread's or child's
+///   first calls.
+/// - events per task (`--per-task`): `raw_syscalls:sys_enter`/`sys_exit` with that filter. A task's
 ///   events are switched out and in with it at every context switch, at a cost that grows with their
 ///   number (a write+fdatasync loop, which sleeps in every fdatasync, paid ~40 µs of CPU per iteration
 ///   with the 36 per-call events, ~20 µs with these 8): fewer events win where programs sleep often.
@@ -234,10 +243,12 @@ fn syscall_event(tracefs: &Tracefs, which: &str, name: &str) -> io::Result<Event
     Ok(format)
 }
 
-/// What to record: the whole machine, or the selected processes' threads (and, through `inherit`,
-/// every task they create while traced).
-fn scope_of(selection: &Selection) -> Scope {
+/// What to record: the whole machine (the default: [`Follow`] picks the selected processes), or with
+/// `per_task` the selected processes' threads (and, through `inherit`, every task they create while
+/// traced).
+fn scope_of(selection: &Selection, per_task: bool) -> Scope {
     match selection {
+        _ if !per_task => Scope::AllTasks,
         Selection::All => Scope::AllTasks,
         Selection::Pids(pids) => Scope::Tasks(pids.iter().flat_map(|&p| follow::threads_of(p)).collect()),
         Selection::Comm(name) => {
@@ -248,16 +259,16 @@ fn scope_of(selection: &Selection) -> Scope {
 
 /// Open the events for the selection. Threads started while the events were being opened are not
 /// covered by `inherit`: list the threads again until no new one appears.
-fn open_for(points: &[Tracepoint], selection: &Selection) -> io::Result<Tracepoints> {
+fn open_for(points: &[Tracepoint], selection: &Selection, per_task: bool) -> io::Result<Tracepoints> {
     let cpus = perf::online_cpus()?;
     let _ = perf::raise_fd_limit(); // without it, fewer tasks can be followed: opening then fails clearly
-    let scope = scope_of(selection);
+    let scope = scope_of(selection, per_task);
     // 8 MiB per CPU: ~80 000 samples, drained from a quarter full on.
     let pages = 2048;
     let mut events = Tracepoints::open(points, &scope, &cpus, pages)?;
     if let Scope::Tasks(mut known) = scope {
         for _ in 0..10 {
-            let Scope::Tasks(now) = scope_of(selection) else { break };
+            let Scope::Tasks(now) = scope_of(selection, per_task) else { break };
             let new: Vec<i32> = now.into_iter().filter(|t| !known.contains(t)).collect();
             if new.is_empty() {
                 break;
@@ -281,8 +292,9 @@ const POLL_EVERY: Duration = Duration::from_millis(50);
 /// `ready` is called once recording has started.
 pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce()) -> io::Result<Attached> {
     let tracefs = Tracefs::open(&std::env::temp_dir())?;
-    let (points, kinds) = open_events(&tracefs, options.track_writes, &scope_of(&options.selection))?;
-    let mut events = open_for(&points, &options.selection)?;
+    let scope = scope_of(&options.selection, options.per_task);
+    let (points, kinds) = open_events(&tracefs, options.track_writes, &scope)?;
+    let mut events = open_for(&points, &options.selection, options.per_task)?;
     let all_disks: Vec<Disk> = disk::all_disks();
     let before = stat::Snapshot::take(&all_disks);
     let mut blocks = BlockTrace::start(&tracefs)?;
@@ -371,6 +383,7 @@ impl Attacher {
             Kind::Exec => {
                 self.fds.forget_process(s.pid);
                 self.abi_32.remove(&s.pid);
+                self.follow.execed(s.pid);
                 if self.follow.wants(s.pid) {
                     self.is_32_bit(s.pid); // a 32-bit program's calls are not seen: the report says so
                 }

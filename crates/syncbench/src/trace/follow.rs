@@ -82,6 +82,14 @@ impl Follow {
         }
     }
 
+    /// Process `tgid` ran exec: for `--comm`, a process not followed is decided again at its next call, as
+    /// its name may now be NAME (a new `postgres` started by a shell).
+    pub fn execed(&mut self, tgid: Pid) {
+        if matches!(self.selection, Selection::Comm(_)) && self.decided.get(&tgid) == Some(&false) {
+            self.decided.remove(&tgid);
+        }
+    }
+
     /// Process `tgid` exited: forget the decision (its id can be reused).
     pub fn exited(&mut self, tgid: Pid) {
         self.decided.remove(&tgid);
@@ -202,6 +210,20 @@ mod tests {
         let own = comm_of(me).unwrap();
         let mut by_name = Follow::new(Selection::Comm(own), me);
         assert!(!by_name.wants(me));
+    }
+
+    #[test]
+    fn comm_is_decided_again_after_exec_pids_are_not() {
+        let me = std::process::id() as Pid;
+        let own = comm_of(me).unwrap();
+        let mut f = Follow::new(Selection::Comm(own), 0);
+        f.decide(me, false); // as if first seen under another name, before its exec
+        f.execed(me);
+        assert!(f.wants(me), "its name now matches");
+        let mut p = Follow::new(Selection::Pids(vec![1_000_001]), 0);
+        p.decide(me, false);
+        p.execed(me);
+        assert!(!p.wants(me), "--pid follows processes, not names");
     }
 
     #[test]

@@ -379,7 +379,11 @@ fn bad_attach_arguments_are_one_line_and_exit_2() {
     }
     // Starting a program and attaching exclude each other, as do --no-sync and attaching (clap's own
     // usage error, also exit 2).
-    for args in [&["trace", "--pid", "1", "--", "true"][..], &["trace", "--no-sync", "--all"]] {
+    for args in [
+        &["trace", "--pid", "1", "--", "true"][..],
+        &["trace", "--no-sync", "--all"],
+        &["trace", "--all", "--per-task"],
+    ] {
         let out = Command::cargo_bin("syncbench").unwrap().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
@@ -395,7 +399,9 @@ fn can_attach() -> bool {
 }
 
 /// Run `attach_counts` and attach to it by PID after it started; it makes its calls only once the tracer
-/// says it is tracing. Returns the JSON report and the text report.
+/// says it is tracing. Meanwhile another program, not followed, fsyncs a file in a loop: its calls must
+/// not be counted (with events per CPU the kernel records them too). Returns the JSON report and the
+/// text report.
 fn attach_to_known_program(extra: &[&str]) -> Option<(Value, String)> {
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
@@ -403,6 +409,12 @@ fn attach_to_known_program(extra: &[&str]) -> Option<(Value, String)> {
     let exe = compile_source(dir.path(), "attach_counts", include_str!("trace_data/attach_counts.c"), &[])?;
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
+    let other = dir.path().join("other");
+    let mut beside = std::process::Command::new("sh")
+        .args(["-c", "while :; do dd if=/dev/zero of=\"$1\" bs=4k count=1 conv=fsync status=none; done", "_"])
+        .arg(&other)
+        .spawn()
+        .unwrap();
     let mut program =
         std::process::Command::new(&exe).arg(&data).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     let mut program_out = BufReader::new(program.stdout.take().unwrap());
@@ -434,6 +446,9 @@ fn attach_to_known_program(extra: &[&str]) -> Option<(Value, String)> {
     });
     let out = tracer.wait_with_output().unwrap();
     let text = rest.join().unwrap();
+    beside.kill().unwrap();
+    beside.wait().unwrap();
+    assert!(other.exists(), "the program beside ran");
     assert!(out.status.success(), "{text}");
     let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     Some((doc, text))
@@ -445,18 +460,32 @@ fn attached_by_pid_counts_every_call_of_threads_and_children_exactly() {
         return;
     }
     let Some((doc, text)) = attach_to_known_program(&[]) else { return };
+    assert_known_counts(&doc, &text);
+}
+
+#[test]
+fn attached_per_task_counts_every_call_of_threads_and_children_exactly() {
+    if !can_attach() {
+        return;
+    }
+    let Some((doc, text)) = attach_to_known_program(&["--per-task"]) else { return };
+    assert_known_counts(&doc, &text);
+}
+
+/// `attach_counts`' calls, exactly, and nothing of the program beside.
+fn assert_known_counts(doc: &Value, text: &str) {
     assert_eq!(doc["trace"]["mechanism"], "perf_event syscall tracepoints");
     assert_eq!(doc["trace"]["lost_events"], 0, "{text}");
-    assert_eq!(count(&doc, "fsync"), 50, "{text}");
-    assert_eq!(count(&doc, "fdatasync"), 30, "{text}");
-    assert_eq!(count(&doc, "write(O_DSYNC)"), 20, "{text}");
+    assert_eq!(count(doc, "fsync"), 50, "{text}");
+    assert_eq!(count(doc, "fdatasync"), 30, "{text}");
+    assert_eq!(count(doc, "write(O_DSYNC)"), 20, "{text}");
     assert_eq!(doc["trace"]["calls"].as_array().unwrap().len(), 3, "nothing else: {text}");
-    assert_eq!(file_stat(&doc, "a", "fsync")["count"], 50);
-    assert_eq!(file_stat(&doc, "b", "fdatasync")["count"], 30);
-    let c = file_stat(&doc, "c", "write(O_DSYNC)");
+    assert_eq!(file_stat(doc, "a", "fsync")["count"], 50);
+    assert_eq!(file_stat(doc, "b", "fdatasync")["count"], 30);
+    let c = file_stat(doc, "c", "write(O_DSYNC)");
     assert_eq!((c["count"].as_u64(), c["bytes_between_syncs"]["total"].as_u64()), (Some(20), Some(160)));
     // 4 bytes written before each fsync of `a` (the pipe writes are not a file's).
-    assert_eq!(file_stat(&doc, "a", "fsync")["bytes_between_syncs"]["total"], 200);
+    assert_eq!(file_stat(doc, "a", "fsync")["bytes_between_syncs"]["total"], 200);
     assert_eq!(doc["trace"]["processes"], 2, "the program and the child it forked: {text}");
     assert_eq!(doc["trace"]["tasks"], 3, "and its second thread: {text}");
     assert!(text.contains("attached to --pid"), "{text}");
