@@ -410,11 +410,13 @@ fn attach_to_known_program(extra: &[&str]) -> Option<(Value, String)> {
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     let other = dir.path().join("other");
-    let mut beside = std::process::Command::new("sh")
-        .args(["-c", "while :; do dd if=/dev/zero of=\"$1\" bs=4k count=1 conv=fsync status=none; done", "_"])
-        .arg(&other)
-        .spawn()
-        .unwrap();
+    let _beside = KillOnDrop(
+        std::process::Command::new("sh")
+            .args(["-c", "while :; do dd if=/dev/zero of=\"$1\" bs=4k count=1 conv=fsync status=none; done", "_"])
+            .arg(&other)
+            .spawn()
+            .unwrap(),
+    );
     let mut program =
         std::process::Command::new(&exe).arg(&data).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     let mut program_out = BufReader::new(program.stdout.take().unwrap());
@@ -446,8 +448,6 @@ fn attach_to_known_program(extra: &[&str]) -> Option<(Value, String)> {
     });
     let out = tracer.wait_with_output().unwrap();
     let text = rest.join().unwrap();
-    beside.kill().unwrap();
-    beside.wait().unwrap();
     assert!(other.exists(), "the program beside ran");
     assert!(out.status.success(), "{text}");
     let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
@@ -470,6 +470,16 @@ fn attached_per_task_counts_every_call_of_threads_and_children_exactly() {
     }
     let Some((doc, text)) = attach_to_known_program(&["--per-task"]) else { return };
     assert_known_counts(&doc, &text);
+}
+
+/// A child process killed (and reaped) when the test is done with it, even when an assertion failed.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// `attach_counts`' calls, exactly, and nothing of the program beside.
