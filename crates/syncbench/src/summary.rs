@@ -87,20 +87,35 @@ pub fn commit_answer(results: &crate::commit::CommitResults, verdicts: &[Verdict
 pub fn pages_answer(table: &crate::pages::PagesTable, verdicts: &[Verdict]) -> String {
     let mut out = format!("answer:\n  {}\n", verdict_line(verdicts));
     for r in table.rows.iter().filter(|r| r.supported && r.mode != Mode::None) {
-        let base = table.rows.iter().find(|b| b.mode == Mode::None && b.buffer_pool_bytes == r.buffer_pool_bytes);
-        let versus = match base {
-            Some(b) if b.tps > 0.0 => format!("{:+.0}% tps vs none", (r.tps / b.tps - 1.0) * 100.0),
-            _ => "no none row to compare with".to_string(),
+        let versus = match crate::pages::versus_none(table, r) {
+            Some(v) => {
+                let word = if v.pct < 0.0 { "slower" } else { "faster" };
+                let noise = match v.beyond_noise {
+                    Some(true) => ", beyond the noise",
+                    Some(false) => ", inside the noise (the 95% intervals overlap)",
+                    None => "",
+                };
+                format!("{:.0}% {word} than none{noise}", v.pct.abs())
+            }
+            None => "no none row to compare with".to_string(),
         };
         let caveat = if r.checkpoints == 0 { " — NO CHECKPOINT: the log only" } else { "" };
         out.push_str(&format!(
-            "  {} ({}): {:.0} tps, {versus}{caveat}\n",
-            r.mode,
+            "  {} ({}): {:.0} tps {}, {versus}{caveat}\n",
+            r.label(),
             format_size(r.buffer_pool_bytes),
-            r.tps
+            r.tps,
+            r.noise_text()
         ));
     }
-    out.push_str("  noise: one run per mode, no interval — a difference of a few % is not established\n");
+    let rounds = table.rows.iter().map(|r| r.rounds_tps.len()).max().unwrap_or(0);
+    if rounds < 2 {
+        out.push_str("  noise: one run per mode, no interval — a difference of a few % is not established\n");
+    } else {
+        out.push_str(&format!(
+            "  noise: ± is a 95% interval for a re-run, from {rounds} rounds per mode with the modes rotated\n"
+        ));
+    }
     out
 }
 
@@ -341,7 +356,17 @@ mod tests {
         let table =
             crate::pages::PagesTable { rows: vec![row("none", 4000.0, 1), row("dw", 3400.0, 0)], ..Default::default() };
         let text = pages_answer(&table, &[]);
-        assert!(text.contains("  dw (128 MiB): 3400 tps, -15% tps vs none — NO CHECKPOINT: the log only\n"), "{text}");
+        assert!(text.contains("  dw (128 MiB): 3400 tps -, 15% slower than none — NO CHECKPOINT: the log only\n"), "{text}");
+        // With rounds: a difference inside both intervals is said to be inside the noise.
+        let mut table = table;
+        for (r, (low, high)) in table.rows.iter_mut().zip([(3000.0, 5000.0), (2900.0, 3900.0)]) {
+            (r.tps_low, r.tps_high, r.rounds_tps) = (Some(low), Some(high), vec![r.tps; 3]);
+        }
+        let text = pages_answer(&table, &[]);
+        assert!(text.contains("15% slower than none, inside the noise (the 95% intervals overlap)"), "{text}");
+        assert!(text.contains("from 3 rounds per mode"), "{text}");
+        table.rows[1].tps_high = Some(2950.0);
+        assert!(pages_answer(&table, &[]).contains("15% slower than none, beyond the noise"));
     }
 
     #[test]

@@ -25,8 +25,8 @@ pub struct Args {
     /// Concurrent clients.
     #[arg(long, default_value_t = 4)]
     pub clients: usize,
-    /// Seconds per mode (default 10; with --quick 1.2 × --checkpoint-secs, at least 3 and at most 30, so each
-    /// mode completes a checkpoint).
+    /// Seconds per mode, split over 3 rounds with the modes rotated between rounds (default: 3 × 1.2 ×
+    /// --checkpoint-secs, so every round completes a checkpoint: 18 s, with --quick 3.6 s).
     #[arg(long)]
     pub secs: Option<f64>,
     /// Short runs.
@@ -35,9 +35,9 @@ pub struct Args {
     /// Buffer-pool sizes, one row per size and mode, e.g. 16MiB,256MiB (k, kb and KiB all mean 1024 bytes).
     #[arg(long, default_value = "128MiB")]
     pub buffer_pool: String,
-    /// Seconds between checkpoints.
-    #[arg(long, default_value_t = 5.0)]
-    pub checkpoint_secs: f64,
+    /// Seconds between checkpoints (default 5; with --quick 1).
+    #[arg(long)]
+    pub checkpoint_secs: Option<f64>,
     /// Page size in bytes: 4096, 8192 or 16384.
     #[arg(long, default_value_t = 8192)]
     pub page_size: usize,
@@ -96,12 +96,13 @@ pub fn main(args: Args) -> Outcome {
     let _lock = crate::disturbance::DirLock::take(&plan.dir)?;
     let started_at = crate::schema::now_rfc3339();
     let environment = crate::probe::collect(&plan.dir);
-    let progress = |row: &str, pool: usize| {
+    let progress = |row: &str, pool: usize, round: u32| {
         if crate::output::stderr_is_terminal() {
-            eprintln!("syncbench pages: {row} with a {} buffer pool …", format_size(pool as u64));
+            eprintln!("syncbench pages: round {round}: {row} with a {} buffer pool …", format_size(pool as u64));
         }
     };
-    let table = crate::pages::run_all(&plan, progress)?;
+    let monitor = crate::disturbance::Monitor::new(&environment);
+    let table = crate::pages::run_all(&plan, Some(&monitor), progress)?;
     let mut verdicts = crate::probe::verdicts(&environment, &[]);
     verdicts.extend(crate::pages::verdicts(&table.rows));
     let envelope = Envelope::new(started_at, environment, verdicts, PagesPayload { pages: table });
@@ -125,13 +126,13 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
     let modes = parse_modes(&args.mode)?;
     let dw_designs = parse_designs(&args.dw_design)?;
     let pools_bytes = args.buffer_pool.split(',').map(pool_size).collect::<anyhow::Result<Vec<_>>>()?;
-    let quick_secs = (args.checkpoint_secs * 1.2).clamp(3.0, 30.0);
-    let secs = args.secs.unwrap_or(if args.quick { quick_secs } else { 10.0 });
+    let checkpoint_secs = args.checkpoint_secs.unwrap_or(crate::pages::default_checkpoint_secs(args.quick));
+    let secs = args.secs.unwrap_or(crate::pages::default_secs(checkpoint_secs));
     if !(secs > 0.0 && secs <= 86_400.0) {
         return Err(usage(format!("--secs {secs} is not in (0, 86400]")));
     }
-    if !(args.checkpoint_secs > 0.0 && args.checkpoint_secs <= 3600.0) {
-        return Err(usage(format!("--checkpoint-secs {} is not in (0, 3600]", args.checkpoint_secs)));
+    if !(checkpoint_secs > 0.0 && checkpoint_secs <= 3600.0) {
+        return Err(usage(format!("--checkpoint-secs {checkpoint_secs} is not in (0, 3600]")));
     }
     if args.scale == 0 || args.scale > 1000 || args.accounts_per_branch == 0 {
         return Err(usage(format!("--scale {} is not in 1..=1000", args.scale)));
@@ -148,7 +149,8 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
         dw_designs,
         pools_bytes,
         secs,
-        checkpoint_secs: args.checkpoint_secs,
+        rounds: crate::pages::ROUNDS,
+        checkpoint_secs,
         scale: args.scale,
         accounts_per_branch: args.accounts_per_branch,
         clients: args.clients,

@@ -9,6 +9,9 @@ pub mod recover;
 pub mod render;
 
 use crate::cleanup::{Created, unique_name};
+use crate::disturbance::{CaseDisturbance, Monitor, OurWork};
+use crate::rounds::Pooled;
+use crate::runner::{Measurement, StopReason};
 use crate::exit::CheckFailed;
 use crate::schema::LatencyNs;
 use crate::stats::Samples;
@@ -79,6 +82,24 @@ pub struct PagesRow {
     /// What the run made the devices under the store's directory do (per transaction: divide by `commits`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<crate::blockdev::account::DeviceAccounting>,
+    /// Transactions per second of each round, in the order they ran (the left-out ones too; absent in
+    /// files from before rounds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds_tps: Vec<f64>,
+    /// Lower end of the 95% interval in which a re-run's `tps` is expected: the prediction interval over
+    /// the rounds ([`crate::rounds::Pooled::interval`], as `run`'s `ops_per_s_low`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tps_low: Option<f64>,
+    /// Upper end; absent when `lower_bound`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tps_high: Option<f64>,
+    /// Disturbed in too many rounds to leave them out (or CPU steal named): `tps` is what a disturbed
+    /// machine gave, a lower bound of the undisturbed rate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lower_bound: bool,
+    /// What else touched the device or the CPU while this row's rounds ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbances: Vec<crate::disturbance::Disturbance>,
 }
 
 impl Default for PagesRow {
@@ -107,6 +128,11 @@ impl Default for PagesRow {
             txns: 0,
             duration_s: 0.0,
             device: None,
+            rounds_tps: Vec::new(),
+            tps_low: None,
+            tps_high: None,
+            lower_bound: false,
+            disturbances: Vec::new(),
         }
     }
 }
@@ -205,8 +231,10 @@ pub struct Plan {
     pub dw_designs: Vec<DwDesign>,
     /// Buffer-pool sizes, one row per size and mode.
     pub pools_bytes: Vec<usize>,
-    /// Seconds per row.
+    /// Seconds per row, split over `rounds` rounds.
     pub secs: f64,
+    /// Rounds per row (1 with `ack_log`: see [`Plan::rounds_run`]).
+    pub rounds: u32,
     /// Seconds between checkpoints.
     pub checkpoint_secs: f64,
     /// Branches.
@@ -244,6 +272,18 @@ impl Plan {
         out
     }
 
+    /// Rounds each row runs: [`Plan::rounds`], but one with `--ack-log` (the kill -9 test recovers the
+    /// store that was running and checks every acknowledged id in it; ids of an earlier round's store,
+    /// removed, could not be found).
+    pub fn rounds_run(&self) -> u32 {
+        if self.ack_log.is_some() { 1 } else { self.rounds.max(1) }
+    }
+
+    /// Seconds of one round.
+    pub fn round_secs(&self) -> f64 {
+        self.secs / f64::from(self.rounds_run())
+    }
+
     fn bank_config(&self) -> BankConfig {
         BankConfig { scale: self.scale, accounts_per_branch: self.accounts_per_branch }
     }
@@ -279,14 +319,56 @@ impl Plan {
 /// Bytes of one account, teller or branch row (the engine's `ROW_BYTES`).
 const ROW_BYTES: u64 = 100;
 
-/// Run every (buffer pool, mode) row of `plan`. `progress` is called before each row.
-pub fn run_all(plan: &Plan, progress: impl Fn(&str, usize)) -> anyhow::Result<PagesTable> {
+/// Rounds per row by default and with `--quick`: three, the fewest that give a prediction interval
+/// ([`crate::rounds::prediction`], t(2) = 4.3) that is not vacuous.
+pub const ROUNDS: u32 = 3;
+
+/// `--secs` when not given: [`ROUNDS`] rounds, each 1.2 × the checkpoint interval (at least 1 s), so every
+/// round of every mode completes a checkpoint (a round starts from a fresh store, see [`run_all`]).
+pub fn default_secs(checkpoint_secs: f64) -> f64 {
+    (checkpoint_secs * 1.2).clamp(1.0, 30.0) * f64::from(ROUNDS)
+}
+
+/// `--checkpoint-secs` when not given: 5 s, 1 s with `--quick` (so `--quick`'s rounds each checkpoint
+/// and the whole run stays near 15 s).
+pub fn default_checkpoint_secs(quick: bool) -> f64 {
+    if quick { 1.0 } else { 5.0 }
+}
+
+/// Run every (buffer pool, mode) row of `plan` in rounds: each round runs every mode of one buffer-pool
+/// size once, in an order that changes every round ([`crate::rounds::order`]), so a slow phase of the
+/// disk spreads over the modes instead of landing on one. `progress` is called before each round of a row
+/// (label, pool, round 1-based). `monitor` watches the device and the CPU during each round.
+///
+/// Every round creates, loads and removes its own store rather than measuring windows of one store per
+/// mode: a store kept open carries dirty pages, a half-full log segment and a checkpoint timer from its
+/// previous round, and the kernel may still be writing back the previous mode's files, so a round's
+/// numbers would depend on what ran before it. A fresh store starts every round from the same state
+/// (tables loaded and synced, nothing dirty), and the previous store was closed, synced and removed.
+pub fn run_all(
+    plan: &Plan,
+    monitor: Option<&Monitor>,
+    progress: impl Fn(&str, usize, u32),
+) -> anyhow::Result<PagesTable> {
     let mut rows = Vec::new();
     for &pool in &plan.pools_bytes {
-        for (mode, design) in plan.variants() {
-            progress(&label(mode, design), pool);
-            rows.push(run_one(plan, mode, design, pool)?);
+        let variants = plan.variants();
+        let mut measured: Vec<RowRounds> = variants.iter().map(|_| RowRounds::default()).collect();
+        for round in 0..plan.rounds_run() {
+            for i in crate::rounds::order(variants.len(), round) {
+                let (mode, design) = variants[i];
+                let row = &mut measured[i];
+                if row.unsupported.is_some() {
+                    continue;
+                }
+                progress(&label(mode, design), pool, round + 1);
+                match run_round(plan, (mode, design), pool, monitor, row)? {
+                    Ok(r) => row.rounds.push(r),
+                    Err(why) => row.unsupported = Some(why),
+                }
+            }
         }
+        rows.extend(variants.iter().zip(measured).map(|(&v, m)| m.row(v, pool)));
     }
     Ok(PagesTable {
         scale: plan.scale,
@@ -296,6 +378,145 @@ pub fn run_all(plan: &Plan, progress: impl Fn(&str, usize)) -> anyhow::Result<Pa
         dw_batch_pages: plan.dw_batch,
         rows,
     })
+}
+
+/// The rounds of one row so far.
+#[derive(Default)]
+struct RowRounds {
+    rounds: Vec<RoundRun>,
+    disturbance: CaseDisturbance,
+    /// Why the mode cannot run here (found in its first round).
+    unsupported: Option<String>,
+}
+
+/// What one round of one row did.
+struct RoundRun {
+    report: RunReport,
+    /// The store's counters over the round (after − before).
+    stats: StoreStats,
+    device: Option<crate::blockdev::account::DeviceAccounting>,
+}
+
+impl RoundRun {
+    /// The round as `run`'s rounds are, for [`Pooled`]: its commit latencies over its wall time.
+    fn measurement(&self) -> Measurement {
+        Measurement {
+            samples: Samples::of(&self.report.latencies_ns),
+            duration_ns: u64::try_from(self.report.elapsed.as_nanos()).unwrap_or(u64::MAX),
+            stop: StopReason::Budget,
+            warmup_ops: 0,
+            halves: [(0, 0); 2],
+        }
+    }
+
+    fn tps(&self) -> f64 {
+        let secs = self.report.elapsed.as_secs_f64();
+        if secs > 0.0 { self.report.acknowledged as f64 / secs } else { 0.0 }
+    }
+}
+
+impl RowRounds {
+    /// The row: rounds that saw foreign I/O are left out when at least two rounds and half of them were
+    /// clean, else (and whenever CPU steal was named) the row is a lower bound — `run`'s rule
+    /// ([`crate::runner::result_from_rounds`]). The interval is [`Pooled::interval`] of the rounds used.
+    fn row(self, variant: (Mode, DwDesign), pool: usize) -> PagesRow {
+        let (mode, design) = variant;
+        if let Some(why) = self.unsupported {
+            return PagesRow {
+                mode,
+                dw_design: (mode == Mode::Dw).then_some(design),
+                buffer_pool_bytes: pool as u64,
+                error: Some(why),
+                ..PagesRow::default()
+            };
+        }
+        let touched = self.disturbance.touched_rounds();
+        let clean: Vec<&RoundRun> =
+            self.rounds.iter().enumerate().filter(|(i, _)| !touched.contains(&(i + 1))).map(|(_, r)| r).collect();
+        let enough_clean = clean.len() >= 2 && clean.len() * 2 >= self.rounds.len();
+        let left_out = !touched.is_empty() && enough_clean;
+        let lower_bound = self.disturbance.steal_pct().is_some() || (!touched.is_empty() && !enough_clean);
+        let used: Vec<&RoundRun> = if left_out { clean } else { self.rounds.iter().collect() };
+        let mut report = RunReport::default();
+        let mut stats = StoreStats::default();
+        for r in &used {
+            report.acknowledged += r.report.acknowledged;
+            report.elapsed += r.report.elapsed;
+            report.latencies_ns.extend_from_slice(&r.report.latencies_ns);
+            add_stats(&mut stats, &r.stats);
+        }
+        report.latencies_ns.sort_unstable();
+        let measurements: Vec<Measurement> = used.iter().map(|r| r.measurement()).collect();
+        let interval = Pooled::of(&measurements).interval();
+        PagesRow {
+            device: crate::blockdev::account::DeviceAccounting::pooled(used.iter().filter_map(|r| r.device.as_ref())),
+            rounds_tps: self.rounds.iter().map(RoundRun::tps).collect(),
+            tps_low: Some(interval.low),
+            tps_high: (!lower_bound).then_some(interval.high),
+            lower_bound,
+            disturbances: self.disturbance.named(self.rounds.len(), left_out),
+            ..row(variant, pool, &report, StoreStats::default(), stats)
+        }
+    }
+}
+
+/// `sum += delta`, every counter.
+fn add_stats(sum: &mut StoreStats, delta: &StoreStats) {
+    let StoreStats {
+        wal_bytes,
+        fpi_bytes,
+        wal_syncs,
+        home_bytes,
+        dw_bytes,
+        data_syncs,
+        eviction_writes,
+        evictions_waited_for_dw,
+        dw_syncs,
+        dw_pages_spooled,
+        dw_pages_respooled,
+        checkpoints,
+        checkpoint_secs_total,
+        dw_restored_pages,
+        redo_records,
+    } = *delta;
+    sum.wal_bytes += wal_bytes;
+    sum.fpi_bytes += fpi_bytes;
+    sum.wal_syncs += wal_syncs;
+    sum.home_bytes += home_bytes;
+    sum.dw_bytes += dw_bytes;
+    sum.data_syncs += data_syncs;
+    sum.eviction_writes += eviction_writes;
+    sum.evictions_waited_for_dw += evictions_waited_for_dw;
+    sum.dw_syncs += dw_syncs;
+    sum.dw_pages_spooled += dw_pages_spooled;
+    sum.dw_pages_respooled += dw_pages_respooled;
+    sum.checkpoints += checkpoints;
+    sum.checkpoint_secs_total += checkpoint_secs_total;
+    sum.dw_restored_pages += dw_restored_pages;
+    sum.redo_records += redo_records;
+}
+
+/// `after − before`, every counter.
+fn stats_delta(before: &StoreStats, after: &StoreStats) -> StoreStats {
+    let mut delta = StoreStats::default();
+    add_stats(&mut delta, after);
+    let b = before;
+    delta.wal_bytes -= b.wal_bytes;
+    delta.fpi_bytes -= b.fpi_bytes;
+    delta.wal_syncs -= b.wal_syncs;
+    delta.home_bytes -= b.home_bytes;
+    delta.dw_bytes -= b.dw_bytes;
+    delta.data_syncs -= b.data_syncs;
+    delta.eviction_writes -= b.eviction_writes;
+    delta.evictions_waited_for_dw -= b.evictions_waited_for_dw;
+    delta.dw_syncs -= b.dw_syncs;
+    delta.dw_pages_spooled -= b.dw_pages_spooled;
+    delta.dw_pages_respooled -= b.dw_pages_respooled;
+    delta.checkpoints -= b.checkpoints;
+    delta.checkpoint_secs_total -= b.checkpoint_secs_total;
+    delta.dw_restored_pages -= b.dw_restored_pages;
+    delta.redo_records -= b.redo_records;
+    delta
 }
 
 /// A `.syncbench-<what>-*` directory inside `parent`, registered for removal. The parent is fsynced so
@@ -318,25 +539,26 @@ pub fn label(mode: Mode, design: DwDesign) -> String {
     }
 }
 
-fn run_one(plan: &Plan, mode: Mode, design: DwDesign, pool_bytes: usize) -> anyhow::Result<PagesRow> {
+/// One round of one row in a store of its own: `Ok(Err(why))` when the mode cannot run here. The
+/// disturbance window covers the timed workload only (not the load of the tables, which is ours).
+fn run_round(
+    plan: &Plan,
+    variant: (Mode, DwDesign),
+    pool_bytes: usize,
+    monitor: Option<&Monitor>,
+    row: &mut RowRounds,
+) -> anyhow::Result<Result<RoundRun, String>> {
+    let (mode, design) = variant;
     let store_dir = own_dir(&plan.dir, "pages")?;
     let wal_dir = plan.wal_dir.as_deref().map(|d| own_dir(d, "pages-wal")).transpose()?;
     let dw_dir = plan.dw_dir.as_deref().map(|d| own_dir(d, "pages-dw")).transpose()?;
     let mut config = plan.store_config(mode, design, pool_bytes);
-    let dw_design = (mode == Mode::Dw).then_some(design);
     config.wal_dir = wal_dir.as_ref().map(|g| g.path().to_path_buf());
     config.dw_dir = dw_dir.as_ref().filter(|_| mode == Mode::Dw).map(|g| g.path().to_path_buf());
-    let unsupported = |why: String| PagesRow {
-        mode,
-        dw_design,
-        buffer_pool_bytes: pool_bytes as u64,
-        error: Some(why),
-        ..PagesRow::default()
-    };
     if mode == Mode::Atomic
         && let Err(why) = atomic_support(store_dir.path(), plan.page_size)
     {
-        return Ok(unsupported(why));
+        return Ok(Err(why));
     }
     let created = CreatedDirs { wal: wal_dir.as_ref().map(Created::path), dw: dw_dir.as_ref().map(Created::path) };
     recover::write_settings(store_dir.path(), plan, (mode, design), pool_bytes, created)?;
@@ -345,21 +567,24 @@ fn run_one(plan: &Plan, mode: Mode, design: DwDesign, pool_bytes: usize) -> anyh
     let accountant =
         crate::blockdev::account::Accountant::for_dir(store_dir.path(), crate::blockdev::account::is_root());
     let window = (!accountant.is_empty()).then(|| accountant.open());
+    let watch = monitor.map(Monitor::start);
     let before = bank.store().stats();
     let report = run_workload(plan, &bank)?;
     let after = bank.store().stats();
-    let written = (after.wal_bytes + after.home_bytes + after.dw_bytes)
-        - (before.wal_bytes + before.home_bytes + before.dw_bytes);
-    let device = window.map(|w| {
-        let txns = report.acknowledged;
-        accountant.close(w, txns, written / txns.max(1)).report()
-    });
+    let stats = stats_delta(&before, &after);
+    let written = stats.wal_bytes + stats.home_bytes + stats.dw_bytes;
+    let txns = report.acknowledged;
+    if let (Some(monitor), Some(watch)) = (monitor, watch) {
+        let ours = OurWork { commits: txns, bytes: written };
+        monitor.finish(watch, ours, row.rounds.len() + 1, &mut row.disturbance);
+    }
+    let device = window.map(|w| accountant.close(w, txns, written / txns.max(1)).report());
     if let Some(err) = &report.error {
         return Err(anyhow::anyhow!("the {} run failed: {err}", mode.name()));
     }
     bank.check_invariants().map_err(|e| CheckFailed(format!("{} run: {e}", mode.name())))?;
     bank.close().with_context(|| format!("closing the {} store", mode.name()))?;
-    Ok(PagesRow { device, ..row((mode, design), pool_bytes, &report, before, after) })
+    Ok(Ok(RoundRun { report, stats, device }))
 }
 
 fn atomic_support(store_dir: &Path, page_size: usize) -> Result<(), String> {
@@ -380,7 +605,7 @@ pub(crate) struct CreatedDirs<'a> {
 fn run_workload(plan: &Plan, bank: &Bank<RealStorage>) -> anyhow::Result<RunReport> {
     let spec = RunSpec {
         clients: plan.clients,
-        duration: Some(Duration::from_secs_f64(plan.secs)),
+        duration: Some(Duration::from_secs_f64(plan.round_secs())),
         max_txns: None,
         checkpoint_every: Duration::from_secs_f64(plan.checkpoint_secs),
         seed: 0x5EED,
@@ -437,8 +662,49 @@ fn row(variant: (Mode, DwDesign), pool: usize, report: &RunReport, before: Store
         dw_pages_rewritten_before_eviction: after.dw_pages_respooled - before.dw_pages_respooled,
         txns,
         duration_s,
-        device: None,
+        ..PagesRow::default()
     }
+}
+
+/// How a row compares with the `none` row of its buffer pool.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Versus {
+    /// `tps / none's tps − 1`, in percent.
+    pub pct: f64,
+    /// Whether the two rows' 95% intervals are apart (`Some(false)`: they overlap, the difference is
+    /// inside the noise); `None` when a row has no interval (files from before rounds).
+    pub beyond_noise: Option<bool>,
+}
+
+impl PagesRow {
+    /// The 95% interval of a re-run's tps: `(low, high)`, high infinite for a lower bound; None in files
+    /// from before rounds.
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        let low = self.tps_low?;
+        Some((low, if self.lower_bound { f64::INFINITY } else { self.tps_high? }))
+    }
+
+    /// `±12%` (the wider side of the interval around `tps`), `≥` for a lower bound, `-` without one.
+    pub fn noise_text(&self) -> String {
+        match self.interval() {
+            _ if self.lower_bound => "≥ (disturbed)".to_string(),
+            Some((low, high)) if self.tps > 0.0 => {
+                let rel = crate::rounds::Interval { low, high }.rel_to(self.tps);
+                format!("±{:.0}%", rel * 100.0)
+            }
+            _ => "-".to_string(),
+        }
+    }
+}
+
+/// `r` against the `none` row of its buffer pool in `t`, when there is one that ran.
+pub fn versus_none(t: &PagesTable, r: &PagesRow) -> Option<Versus> {
+    let b = t.rows.iter().find(|b| b.mode == Mode::None && b.buffer_pool_bytes == r.buffer_pool_bytes)?;
+    if !(b.supported && r.supported && b.tps > 0.0) {
+        return None;
+    }
+    let beyond_noise = r.interval().zip(b.interval()).map(|((rl, rh), (bl, bh))| rh < bl || rl > bh);
+    Some(Versus { pct: (r.tps / b.tps - 1.0) * 100.0, beyond_noise })
 }
 
 pub fn verdicts(rows: &[PagesRow]) -> Vec<Verdict> {
@@ -467,4 +733,64 @@ pub fn verdicts(rows: &[PagesRow]) -> Vec<Verdict> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A round of `tps` transactions over one second, each commit taking the same time.
+    fn round(tps: u64) -> RoundRun {
+        let report = RunReport {
+            acknowledged: tps,
+            latencies_ns: vec![1_000_000_000 / tps; tps as usize],
+            elapsed: Duration::from_secs(1),
+            ..RunReport::default()
+        };
+        RoundRun { report, stats: StoreStats { checkpoints: 1, ..StoreStats::default() }, device: None }
+    }
+
+    #[test]
+    fn the_interval_comes_from_the_spread_between_rounds() {
+        let rows = RowRounds { rounds: vec![round(1000), round(2000), round(1000)], ..RowRounds::default() };
+        let r = rows.row((Mode::Fpw, DwDesign::default()), 1 << 20);
+        assert_eq!(r.rounds_tps, vec![1000.0, 2000.0, 1000.0]);
+        assert!((r.tps - 4000.0 / 3.0).abs() < 1e-9 && r.checkpoints == 3, "{r:?}");
+        // Every commit of a round takes the same time: only the rounds' spread makes the interval.
+        let p = crate::rounds::prediction(&[1000.0, 2000.0, 1000.0]).unwrap();
+        assert!((r.tps_low.unwrap() - p.low).abs() < 1e-6 && (r.tps_high.unwrap() - p.high).abs() < 1e-6, "{r:?}");
+        assert!(r.tps_low.unwrap() < 700.0 && r.tps_high.unwrap() > 2500.0, "{r:?}");
+        assert!(!r.lower_bound && r.disturbances.is_empty());
+        // Rounds that agree give a narrow interval: the spread, not a fixed margin, is what widened it.
+        let steady = RowRounds { rounds: vec![round(1000), round(1000), round(1000)], ..RowRounds::default() };
+        let s = steady.row((Mode::Fpw, DwDesign::default()), 1 << 20);
+        assert!(s.tps_high.unwrap() / s.tps_low.unwrap() < 1.01, "{s:?}");
+        assert!(s.noise_text() == "±0%" && r.noise_text().starts_with('±'));
+    }
+
+    #[test]
+    fn an_unsupported_mode_has_no_interval() {
+        let rows = RowRounds { unsupported: Some("no atomic writes".into()), ..RowRounds::default() };
+        let r = rows.row((Mode::Atomic, DwDesign::default()), 1 << 20);
+        assert!(!r.supported && r.tps_low.is_none() && r.error.as_deref() == Some("no atomic writes"));
+    }
+
+    #[test]
+    fn versus_none_says_when_the_intervals_overlap() {
+        let row = |mode: &str, tps, low, high| PagesRow {
+            mode: Mode::from_name(mode).expect("a mode"),
+            supported: true,
+            tps,
+            tps_low: Some(low),
+            tps_high: Some(high),
+            ..PagesRow::default()
+        };
+        let mut t = PagesTable { rows: vec![row("none", 1000.0, 800.0, 1200.0), row("dw", 700.0, 500.0, 900.0)], ..PagesTable::default() };
+        let v = versus_none(&t, &t.rows[1]).unwrap();
+        assert!((v.pct + 30.0).abs() < 1e-9 && v.beyond_noise == Some(false));
+        t.rows[1].tps_high = Some(790.0);
+        assert_eq!(versus_none(&t, &t.rows[1]).unwrap().beyond_noise, Some(true));
+        t.rows[1].lower_bound = true;
+        assert_eq!(versus_none(&t, &t.rows[1]).unwrap().beyond_noise, Some(false), "a lower bound is open upwards");
+    }
 }

@@ -5,7 +5,6 @@ use crate::export::Exportable;
 use crate::export::openmetrics::{Family, push_quantiles};
 use crate::schema::Envelope;
 use crate::size::format_size;
-use syncbench_engine::pages::Mode;
 
 impl Exportable for PagesPayload {
     fn csv(doc: &Envelope<Self>) -> anyhow::Result<String> {
@@ -37,11 +36,12 @@ fn metrics(rows: &[PagesRow]) -> Vec<Family> {
     vec![tps, latency, syncs, data]
 }
 
+/// `-35%` beyond the noise, `~+3%` inside it (the two rows' intervals overlap), `-` without a none row.
 fn versus_none(t: &PagesTable, r: &PagesRow) -> String {
-    let baseline = t.rows.iter().find(|b| b.mode == Mode::None && b.buffer_pool_bytes == r.buffer_pool_bytes);
-    match baseline {
-        Some(b) if b.tps > 0.0 && b.supported => format!("{:+.0}%", (r.tps / b.tps - 1.0) * 100.0),
-        _ => "-".to_string(),
+    match super::versus_none(t, r) {
+        Some(v) if v.beyond_noise == Some(false) => format!("~{:+.0}%", v.pct),
+        Some(v) => format!("{:+.0}%", v.pct),
+        None => "-".to_string(),
     }
 }
 
@@ -50,22 +50,23 @@ pub fn to_markdown(t: &PagesTable) -> String {
         "TPC-B-like, scale {}, {} clients, {}-byte pages, checkpoint every {} s, dw batch {} pages\n\n",
         t.scale, t.clients, t.page_size_bytes, t.checkpoint_secs, t.dw_batch_pages
     );
-    out += "| mode | buffer pool | tps | vs none | p50 ms | p99 ms | WAL B/txn | FPI share | data B/txn | fsyncs/txn | checkpoint s | evictions waited for dw | dw syncs/txn | dw pages ahead | rewritten |\n";
-    out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+    out += "| mode | buffer pool | tps | ± (95%, re-run) | vs none | p50 ms | p99 ms | WAL B/txn | FPI share | data B/txn | fsyncs/txn | checkpoint s | evictions waited for dw | dw syncs/txn | dw pages ahead | rewritten |\n";
+    out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
     for r in &t.rows {
         let pool = format_size(r.buffer_pool_bytes);
         if !r.supported {
             out += &format!(
-                "| {} | {pool} | unsupported: {} |||||||||||||\n",
+                "| {} | {pool} | unsupported: {} ||||||||||||||\n",
                 r.label(),
                 r.error.as_deref().unwrap_or("")
             );
             continue;
         }
         out += &format!(
-            "| {} | {pool} | {:.0} | {} | {:.2} | {:.2} | {:.0} | {:.0}% | {:.0} | {:.2} | {:.3} | {} | {:.3} | {} | {} |\n",
+            "| {} | {pool} | {:.0} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0}% | {:.0} | {:.2} | {:.3} | {} | {:.3} | {} | {} |\n",
             r.label(),
             r.tps,
+            r.noise_text(),
             versus_none(t, r),
             r.latency_ns.p50 as f64 / 1e6,
             r.latency_ns.p99 as f64 / 1e6,
@@ -113,6 +114,9 @@ pub fn to_csv(rows: &[PagesRow]) -> anyhow::Result<String> {
         "dw_syncs_per_txn",
         "dw_pages_written_ahead",
         "dw_pages_rewritten_before_eviction",
+        "tps_low",
+        "tps_high",
+        "lower_bound",
     ])?;
     for r in rows {
         w.write_record([
@@ -138,6 +142,9 @@ pub fn to_csv(rows: &[PagesRow]) -> anyhow::Result<String> {
             format!("{:.4}", r.dw_syncs_per_txn),
             r.dw_pages_written_ahead.to_string(),
             r.dw_pages_rewritten_before_eviction.to_string(),
+            r.tps_low.map(|x| format!("{x:.1}")).unwrap_or_default(),
+            r.tps_high.map(|x| format!("{x:.1}")).unwrap_or_default(),
+            r.lower_bound.to_string(),
         ])?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)
@@ -152,10 +159,11 @@ pub fn to_table(t: &PagesTable) -> String {
     let device = t.rows.iter().any(|r| r.device.is_some());
     let device_heading = if device { format!(" {}", crate::blockdev::render::HEADING) } else { String::new() };
     out += &format!(
-        "{:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}{device_heading}\n",
+        "{:<12} {:>8} {:>9} {:>6} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}{device_heading}\n",
         "mode",
         "pool",
         "tps",
+        "±",
         "vs none",
         "p50 ms",
         "p99 ms",
@@ -179,10 +187,11 @@ pub fn to_table(t: &PagesTable) -> String {
         let columns =
             if device { format!(" {}", crate::blockdev::render::columns(r.device.as_ref())) } else { String::new() };
         out += &format!(
-            "{:<12} {:>8} {:>9.0} {:>9} {:>9.2} {:>9.2} {:>5.0} {:>10.0} {:>7.1} {:>8.2} {:>8.3} {:>8} {:>8.3} {:>9} {:>9}{columns}\n",
+            "{:<12} {:>8} {:>9.0} {:>6} {:>9} {:>9.2} {:>9.2} {:>5.0} {:>10.0} {:>7.1} {:>8.2} {:>8.3} {:>8} {:>8.3} {:>9} {:>9}{columns}\n",
             r.label(),
             pool,
             r.tps,
+            if r.lower_bound { "≥".to_string() } else { r.noise_text() },
             versus,
             r.latency_ns.p50 as f64 / 1e6,
             r.latency_ns.p99 as f64 / 1e6,
@@ -202,12 +211,27 @@ pub fn to_table(t: &PagesTable) -> String {
     out += &crate::blockdev::render::notes(
         labels.iter().map(String::as_str).zip(t.rows.iter().map(|r| r.device.as_ref())),
     );
+    out += &disturbance_notes(t);
+    out += "\n± = 95% interval in which a re-run's tps is expected, from the spread between the rounds \
+            (modes rotated between rounds); ≥ = disturbed, a lower bound; ~ = inside the noise (the two \
+            rows' intervals overlap).\n";
     out += "\nev.wait = client evictions that waited for their own double-write and its sync; dw sync = \
             double-write syncs per transaction; dw ahead / rewritten = pages spooled ahead of eviction \
             (pipelined) and of those, spooled again before their copy was used (wasted work).\n";
     out += "none is unsafe (no torn-page protection); data KiB = page bytes written per transaction \
             (home + double-write); fsyncs per transaction include the log.\n";
     out += &no_checkpoint_note(t);
+    out
+}
+
+/// One line per disturbance of a row (foreign device I/O, CPU steal), as `run` names them.
+fn disturbance_notes(t: &PagesTable) -> String {
+    let mut out = String::new();
+    for r in &t.rows {
+        for d in &r.disturbances {
+            out += &format!("{} {}: {}: {}\n", r.label(), format_size(r.buffer_pool_bytes), d.kind, d.detail);
+        }
+    }
     out
 }
 
@@ -225,10 +249,10 @@ fn no_checkpoint_note(t: &PagesTable) -> String {
     }
     format!(
         "NO CHECKPOINT measured for {}: no data pages or double-write batches were written, so these rows \
-         compare the log only — run longer than --checkpoint-secs ({} s), e.g. --secs {}.\n",
+         compare the log only — make each of the 3 rounds longer than --checkpoint-secs ({} s), e.g. --secs {}.\n",
         without.join(", "),
         t.checkpoint_secs,
-        (t.checkpoint_secs * 2.0).ceil()
+        (t.checkpoint_secs * 1.2 * f64::from(super::ROUNDS)).ceil()
     )
 }
 
@@ -255,7 +279,7 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains("run longer than --checkpoint-secs (5 s), e.g. --secs 10."), "{text}");
+        assert!(text.contains("longer than --checkpoint-secs (5 s), e.g. --secs 18."), "{text}");
         t.rows[1].checkpoints = 2;
         assert!(!to_table(&t).contains("NO CHECKPOINT"));
     }
