@@ -327,3 +327,30 @@ fn too_small_a_file_system_is_refused_up_front_in_one_line() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn quick_json_carries_each_modes_rounds_and_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--quick", "--mode", "none,dw", "--json", "-"])
+        .args(SMALL)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["pages"]["checkpoint_secs"], 1.0, "--quick checkpoints every second");
+    for r in json["pages"]["rows"].as_array().unwrap() {
+        let rounds: Vec<f64> = r["rounds_tps"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert_eq!(rounds.len(), 3, "{r}");
+        assert!(rounds.iter().all(|x| *x > 0.0), "{r}");
+        let (tps, low) = (r["tps"].as_f64().unwrap(), r["tps_low"].as_f64().unwrap());
+        assert!(low > 0.0 && low <= tps, "{r}");
+        if r["lower_bound"] != true {
+            assert!(r["tps_high"].as_f64().unwrap() >= tps, "{r}");
+        }
+        assert!(r["checkpoints"].as_u64().unwrap() >= 1, "every mode checkpoints with --quick: {r}");
+    }
+    assert!(leftovers(dir.path()).is_empty());
+}
