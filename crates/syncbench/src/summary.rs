@@ -356,7 +356,10 @@ mod tests {
         let table =
             crate::pages::PagesTable { rows: vec![row("none", 4000.0, 1), row("dw", 3400.0, 0)], ..Default::default() };
         let text = pages_answer(&table, &[]);
-        assert!(text.contains("  dw (128 MiB): 3400 tps -, 15% slower than none — NO CHECKPOINT: the log only\n"), "{text}");
+        assert!(
+            text.contains("  dw (128 MiB): 3400 tps -, 15% slower than none — NO CHECKPOINT: the log only\n"),
+            "{text}"
+        );
         // With rounds: a difference inside both intervals is said to be inside the noise.
         let mut table = table;
         for (r, (low, high)) in table.rows.iter_mut().zip([(3000.0, 5000.0), (2900.0, 3900.0)]) {

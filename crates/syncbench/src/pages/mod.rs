@@ -10,9 +10,9 @@ pub mod render;
 
 use crate::cleanup::{Created, unique_name};
 use crate::disturbance::{CaseDisturbance, Monitor, OurWork};
+use crate::exit::CheckFailed;
 use crate::rounds::Pooled;
 use crate::runner::{Measurement, StopReason};
-use crate::exit::CheckFailed;
 use crate::schema::LatencyNs;
 use crate::stats::Samples;
 use crate::verdict::{Severity, Verdict};
@@ -785,7 +785,10 @@ mod tests {
             tps_high: Some(high),
             ..PagesRow::default()
         };
-        let mut t = PagesTable { rows: vec![row("none", 1000.0, 800.0, 1200.0), row("dw", 700.0, 500.0, 900.0)], ..PagesTable::default() };
+        let mut t = PagesTable {
+            rows: vec![row("none", 1000.0, 800.0, 1200.0), row("dw", 700.0, 500.0, 900.0)],
+            ..PagesTable::default()
+        };
         let v = versus_none(&t, &t.rows[1]).unwrap();
         assert!((v.pct + 30.0).abs() < 1e-9 && v.beyond_noise == Some(false));
         t.rows[1].tps_high = Some(790.0);
