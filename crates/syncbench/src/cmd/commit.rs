@@ -90,7 +90,7 @@ pub fn main(args: Args) -> Outcome {
             eprintln!("syncbench commit: point {}/{}: {}", i + 1, plan.points.len(), spec.describe());
         }
     };
-    let commit = crate::commit::measure_all(&plan, root.path(), progress)?;
+    let commit = crate::commit::measure_watched(&plan, root.path(), &environment, progress)?;
     let background_writes = rate.map(|r| crate::background::commit_points(&plan, root.path(), r)).transpose()?;
     drop(root);
     let verdicts = crate::commit::verdicts(&plan, &environment, &commit.points);

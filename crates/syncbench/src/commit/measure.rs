@@ -168,6 +168,8 @@ fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> Comm
         rounds_commits_per_s: Vec::new(),
         ci95_rel: None,
         device: window.device.clone(),
+        disturbances: Vec::new(),
+        lower_bound: false,
     }
 }
 

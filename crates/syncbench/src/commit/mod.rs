@@ -7,6 +7,7 @@
 mod measure;
 pub mod render;
 
+use crate::disturbance::{CaseDisturbance, Monitor, OurWork};
 use crate::probe;
 use crate::schema::LatencyNs;
 use crate::verdict::{Severity, Verdict};
@@ -85,6 +86,13 @@ pub struct CommitPoint {
     /// What the window's commits made the devices under the directory do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<crate::blockdev::account::DeviceAccounting>,
+    /// What else touched the device or the CPU during this point's rounds (as `run`'s cases).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbances: Vec<crate::disturbance::Disturbance>,
+    /// Disturbed in too many rounds to leave them out (or CPU steal named): `commits_per_s` is a lower
+    /// bound of the undisturbed rate, `ci95_rel` its interval's lower side only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lower_bound: bool,
 }
 
 /// When a delaying leader stops waiting early (`--commit-delay-count`).
@@ -184,17 +192,46 @@ pub fn rounds_for(secs: f64) -> u32 {
 /// [`ROUNDS`] rounds. `progress` is called before each point's round. Stops with an error at the first
 /// point that fails.
 pub fn measure_all(plan: &Plan, root: &Path, progress: impl Fn(usize, &PointSpec)) -> anyhow::Result<CommitResults> {
+    measure_rounds(plan, root, None, progress)
+}
+
+/// [`measure_all`] with a [`Monitor`] of `environment`'s devices and the CPU watching each round: rounds
+/// with foreign I/O are left out of a point, or the point becomes a lower bound, by `run`'s rule
+/// ([`from_rounds`]).
+pub fn measure_watched(
+    plan: &Plan,
+    root: &Path,
+    environment: &probe::Environment,
+    progress: impl Fn(usize, &PointSpec),
+) -> anyhow::Result<CommitResults> {
+    measure_rounds(plan, root, Some(&Monitor::new(environment)), progress)
+}
+
+fn measure_rounds(
+    plan: &Plan,
+    root: &Path,
+    monitor: Option<&Monitor>,
+    progress: impl Fn(usize, &PointSpec),
+) -> anyhow::Result<CommitResults> {
     let n_rounds = rounds_for(plan.secs);
     let round_plan = Plan { secs: plan.secs / f64::from(n_rounds), ..plan.clone() };
     let mut rounds: Vec<Vec<CommitPoint>> = vec![Vec::new(); plan.points.len()];
+    let mut disturbances: Vec<CaseDisturbance> = vec![CaseDisturbance::default(); plan.points.len()];
+    let record_bytes = syncbench_engine::wal::record::encoded_len(plan.record_size) as u64;
     for round in 0..n_rounds {
         for i in crate::rounds::order(plan.points.len(), round) {
             let spec = &plan.points[i];
             progress(i, spec);
+            let watch = monitor.map(Monitor::start);
             let point = measure::point(&round_plan, spec, &root.join(format!("point-{i}-{round}")));
             // Ctrl-C: the signal thread is removing our files (which may have failed this point).
             crate::cleanup::stop_if_interrupted();
-            rounds[i].push(point?);
+            let point = point?;
+            if let (Some(monitor), Some(watch)) = (monitor, watch) {
+                let ours = OurWork { commits: point.commits, bytes: point.commits * record_bytes };
+                monitor.finish(watch, ours, rounds[i].len() + 1, &mut disturbances[i]);
+            }
+            rounds[i].push(point);
         }
     }
     Ok(CommitResults {
@@ -203,8 +240,25 @@ pub fn measure_all(plan: &Plan, root: &Path, progress: impl Fn(usize, &PointSpec
         record_size_bytes: plan.record_size as u64,
         leader_extra_batches: plan.leader_extra_batches,
         record_log_bytes: syncbench_engine::wal::record::encoded_len(plan.record_size) as u64,
-        points: rounds.into_iter().map(|r| pool(&r)).collect(),
+        points: rounds.iter().zip(&disturbances).map(|(r, d)| from_rounds(r, d)).collect(),
     })
+}
+
+/// A point from its rounds and what disturbed them: rounds that saw foreign I/O are left out when at
+/// least two rounds and half of them were clean; otherwise (and whenever CPU steal was named) the point
+/// is a lower bound — `run`'s rule ([`crate::runner::result_from_rounds`]).
+fn from_rounds(rounds: &[CommitPoint], disturbance: &CaseDisturbance) -> CommitPoint {
+    let touched = disturbance.touched_rounds();
+    let clean: Vec<CommitPoint> =
+        rounds.iter().enumerate().filter(|(i, _)| !touched.contains(&(i + 1))).map(|(_, p)| p.clone()).collect();
+    let enough_clean = clean.len() >= 2 && clean.len() * 2 >= rounds.len();
+    let left_out = !touched.is_empty() && enough_clean;
+    let lower_bound = disturbance.steal_pct().is_some() || (!touched.is_empty() && !enough_clean);
+    let mut point = pool(if left_out { &clean } else { rounds });
+    point.rounds_commits_per_s = rounds.iter().map(|p| p.commits_per_s).collect();
+    point.lower_bound = lower_bound;
+    point.disturbances = disturbance.named(rounds.len(), left_out);
+    point
 }
 
 /// One point from its rounds: commits, syncs and time summed; the latency summary of the round with the
@@ -265,6 +319,20 @@ pub fn verdicts(plan: &Plan, environment: &probe::Environment, points: &[CommitP
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn undisturbed_rounds_pool_as_before() {
+        let round = |commits: u64| CommitPoint {
+            commits,
+            commits_per_s: commits as f64,
+            duration_s: 1.0,
+            ..CommitPoint::default()
+        };
+        let rounds = [round(100), round(300), round(200)];
+        let p = from_rounds(&rounds, &CaseDisturbance::default());
+        assert_eq!((p.commits, p.lower_bound, p.disturbances.len()), (600, false, 0));
+        assert_eq!(p.rounds_commits_per_s, vec![100.0, 300.0, 200.0]);
+    }
 
     #[test]
     fn short_points_get_fewer_rounds() {

@@ -166,7 +166,11 @@ pub fn to_table(results: &CommitResults) -> String {
             delay_cell(p),
             if p.group_commit { "group" } else { "naive" }.to_string(),
             format!("{:.0}", p.commits_per_s),
-            p.ci95_rel.map_or("—".to_string(), |c| format!("{:.0}%", c * 100.0)),
+            match p.ci95_rel {
+                _ if p.lower_bound => "≥ (disturbed)".to_string(),
+                Some(c) => format!("{:.0}%", c * 100.0),
+                None => "—".to_string(),
+            },
             format!("{:.0}", p.syncs_per_s),
             format!("{:.2}", p.commits_per_sync),
             format!("{:.0}", p.sync_latency_ns_mean / 1000.0),
@@ -183,9 +187,14 @@ pub fn to_table(results: &CommitResults) -> String {
     }
     let durability = if results.durable { "" } else { "  (NOT durable: no sync at all)" };
     let labels: Vec<String> = results.points.iter().map(point_label).collect();
-    let notes = crate::blockdev::render::notes(
+    let mut notes = crate::blockdev::render::notes(
         labels.iter().map(String::as_str).zip(results.points.iter().map(|p| p.device.as_ref())),
     );
+    for (label, p) in labels.iter().zip(&results.points) {
+        for d in &p.disturbances {
+            notes += &format!("{label}: {}: {}\n", d.kind, d.detail);
+        }
+    }
     format!(
         "syncbench commit: method {}, {}-byte records ({} bytes in the log){durability}\n{table}\n{notes}",
         results.method, results.record_size_bytes, results.record_log_bytes
