@@ -14,12 +14,14 @@ use syncbench_engine::RealStorage;
 use syncbench_engine::wal::{Wal, WalConfig, WalError};
 
 const RECORD_KIND: u8 = 1;
+/// Segments the log zero-fills ahead of the write position at open (and again each time one fills).
+pub(super) const PREALLOCATE_SEGMENTS: u32 = 2;
 
 fn wal_config(plan: &Plan, spec: &PointSpec) -> WalConfig {
     WalConfig {
         sync_method: plan.method,
         segment_bytes: SEGMENT_BYTES,
-        preallocate_segments: 2,
+        preallocate_segments: PREALLOCATE_SEGMENTS,
         max_spare_segments: 4,
         group_commit: spec.group_commit,
         commit_delay: Duration::from_micros(spec.commit_delay_us),

@@ -228,7 +228,10 @@ fn measure_rounds(
             crate::cleanup::stop_if_interrupted();
             let point = point?;
             if let (Some(monitor), Some(watch)) = (monitor, watch) {
-                let ours = OurWork { commits: point.commits, bytes: point.commits * record_bytes };
+                // Ours: the segments the log zero-fills at open (the window spans the whole round) and,
+                // as the log fills, its records plus the segment zero-filled ahead of them.
+                let zero_filled = u64::from(1 + measure::PREALLOCATE_SEGMENTS) * SEGMENT_BYTES;
+                let ours = OurWork { commits: point.commits, bytes: zero_filled + 2 * point.commits * record_bytes };
                 monitor.finish(watch, ours, rounds[i].len() + 1, &mut disturbances[i]);
             }
             rounds[i].push(point);
