@@ -187,12 +187,24 @@ pub fn run_cases(
     dir: &Path,
     rate: Rate,
 ) -> anyhow::Result<BackgroundRun> {
+    let target = crate::runner::Target::Disk(prepared);
+    let (results, writer) =
+        measure_under(dir, rate, || Ok(crate::runner::run_plan(cases, rounds, budget, &target, None, &mut |_| {})))?;
+    Ok(BackgroundRun { writer, results })
+}
+
+/// Run `measure` while a background writer dirties data in `dir` at `rate`; the writer is stopped (and its
+/// file removed) whether `measure` succeeds or not, and a failed write of the writer is an error.
+pub fn measure_under<T>(
+    dir: &Path,
+    rate: Rate,
+    measure: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<(T, BackgroundStats)> {
     use anyhow::Context;
     let writer = BackgroundWriter::start(dir, rate).context("cannot start the background writer")?;
-    let target = crate::runner::Target::Disk(prepared);
-    let results = crate::runner::run_plan(cases, rounds, budget, &target, None, &mut |_| {});
+    let measured = measure();
     let writer = writer.stop().context("the background writer failed")?;
-    Ok(BackgroundRun { writer, results })
+    Ok((measured?, writer))
 }
 
 /// Idle and under background writes side by side: latency percentiles and the device counts of both.
@@ -254,10 +266,7 @@ pub struct BackgroundCommit {
 /// Measure every point of `plan` again (in `root`) while a background writer dirties data in the plan's
 /// directory at `rate`.
 pub fn commit_points(plan: &crate::commit::Plan, root: &Path, rate: Rate) -> anyhow::Result<BackgroundCommit> {
-    use anyhow::Context;
-    let writer = BackgroundWriter::start(&plan.dir, rate).context("cannot start the background writer")?;
-    let results = crate::commit::measure_all(plan, root, |_, _| {})?;
-    let writer = writer.stop().context("the background writer failed")?;
+    let (results, writer) = measure_under(&plan.dir, rate, || crate::commit::measure_all(plan, root, |_, _| {}))?;
     Ok(BackgroundCommit { writer, points: results.points })
 }
 

@@ -33,6 +33,8 @@ pub struct Facts<'a> {
     pub verdicts: &'a [Verdict],
     /// The cases.
     pub results: &'a [CaseResult],
+    /// The cases measured again under background writes, if they were.
+    pub under_writes: Option<&'a crate::background::BackgroundRun>,
 }
 
 /// Evidence from one case.
@@ -49,7 +51,19 @@ pub fn evidence(c: &CaseResult) -> Evidence {
 impl<'a> Facts<'a> {
     /// Wrap an input.
     pub fn new(input: &Input<'a>) -> Facts<'a> {
-        Facts { env: input.environment, verdicts: input.verdicts, results: input.results }
+        Facts {
+            env: input.environment,
+            verdicts: input.verdicts,
+            results: input.results,
+            under_writes: input.under_writes,
+        }
+    }
+
+    /// The same lookups over the cases measured under background writes, and what the writer did; None
+    /// when the measurement had no `--background-writes`.
+    pub fn loaded(&self) -> Option<(Facts<'a>, &'a crate::background::BackgroundStats)> {
+        let u = self.under_writes?;
+        Some((Facts { env: self.env, verdicts: self.verdicts, results: &u.results, under_writes: None }, &u.writer))
     }
 
     /// A measured (supported, error-free, non-empty) case.

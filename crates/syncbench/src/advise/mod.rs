@@ -135,6 +135,8 @@ pub struct Input<'a> {
     pub verdicts: &'a [Verdict],
     /// The measured cases.
     pub results: &'a [CaseResult],
+    /// The same cases measured again under background writes (`--background-writes`), if they were.
+    pub under_writes: Option<&'a crate::background::BackgroundRun>,
 }
 
 /// A measured number behind a setting.
@@ -197,6 +199,22 @@ pub struct AdvisePayload {
     pub evidence: Vec<evidence::EvidenceLevel>,
     /// The cases the advice was computed from.
     pub results: Vec<CaseResult>,
+    /// PostgreSQL's and etcd's cases measured again under background writes (`--background-writes`, or
+    /// the `--from` run's), with what the writer did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_writes: Option<crate::background::BackgroundRun>,
+}
+
+/// Said by the rules whose answer changes when the disk is busy (etcd's p99, PostgreSQL's WAL on a shared
+/// file system) when the measurement had no background writes; the same words, so the text says it once.
+pub const IDLE_DISK_NOTE: &str = "Measured on an idle disk: in use, a commit's sync also waits behind the write-back of \
+     the database's own checkpoints and of other tenants' writes to the same disk. To measure that too: \
+     `syncbench advise DIR --background-writes 50MiB/s` (or `--from` a `syncbench run --background-writes 50MiB/s \
+     --json FILE`).";
+
+/// A rate as MiB/s with one decimal.
+fn mib_per_s(bytes_per_s: f64) -> String {
+    format!("{:.1} MiB/s", bytes_per_s / (1u64 << 20) as f64)
 }
 
 /// Advise on every target.
@@ -250,3 +268,5 @@ fn is_honesty_code(code: &str) -> bool {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_background;

@@ -13,19 +13,18 @@ pub fn advise(f: &Facts<'_>, version: Version) -> DatabaseAdvice {
     let mut settings = Vec::new();
     let mut caveats = Vec::new();
     let sync = wal_sync_method(f, version, &mut caveats);
-    if let Some((setting, chosen)) = sync {
-        if let Some(delay) = commit_delay(f, &chosen) {
-            settings.push(setting);
-            settings.push(delay);
-        } else {
-            settings.push(setting);
-        }
+    if let Some((setting, chosen)) = &sync {
+        settings.push(setting.clone());
+        settings.extend(commit_delay(f, chosen));
     } else {
         caveats.push(
             "No fdatasync/fsync/open_datasync/open_sync cases with 8 KiB writes were measured: run \
              `syncbench run` (or `syncbench advise DIR` without --from) to decide wal_sync_method."
                 .to_string(),
         );
+    }
+    if let Some((_, chosen)) = &sync {
+        settings.extend(wal_under_writes(f, chosen, version, &mut caveats));
     }
     settings.push(full_page_writes(f));
     settings.extend(wal_init_and_recycle(f));
@@ -158,6 +157,96 @@ fn commit_delay(f: &Facts<'_>, chosen: &Rate) -> Option<Setting> {
     })
 }
 
+/// A commit's p99 under background writes at least this many times idle's (and [`STALL_MIN_NS`] longer)
+/// is a stall: the write-back of data on the same file system reaches the WAL's flushes.
+const STALL_FACTOR: f64 = 3.0;
+
+/// Below this much added p99 a ratio is not worth moving the WAL for (an idle p99 of 50 µs tripled).
+const STALL_MIN_NS: u64 = 1_000_000;
+
+/// What write-back does to a commit of the chosen method: its one 8 KiB write per commit measured idle and
+/// under background writes (a second file dirtied at a fixed rate and written back by the kernel, as a
+/// checkpoint's writes are). A stall moves pg_wal to its own device and spreads checkpoints; no stall says
+/// the shared file system is fine at that rate. Without the measurement, the idle-disk note.
+fn wal_under_writes(f: &Facts<'_>, chosen: &Rate, version: Version, caveats: &mut Vec<String>) -> Vec<Setting> {
+    let Some((loaded, writer)) = f.loaded() else {
+        caveats.push(super::IDLE_DISK_NOTE.to_string());
+        return Vec::new();
+    };
+    let method = chosen.method.as_str();
+    let (Some(idle), Some(under)) =
+        (f.case("one_write", method, BLOCK_8K, 1), loaded.case("one_write", method, BLOCK_8K, 1))
+    else {
+        caveats.push(format!(
+            "One 8 KiB {method} write per commit was not measured both idle and under background writes, so \
+             what checkpoints' write-back does to commits here is not known."
+        ));
+        return Vec::new();
+    };
+    let (i, u) = (&idle.latency_ns, &under.latency_ns);
+    let ratio = u.p99 as f64 / i.p99.max(1) as f64;
+    let numbers = format!(
+        "Under background writes at {} (achieved {}: a second file dirtied and left to the kernel's write-back, \
+         as a checkpoint's writes are), one 8 KiB {method} commit took p50 {} and p99 {}, against p50 {} and \
+         p99 {} on the idle disk ({ratio:.1}× at p99).",
+        writer.rate,
+        super::mib_per_s(writer.bytes_per_s),
+        dur(u.p50 as f64),
+        dur(u.p99 as f64),
+        dur(i.p50 as f64),
+        dur(i.p99 as f64),
+    );
+    let mut under_evidence = super::facts::evidence(under);
+    under_evidence.case = format!("{} (under background writes at {})", under_evidence.case, writer.rate);
+    let evidence = vec![super::facts::evidence(idle), under_evidence];
+    if ratio < STALL_FACTOR || u.p99 < i.p99 + STALL_MIN_NS {
+        return vec![Setting {
+            name: "pg_wal".into(),
+            value: "same file system is fine".into(),
+            reason: format!(
+                "{numbers} Write-back at this rate barely reaches the WAL's flushes here (a stall is p99 {STALL_FACTOR:.0}× \
+                 idle's and at least {} longer), so the WAL need not move for checkpoints this fast.",
+                dur(STALL_MIN_NS as f64)
+            ),
+            evidence,
+        }];
+    }
+    caveats.push(
+        "Not measured here: a lower vm.dirty_background_bytes makes the kernel start write-back earlier and in \
+         smaller pieces, which may shorten these stalls where pg_wal cannot move; measure again with the same \
+         --background-writes after changing it."
+            .to_string(),
+    );
+    let default = if version.major >= 14 {
+        " (the default since PostgreSQL 14)"
+    } else {
+        " (the default is 0.5 before PostgreSQL 14)"
+    };
+    vec![
+        Setting {
+            name: "pg_wal".into(),
+            value: "its own device".into(),
+            reason: format!(
+                "{numbers} The WAL's flushes wait behind the write-back of data on the same file system, so \
+                 checkpoints will stretch commits like this. Put pg_wal on a device nothing else writes to \
+                 (initdb --waldir, or move it and leave a symlink)."
+            ),
+            evidence: evidence.clone(),
+        },
+        Setting {
+            name: "checkpoint_completion_target".into(),
+            value: "0.9".into(),
+            reason: format!(
+                "0.9{default} spreads a checkpoint's writes over 90% of the checkpoint interval, so it dirties data \
+                 at the lowest rate: the stall above was measured with data dirtied at {}, and a checkpoint that \
+                 writes faster leaves more for the kernel to write back ahead of the WAL's flush.",
+                super::mib_per_s(writer.bytes_per_s)
+            ),
+            evidence,
+        },
+    ]
+}
+
 /// The 10th percentile of the flush within this factor of the fastest flush: the run pinned the fast phase.
 const PINNED_FACTOR: f64 = 2.0;
 
@@ -233,7 +322,7 @@ mod tests {
 
     fn delay(results: &[CaseResult]) -> Setting {
         let env = crate::probe::Environment::default();
-        let facts = Facts::new(&Input { environment: &env, verdicts: &[], results });
+        let facts = Facts::new(&Input { environment: &env, verdicts: &[], results, under_writes: None });
         let chosen = Rate {
             method: "fdatasync".into(),
             ops_per_s: 330.0,

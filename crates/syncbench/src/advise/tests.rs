@@ -195,7 +195,7 @@ fn all_targets() -> Vec<Target> {
 }
 
 fn run_fixture(f: &Fixture, targets: &[Target]) -> Vec<DatabaseAdvice> {
-    advise(&Input { environment: &f.env, verdicts: &f.verdicts, results: &f.results }, targets)
+    advise(&Input { environment: &f.env, verdicts: &f.verdicts, results: &f.results, under_writes: None }, targets)
 }
 
 fn setting<'a>(advice: &'a [DatabaseAdvice], db: &str, name: &str) -> &'a str {

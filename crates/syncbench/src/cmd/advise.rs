@@ -1,6 +1,7 @@
 //! `syncbench advise`: the settings to use for each database, each with the measurement behind it.
 
 use crate::advise::{AdvisePayload, Database, Input, Target, Version, versions};
+use crate::background::{BackgroundRun, Rate};
 use crate::exit::{Outcome, usage};
 use crate::method::SyncMethod;
 use crate::runner::{RunBudget, Target as RunTarget, run_case};
@@ -35,6 +36,10 @@ pub struct Args {
     /// Measure quickly (a few seconds; rougher numbers).
     #[arg(long)]
     pub quick: bool,
+    /// Measure etcd's and PostgreSQL's commits again while a second file in DIR is dirtied at RATE (e.g.
+    /// 50MiB/s, max) and written back by the kernel, as checkpoints and other tenants do; the verdicts judge both.
+    #[arg(long, value_name = "RATE")]
+    pub background_writes: Option<String>,
 }
 
 /// Parse `--for` into targets; an unknown name or version is a usage error. A database named without a
@@ -107,15 +112,28 @@ pub fn parse_targets_with(
 pub fn main(args: Args) -> Outcome {
     let (targets, version_notes) = parse_targets_with(&args.databases, &detect)?;
     args.export.validate()?;
+    let background = crate::background::Rate::from_option(args.background_writes.as_deref())?;
+    if background.is_some() && args.from.is_some() {
+        return Err(usage(
+            "--background-writes measures; with --from the file's own results under writes are used (make it with \
+             `syncbench run --background-writes RATE --json FILE`)",
+        ));
+    }
     let started_at = crate::schema::now_rfc3339();
-    let (environment, verdicts, results, source, dir) = match &args.from {
+    let (environment, verdicts, results, source, dir, under_writes) = match &args.from {
         Some(path) => {
             let run = crate::export::read_run(path)?;
-            (run.environment, run.verdicts, run.payload.results, path.display().to_string(), run.payload.dir)
+            let p = run.payload;
+            (run.environment, run.verdicts, p.results, path.display().to_string(), p.dir, p.background_writes)
         }
-        None => measure(&args, &targets)?,
+        None => measure(&args, &targets, background)?,
     };
-    let input = Input { environment: &environment, verdicts: &verdicts, results: &results };
+    let input = Input {
+        environment: &environment,
+        verdicts: &verdicts,
+        results: &results,
+        under_writes: under_writes.as_ref(),
+    };
     let advice = crate::advise::advise(&input, &targets);
     let versions: String = version_notes.iter().map(|n| format!("  version: {n}\n")).collect();
     let text = crate::advise::answer(&advice)
@@ -125,7 +143,8 @@ pub fn main(args: Args) -> Outcome {
         + &crate::advise::body(&advice);
     crate::export::print_human(&args.export, &text)?;
     let evidence = advice.iter().map(crate::advise::evidence::of).collect();
-    let payload = AdvisePayload { dir, source, advice: advice.clone(), evidence, results };
+    let payload =
+        AdvisePayload { dir, source, advice: advice.clone(), evidence, results, background_writes: under_writes };
     crate::export::write_all(&Envelope::new(started_at, environment, verdicts, payload), &args.export)?;
     let failed = advice.iter().any(|a| a.pass == Some(false));
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
@@ -141,14 +160,16 @@ fn disturbed_measurement(verdicts: &[Verdict]) -> String {
         .collect()
 }
 
-type Measured = (crate::probe::Environment, Vec<Verdict>, Vec<CaseResult>, String, String);
+type Measured = (crate::probe::Environment, Vec<Verdict>, Vec<CaseResult>, String, String, Option<BackgroundRun>);
 
 /// Measure the cases the rules read: one and two 8 KiB writes per commit for every method a database can
 /// be configured to use, one 16 KiB write for PostgreSQL's methods, a 4 KiB fdatasync (SQLite's WAL
 /// frame), overwrite vs append (RocksDB's recycling, PostgreSQL's zero-filled segments), and etcd's
-/// 2300-byte appends with a longer budget for a steady p99.
-fn measure(args: &Args, targets: &[Target]) -> anyhow::Result<Measured> {
-    let need = (crate::workdir::RUN_FILES_BYTES, "syncbench advise", "its test files");
+/// 2300-byte appends with a longer budget for a steady p99. With `background`, PostgreSQL's and etcd's
+/// cases again while a background writer dirties data in DIR at that rate.
+fn measure(args: &Args, targets: &[Target], background: Option<Rate>) -> anyhow::Result<Measured> {
+    let writer_bytes = if background.is_some() { crate::background::FILE_BYTES } else { 0 };
+    let need = (crate::workdir::RUN_FILES_BYTES + writer_bytes, "syncbench advise", "its test files");
     let dir = crate::workdir::check(&args.dir, Some(need))?;
     let environment = crate::probe::collect(&dir);
     let _lock = crate::disturbance::DirLock::take(&dir)?;
@@ -162,16 +183,39 @@ fn measure(args: &Args, targets: &[Target]) -> anyhow::Result<Measured> {
     let monitor = crate::disturbance::Monitor::new(&environment);
     let target = RunTarget::Disk(&prepared);
     let mut results = crate::runner::run_plan(&advise_cases(), rounds, &budget, &target, Some(&monitor), &mut |_| {});
-    if targets.iter().any(|t| t.database == Database::Etcd) {
-        let secs = if args.quick { 1.0 } else { 5.0 };
-        // A p99 needs many samples: no early stop on a tight mean.
-        let etcd_budget = RunBudget { min_secs: secs, min_samples: 1000, ..RunBudget::per_case(secs) };
-        results.push(run_case(&etcd_case(), &etcd_budget, &RunTarget::Disk(&prepared)));
+    let etcd = targets.iter().any(|t| t.database == Database::Etcd);
+    let secs = if args.quick { 1.0 } else { 5.0 };
+    // A p99 needs many samples: no early stop on a tight mean.
+    let etcd_budget = RunBudget { min_secs: secs, min_samples: 1000, ..RunBudget::per_case(secs) };
+    if etcd {
+        results.push(run_case(&etcd_case(), &etcd_budget, &target));
     }
+    let postgres = targets.iter().any(|t| t.database == Database::Postgres);
+    let under_writes = match background {
+        Some(rate) if etcd || postgres => {
+            let (results, writer) = crate::background::measure_under(&dir, rate, || {
+                let cases = if postgres { postgres_cases_under_writes() } else { Vec::new() };
+                let mut results = crate::runner::run_plan(&cases, rounds, &budget, &target, None, &mut |_| {});
+                if etcd {
+                    results.push(run_case(&etcd_case(), &etcd_budget, &target));
+                }
+                Ok(results)
+            })?;
+            Some(BackgroundRun { writer, results })
+        }
+        _ => None,
+    };
     drop(prepared);
     let mut verdicts = crate::probe::verdicts(&environment, &results);
     verdicts.extend(steal.pct().and_then(|pct| crate::probe::steal::verdict(pct, "the measurement")));
-    Ok((environment, verdicts, results, "measured".to_string(), dir.display().to_string()))
+    Ok((environment, verdicts, results, "measured".to_string(), dir.display().to_string(), under_writes))
+}
+
+/// Under background writes, PostgreSQL's rule compares the chosen wal_sync_method's one 8 KiB write per
+/// commit with its idle measurement: the four methods it may choose, in run's one-write cases.
+fn postgres_cases_under_writes() -> Vec<Case> {
+    use SyncMethod::*;
+    [Fdatasync, Fsync, OpenDatasync, OpenSync].map(|m| Case::one_write(m, 8 * KIB)).to_vec()
 }
 
 fn advise_cases() -> Vec<Case> {

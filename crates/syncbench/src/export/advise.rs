@@ -170,8 +170,14 @@ mod tests {
         };
         let advice = vec![postgres, etcd];
         let evidence = advice.iter().map(evidence::of).collect();
-        let payload =
-            AdvisePayload { dir: "/data".into(), source: "run.json".into(), advice, evidence, results: Vec::new() };
+        let payload = AdvisePayload {
+            dir: "/data".into(),
+            source: "run.json".into(),
+            advice,
+            evidence,
+            results: Vec::new(),
+            background_writes: None,
+        };
         let env = Environment { dir: "/data".into(), fs_type: "ext4".into(), ..Environment::default() };
         let mut doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, Vec::new(), payload);
         doc.command = "syncbench advise --for postgres:15,etcd --from run.json".into();
