@@ -251,13 +251,10 @@ fn measure_rounds(
 /// least two rounds and half of them were clean; otherwise (and whenever CPU steal was named) the point
 /// is a lower bound — `run`'s rule ([`crate::runner::result_from_rounds`]).
 fn from_rounds(rounds: &[CommitPoint], disturbance: &CaseDisturbance) -> CommitPoint {
-    let touched = disturbance.touched_rounds();
-    let clean: Vec<CommitPoint> =
-        rounds.iter().enumerate().filter(|(i, _)| !touched.contains(&(i + 1))).map(|(_, p)| p.clone()).collect();
-    let enough_clean = clean.len() >= 2 && clean.len() * 2 >= rounds.len();
-    let left_out = !touched.is_empty() && enough_clean;
-    let lower_bound = disturbance.steal_pct().is_some() || (!touched.is_empty() && !enough_clean);
-    let mut point = pool(if left_out { &clean } else { rounds });
+    let crate::runner::RoundChoice { used, left_out, lower_bound } =
+        crate::runner::RoundChoice::of(rounds.len(), disturbance);
+    let used: Vec<CommitPoint> = used.iter().map(|&i| rounds[i].clone()).collect();
+    let mut point = pool(&used);
     point.rounds_commits_per_s = rounds.iter().map(|p| p.commits_per_s).collect();
     point.lower_bound = lower_bound;
     point.disturbances = disturbance.named(rounds.len(), left_out);

@@ -12,6 +12,7 @@ use crate::cleanup::{Created, unique_name};
 use crate::disturbance::{CaseDisturbance, Monitor, OurWork};
 use crate::exit::CheckFailed;
 use crate::rounds::Pooled;
+use crate::runner::RoundChoice;
 use crate::runner::{Measurement, StopReason};
 use crate::schema::LatencyNs;
 use crate::stats::Samples;
@@ -430,13 +431,9 @@ impl RowRounds {
                 ..PagesRow::default()
             };
         }
-        let touched = self.disturbance.touched_rounds();
-        let clean: Vec<&RoundRun> =
-            self.rounds.iter().enumerate().filter(|(i, _)| !touched.contains(&(i + 1))).map(|(_, r)| r).collect();
-        let enough_clean = clean.len() >= 2 && clean.len() * 2 >= self.rounds.len();
-        let left_out = !touched.is_empty() && enough_clean;
-        let lower_bound = self.disturbance.steal_pct().is_some() || (!touched.is_empty() && !enough_clean);
-        let used: Vec<&RoundRun> = if left_out { clean } else { self.rounds.iter().collect() };
+        // The rounds the rate is taken from, by run's rule.
+        let RoundChoice { used, left_out, lower_bound } = RoundChoice::of(self.rounds.len(), &self.disturbance);
+        let used: Vec<&RoundRun> = used.iter().map(|&i| &self.rounds[i]).collect();
         let mut report = RunReport::default();
         let mut stats = StoreStats::default();
         for r in &used {
