@@ -4,6 +4,7 @@
 //! so the advice is testable from fixture runs without a disk. A rule that needs a number that was not
 //! measured says so instead of guessing.
 
+pub mod cases;
 mod etcd;
 pub mod evidence;
 mod facts;

@@ -3,10 +3,8 @@
 use crate::advise::{AdvisePayload, Database, Input, Target, Version, versions};
 use crate::background::{BackgroundRun, Rate};
 use crate::exit::{Outcome, usage};
-use crate::method::SyncMethod;
 use crate::runner::{RunBudget, Target as RunTarget, run_case};
 use crate::schema::{CaseResult, Envelope};
-use crate::suite::{Case, FileState, KIB, Section};
 use crate::verdict::Verdict;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -182,22 +180,23 @@ fn measure(args: &Args, targets: &[Target], background: Option<Rate>) -> anyhow:
     let steal = crate::probe::steal::StealMeter::start();
     let monitor = crate::disturbance::Monitor::new(&environment);
     let target = RunTarget::Disk(&prepared);
-    let mut results = crate::runner::run_plan(&advise_cases(), rounds, &budget, &target, Some(&monitor), &mut |_| {});
+    let mut results =
+        crate::runner::run_plan(&crate::advise::cases::all(), rounds, &budget, &target, Some(&monitor), &mut |_| {});
     let etcd = targets.iter().any(|t| t.database == Database::Etcd);
     let secs = if args.quick { 1.0 } else { 5.0 };
     // A p99 needs many samples: no early stop on a tight mean.
     let etcd_budget = RunBudget { min_secs: secs, min_samples: 1000, ..RunBudget::per_case(secs) };
     if etcd {
-        results.push(run_case(&etcd_case(), &etcd_budget, &target));
+        results.push(run_case(&crate::advise::cases::etcd(), &etcd_budget, &target));
     }
     let postgres = targets.iter().any(|t| t.database == Database::Postgres);
     let under_writes = match background {
         Some(rate) if etcd || postgres => {
             let (results, writer) = crate::background::measure_under(&dir, rate, || {
-                let cases = if postgres { postgres_cases_under_writes() } else { Vec::new() };
+                let cases = if postgres { crate::advise::cases::postgres_under_writes() } else { Vec::new() };
                 let mut results = crate::runner::run_plan(&cases, rounds, &budget, &target, None, &mut |_| {});
                 if etcd {
-                    results.push(run_case(&etcd_case(), &etcd_budget, &target));
+                    results.push(run_case(&crate::advise::cases::etcd(), &etcd_budget, &target));
                 }
                 Ok(results)
             })?;
@@ -209,49 +208,6 @@ fn measure(args: &Args, targets: &[Target], background: Option<Rate>) -> anyhow:
     let mut verdicts = crate::probe::verdicts(&environment, &results);
     verdicts.extend(steal.pct().and_then(|pct| crate::probe::steal::verdict(pct, "the measurement")));
     Ok((environment, verdicts, results, "measured".to_string(), dir.display().to_string(), under_writes))
-}
-
-/// Under background writes, PostgreSQL's rule compares the chosen wal_sync_method's one 8 KiB write per
-/// commit with its idle measurement: the four methods it may choose, in run's one-write cases.
-fn postgres_cases_under_writes() -> Vec<Case> {
-    use SyncMethod::*;
-    [Fdatasync, Fsync, OpenDatasync, OpenSync].map(|m| Case::one_write(m, 8 * KIB)).to_vec()
-}
-
-fn advise_cases() -> Vec<Case> {
-    use SyncMethod::*;
-    let mut cases = Vec::new();
-    for method in [Fdatasync, Fsync, OpenDatasync, OpenSync, FdatasyncDirect, OpenDatasyncDirect] {
-        cases.push(Case::one_write(method, 8 * KIB));
-        let two = Case::one_write(method, 8 * KIB);
-        cases.push(Case { section: Section::TwoWrites, writes_per_commit: 2, ..two });
-    }
-    // PostgreSQL's commit spanning two WAL blocks: one 16 KiB write.
-    cases.extend([Fdatasync, Fsync, OpenDatasync, OpenSync].map(|m| Case::split_16k(m, 1)));
-    cases.push(Case { section: Section::NoSync, ..Case::one_write(Write, 8 * KIB) });
-    let sweep = Case::one_write(Fdatasync, 4 * KIB);
-    cases.push(Case { section: Section::SizeSweep, label: "4 KiB fdatasync".into(), ..sweep });
-    for state in [FileState::Overwrite, FileState::Append] {
-        let c = Case::one_write(Fdatasync, 8 * KIB);
-        cases.push(Case {
-            section: Section::FileState,
-            label: format!("{} fdatasync", state.name()),
-            file_state: state,
-            ..c
-        });
-    }
-    cases
-}
-
-/// etcd's storage check: 2300-byte writes, each followed by fdatasync, into a preallocated segment.
-fn etcd_case() -> Case {
-    let c = Case::one_write(SyncMethod::Fdatasync, crate::advise::ETCD_WRITE_BYTES);
-    Case {
-        section: Section::FileState,
-        label: "etcd: 2300 B + fdatasync".into(),
-        file_state: FileState::Fallocate,
-        ..c
-    }
 }
 
 #[cfg(test)]
