@@ -372,6 +372,33 @@ mod tests {
     }
 
     #[test]
+    fn a_run_disturbed_in_most_cases_is_not_the_same_environment_as_one_with_a_stray_case() {
+        let methods = ["fsync", "fdatasync", "open_sync", "open_datasync", "fsync+direct", "fdatasync+direct"];
+        let with = |disturbed: usize| {
+            let results = methods
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    let mut c = case(m, 8000.0, true);
+                    if i < disturbed {
+                        c.disturbances = vec![crate::disturbance::Disturbance {
+                            kind: "device_io".into(),
+                            foreign_write_bytes: 1 << 20,
+                            ..Default::default()
+                        }];
+                    }
+                    c
+                })
+                .collect();
+            run("r", results)
+        };
+        let changed = |a: usize, b: usize| !compare(&[with(a), with(b)]).environment_changed.is_empty();
+        assert!(changed(1, 6), "a stray case against a writer beside every case");
+        assert!(!changed(1, 2), "two quiet runs, each with the system's own stray writes");
+        assert!(!changed(6, 6));
+    }
+
+    #[test]
     fn summary_counts_directions_and_names_extremes() {
         let a =
             run("a", vec![case("fsync", 1000.0, true), case("fdatasync", 1000.0, true), case("write", 1000.0, false)]);
