@@ -45,48 +45,70 @@ fn versus_none(t: &PagesTable, r: &PagesRow) -> String {
     }
 }
 
-pub fn to_markdown(t: &PagesTable) -> String {
-    let mut out = format!(
+/// How a table words its cells: the text table pads them into columns, Markdown spells them out.
+#[derive(Clone, Copy, PartialEq)]
+enum Style {
+    Text,
+    Markdown,
+}
+
+/// The line above both tables.
+fn workload_line(t: &PagesTable) -> String {
+    format!(
         "TPC-B-like, scale {}, {} clients, {}-byte pages, checkpoint every {} s, dw batch {} pages\n\n",
         t.scale, t.clients, t.page_size_bytes, t.checkpoint_secs, t.dw_batch_pages
-    );
+    )
+}
+
+/// The cells of a row that ran, in column order, for both tables. They differ in four places: the text
+/// table shows a lower bound as `≥` alone, the FPI share (without `%`) before the WAL bytes, and the data
+/// written in KiB; Markdown says `≥ (disturbed)`, has the WAL bytes first and the data in bytes.
+fn cells(t: &PagesTable, r: &PagesRow, style: Style) -> Vec<String> {
+    let text = style == Style::Text;
+    let ms = |ns: u64| format!("{:.2}", ns as f64 / 1e6);
+    let wal = format!("{:.0}", r.wal_bytes_per_txn);
+    let fpi = format!("{:.0}{}", r.fpi_share * 100.0, if text { "" } else { "%" });
+    let (fpi_or_wal, wal_or_fpi) = if text { (fpi, wal) } else { (wal, fpi) };
+    vec![
+        r.label(),
+        format_size(r.buffer_pool_bytes),
+        format!("{:.0}", r.tps),
+        if text && r.lower_bound { "≥".to_string() } else { r.noise_text() },
+        versus_none(t, r),
+        ms(r.latency_ns.p50),
+        ms(r.latency_ns.p99),
+        fpi_or_wal,
+        wal_or_fpi,
+        if text { format!("{:.1}", r.data_bytes_per_txn / 1024.0) } else { format!("{:.0}", r.data_bytes_per_txn) },
+        format!("{:.2}", r.fsyncs_per_txn),
+        format!("{:.3}", r.checkpoint_duration_s_mean),
+        r.evictions_waited_for_dw.to_string(),
+        format!("{:.3}", r.dw_syncs_per_txn),
+        r.dw_pages_written_ahead.to_string(),
+        r.dw_pages_rewritten_before_eviction.to_string(),
+    ]
+}
+
+/// The device notes under either table (empty without device accounting).
+fn device_notes(t: &PagesTable) -> String {
+    let labels: Vec<String> =
+        t.rows.iter().map(|r| format!("{} {}", r.label(), format_size(r.buffer_pool_bytes))).collect();
+    crate::blockdev::render::notes(labels.iter().map(String::as_str).zip(t.rows.iter().map(|r| r.device.as_ref())))
+}
+
+pub fn to_markdown(t: &PagesTable) -> String {
+    let mut out = workload_line(t);
     out += "| mode | buffer pool | tps | ± (95%, re-run) | vs none | p50 ms | p99 ms | WAL B/txn | FPI share | data B/txn | fsyncs/txn | checkpoint s | evictions waited for dw | dw syncs/txn | dw pages ahead | rewritten |\n";
     out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
     for r in &t.rows {
-        let pool = format_size(r.buffer_pool_bytes);
-        if !r.supported {
-            out += &format!(
-                "| {} | {pool} | unsupported: {} ||||||||||||||\n",
-                r.label(),
-                r.error.as_deref().unwrap_or("")
-            );
-            continue;
+        if r.supported {
+            out += &format!("| {} |\n", cells(t, r, Style::Markdown).join(" | "));
+        } else {
+            let (label, pool, error) = (r.label(), format_size(r.buffer_pool_bytes), r.error.as_deref().unwrap_or(""));
+            out += &format!("| {label} | {pool} | unsupported: {error} ||||||||||||||\n");
         }
-        out += &format!(
-            "| {} | {pool} | {:.0} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0}% | {:.0} | {:.2} | {:.3} | {} | {:.3} | {} | {} |\n",
-            r.label(),
-            r.tps,
-            r.noise_text(),
-            versus_none(t, r),
-            r.latency_ns.p50 as f64 / 1e6,
-            r.latency_ns.p99 as f64 / 1e6,
-            r.wal_bytes_per_txn,
-            r.fpi_share * 100.0,
-            r.data_bytes_per_txn,
-            r.fsyncs_per_txn,
-            r.checkpoint_duration_s_mean,
-            r.evictions_waited_for_dw,
-            r.dw_syncs_per_txn,
-            r.dw_pages_written_ahead,
-            r.dw_pages_rewritten_before_eviction,
-        );
     }
-    let labels: Vec<String> =
-        t.rows.iter().map(|r| format!("{} {}", r.label(), format_size(r.buffer_pool_bytes))).collect();
-    out += &crate::blockdev::render::notes(
-        labels.iter().map(String::as_str).zip(t.rows.iter().map(|r| r.device.as_ref())),
-    );
-    out
+    out + &device_notes(t)
 }
 
 pub fn to_csv(rows: &[PagesRow]) -> anyhow::Result<String> {
@@ -150,67 +172,52 @@ pub fn to_csv(rows: &[PagesRow]) -> anyhow::Result<String> {
     Ok(String::from_utf8(w.into_inner()?)?)
 }
 
+/// The text table's headings and widths: the first column left-aligned, the others right.
+const TEXT_COLUMNS: [(&str, usize); 16] = [
+    ("mode", 12),
+    ("pool", 8),
+    ("tps", 9),
+    ("±", 6),
+    ("vs none", 9),
+    ("p50 ms", 9),
+    ("p99 ms", 9),
+    ("fpi%", 5),
+    ("WAL B/txn", 10),
+    ("data KiB", 7),
+    ("fsyncs", 8),
+    ("ckpt s", 8),
+    ("ev.wait", 8),
+    ("dw sync", 8),
+    ("dw ahead", 9),
+    ("rewritten", 9),
+];
+
+/// `cells` padded to [`TEXT_COLUMNS`], one space apart.
+fn text_line<S: AsRef<str>>(cells: impl IntoIterator<Item = S>) -> String {
+    let padded = TEXT_COLUMNS.iter().zip(cells).enumerate().map(|(i, ((_, width), cell))| match i {
+        0 => format!("{:<width$}", cell.as_ref()),
+        _ => format!("{:>width$}", cell.as_ref()),
+    });
+    padded.collect::<Vec<_>>().join(" ")
+}
+
 pub fn to_table(t: &PagesTable) -> String {
-    let mut out = format!(
-        "TPC-B-like, scale {}, {} clients, {}-byte pages, checkpoint every {} s, dw batch {} pages\n\n",
-        t.scale, t.clients, t.page_size_bytes, t.checkpoint_secs, t.dw_batch_pages
-    );
+    let mut out = workload_line(t);
     // Device accounting (a block device under the store): per transaction at the lowest disk.
     let device = t.rows.iter().any(|r| r.device.is_some());
     let device_heading = if device { format!(" {}", crate::blockdev::render::HEADING) } else { String::new() };
-    out += &format!(
-        "{:<12} {:>8} {:>9} {:>6} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}{device_heading}\n",
-        "mode",
-        "pool",
-        "tps",
-        "±",
-        "vs none",
-        "p50 ms",
-        "p99 ms",
-        "fpi%",
-        "WAL B/txn",
-        "data KiB",
-        "fsyncs",
-        "ckpt s",
-        "ev.wait",
-        "dw sync",
-        "dw ahead",
-        "rewritten"
-    );
+    out += &format!("{}{device_heading}\n", text_line(TEXT_COLUMNS.map(|(heading, _)| heading)));
     for r in &t.rows {
-        let pool = format_size(r.buffer_pool_bytes);
         if !r.supported {
-            out += &format!("{:<12} {:>8} unsupported: {}\n", r.label(), pool, r.error.as_deref().unwrap_or(""));
+            let (label, pool, error) = (r.label(), format_size(r.buffer_pool_bytes), r.error.as_deref().unwrap_or(""));
+            out += &format!("{label:<12} {pool:>8} unsupported: {error}\n");
             continue;
         }
-        let versus = versus_none(t, r);
         let columns =
             if device { format!(" {}", crate::blockdev::render::columns(r.device.as_ref())) } else { String::new() };
-        out += &format!(
-            "{:<12} {:>8} {:>9.0} {:>6} {:>9} {:>9.2} {:>9.2} {:>5.0} {:>10.0} {:>7.1} {:>8.2} {:>8.3} {:>8} {:>8.3} {:>9} {:>9}{columns}\n",
-            r.label(),
-            pool,
-            r.tps,
-            if r.lower_bound { "≥".to_string() } else { r.noise_text() },
-            versus,
-            r.latency_ns.p50 as f64 / 1e6,
-            r.latency_ns.p99 as f64 / 1e6,
-            r.fpi_share * 100.0,
-            r.wal_bytes_per_txn,
-            r.data_bytes_per_txn / 1024.0,
-            r.fsyncs_per_txn,
-            r.checkpoint_duration_s_mean,
-            r.evictions_waited_for_dw,
-            r.dw_syncs_per_txn,
-            r.dw_pages_written_ahead,
-            r.dw_pages_rewritten_before_eviction,
-        );
+        out += &format!("{}{columns}\n", text_line(cells(t, r, Style::Text)));
     }
-    let labels: Vec<String> =
-        t.rows.iter().map(|r| format!("{} {}", r.label(), format_size(r.buffer_pool_bytes))).collect();
-    out += &crate::blockdev::render::notes(
-        labels.iter().map(String::as_str).zip(t.rows.iter().map(|r| r.device.as_ref())),
-    );
+    out += &device_notes(t);
     out += &disturbance_notes(t);
     out += "\n± = 95% interval in which a re-run's tps is expected, from the spread between the rounds \
             (modes rotated between rounds); ≥ = disturbed, a lower bound; ~ = inside the noise (the two \
@@ -282,5 +289,72 @@ mod tests {
         assert!(text.contains("longer than --checkpoint-secs (5 s), e.g. --secs 18."), "{text}");
         t.rows[1].checkpoints = 2;
         assert!(!to_table(&t).contains("NO CHECKPOINT"));
+    }
+
+    /// A table with every kind of row: measured with an interval, inside the noise of none, disturbed (a
+    /// lower bound, with device accounting and a disturbance), without an interval, unsupported.
+    fn every_kind_of_row() -> PagesTable {
+        use syncbench_engine::pages::{DwDesign, Mode};
+        let measured = |mode, tps: f64, low: f64, high: f64| PagesRow {
+            mode,
+            supported: true,
+            buffer_pool_bytes: 128 << 20,
+            tps,
+            tps_low: Some(low),
+            tps_high: Some(high),
+            latency_ns: crate::schema::LatencyNs { p50: 1_234_567, p99: 9_876_543, ..Default::default() },
+            wal_bytes_per_txn: 412.6,
+            fpi_share: 0.237,
+            data_bytes_per_txn: 12_345.6,
+            dw_bytes_per_txn: 6_172.8,
+            fsyncs_per_txn: 1.046,
+            checkpoint_duration_s_mean: 0.4321,
+            checkpoints: 3,
+            eviction_writes: 17,
+            txns: 12_000,
+            duration_s: 12.0,
+            ..PagesRow::default()
+        };
+        let dw = PagesRow {
+            dw_design: Some(DwDesign::Pipelined),
+            evictions_waited_for_dw: 5,
+            dw_syncs_per_txn: 0.125,
+            dw_pages_written_ahead: 321,
+            dw_pages_rewritten_before_eviction: 12,
+            ..measured(Mode::Dw, 975.0, 930.0, 1_010.0)
+        };
+        let disturbed = PagesRow {
+            lower_bound: true,
+            buffer_pool_bytes: 1 << 30,
+            device: Some(crate::blockdev::account::DeviceAccounting::default()),
+            disturbances: vec![crate::disturbance::Disturbance {
+                kind: "device_io".into(),
+                detail: "4 MiB written by others".into(),
+                ..Default::default()
+            }],
+            ..measured(Mode::Fpw, 640.5, 600.0, 700.0)
+        };
+        let unsupported = PagesRow {
+            mode: Mode::Atomic,
+            buffer_pool_bytes: 128 << 20,
+            error: Some("RWF_ATOMIC is not supported here".into()),
+            ..PagesRow::default()
+        };
+        let rows = vec![
+            measured(Mode::None, 1_000.0, 960.0, 1_050.0),
+            measured(Mode::Fpw, 750.25, 700.0, 800.0),
+            dw,
+            disturbed,
+            PagesRow { tps_low: None, tps_high: None, ..measured(Mode::None, 1_500.0, 0.0, 0.0) },
+            unsupported,
+        ];
+        PagesTable { scale: 10, clients: 8, page_size_bytes: 8192, checkpoint_secs: 5.0, dw_batch_pages: 32, rows }
+    }
+
+    #[test]
+    fn text_and_markdown_goldens() {
+        let t = every_kind_of_row();
+        insta::assert_snapshot!("pages_text", to_table(&t));
+        insta::assert_snapshot!("pages_markdown", to_markdown(&t));
     }
 }
