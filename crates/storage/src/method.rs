@@ -83,20 +83,30 @@ pub enum SyncCall {
     SyncFileRange,
 }
 
-impl std::str::FromStr for SyncMethod {
-    type Err = String;
+/// `FromStr` by name (the error: `unknown WHAT 'text'`) and `Display` as the name (padded as a width
+/// asks) for an enum of named values with `fn name(self) -> &'static str` and
+/// `fn from_name(&str) -> Option<Self>`: one way for every such enum to be typed, parsed and printed.
+#[macro_export]
+macro_rules! name_traits {
+    ($type:ident, $what:literal) => {
+        impl ::std::str::FromStr for $type {
+            type Err = String;
 
-    /// By JSON name.
-    fn from_str(text: &str) -> Result<Self, String> {
-        SyncMethod::from_name(text).ok_or_else(|| format!("unknown sync method '{text}'"))
-    }
+            /// By JSON name.
+            fn from_str(text: &str) -> Result<Self, String> {
+                $type::from_name(text).ok_or_else(|| format!("unknown {} '{text}'", $what))
+            }
+        }
+
+        impl ::std::fmt::Display for $type {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.pad(self.name())
+            }
+        }
+    };
 }
 
-impl std::fmt::Display for SyncMethod {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.name())
-    }
-}
+name_traits!(SyncMethod, "sync method");
 
 impl SyncMethod {
     /// Every method, in the order the table lists them (pg_test_fsync's order first).
@@ -200,6 +210,9 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), SyncMethod::ALL.len());
         assert_eq!(SyncMethod::from_name("fsync_writethrough"), None);
+        let err = "fsync_writethrough".parse::<SyncMethod>().unwrap_err();
+        assert_eq!(err, "unknown sync method 'fsync_writethrough'");
+        assert_eq!(format!("[{:>7}]", SyncMethod::Fsync), "[  fsync]");
     }
 
     /// JSON carries the same names users type; a file from before (d) measured plain fsync still reads, and

@@ -27,20 +27,7 @@ pub enum Section {
     FileState,
 }
 
-impl std::str::FromStr for Section {
-    type Err = String;
-
-    /// By JSON name.
-    fn from_str(text: &str) -> Result<Self, String> {
-        Section::ALL.into_iter().find(|s| s.name() == text).ok_or_else(|| format!("unknown section '{text}'"))
-    }
-}
-
-impl std::fmt::Display for Section {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.name())
-    }
-}
+syncbench_engine::storage::name_traits!(Section, "section");
 
 impl Section {
     /// Every section in order.
@@ -70,6 +57,11 @@ impl Section {
     /// The letter of the section in issue #2 (a-g), also accepted by `--sections`.
     pub fn letter(self) -> char {
         (b'a' + Section::ALL.iter().position(|s| *s == self).unwrap_or(0) as u8) as char
+    }
+
+    /// By JSON name.
+    pub fn from_name(name: &str) -> Option<Section> {
+        Section::ALL.into_iter().find(|s| s.name() == name)
     }
 
     /// By name or letter.
@@ -107,25 +99,12 @@ pub enum FileState {
     Fallocate,
 }
 
-impl std::str::FromStr for FileState {
-    type Err = String;
-
-    /// By JSON name.
-    fn from_str(text: &str) -> Result<Self, String> {
-        [FileState::Overwrite, FileState::Append, FileState::Fallocate]
-            .into_iter()
-            .find(|s| s.name() == text)
-            .ok_or_else(|| format!("unknown file state '{text}'"))
-    }
-}
-
-impl std::fmt::Display for FileState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.name())
-    }
-}
+syncbench_engine::storage::name_traits!(FileState, "file state");
 
 impl FileState {
+    /// Every file state.
+    pub const ALL: [FileState; 3] = [FileState::Overwrite, FileState::Append, FileState::Fallocate];
+
     /// The JSON name.
     pub fn name(self) -> &'static str {
         match self {
@@ -133,6 +112,11 @@ impl FileState {
             FileState::Append => "append",
             FileState::Fallocate => "fallocate",
         }
+    }
+
+    /// By JSON name.
+    pub fn from_name(name: &str) -> Option<FileState> {
+        FileState::ALL.into_iter().find(|s| s.name() == name)
     }
 }
 
@@ -302,7 +286,7 @@ fn section_cases(section: Section, size: u64, quick: bool) -> Vec<Case> {
         Section::FileState => [Fsync, Fdatasync]
             .into_iter()
             .flat_map(|m| {
-                [FileState::Overwrite, FileState::Append, FileState::Fallocate].into_iter().map(move |st| {
+                FileState::ALL.into_iter().map(move |st| {
                     let label = format!("{:<9} {}", st.name(), m.name());
                     Case { label, file_state: st, ..base(m) }
                 })
@@ -323,11 +307,14 @@ mod tests {
             assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{}\"", s.name()));
             assert_eq!(s.name().parse::<Section>().unwrap(), s);
         }
-        for f in [FileState::Overwrite, FileState::Append, FileState::Fallocate] {
+        for f in FileState::ALL {
             assert_eq!(serde_json::to_string(&f).unwrap(), format!("\"{}\"", f.name()));
             assert_eq!(serde_json::from_str::<FileState>(&format!("\"{f}\"")).unwrap(), f);
         }
         assert!(serde_json::from_str::<Section>("\"mystery\"").is_err());
+        assert_eq!("mystery".parse::<Section>().unwrap_err(), "unknown section 'mystery'");
+        assert_eq!("sparse".parse::<FileState>().unwrap_err(), "unknown file state 'sparse'");
+        assert_eq!(format!("[{:<9}|{:>8}]", FileState::Append, Section::NoSync), "[append   | no_sync]");
     }
 
     fn count(cases: &[Case], section: Section) -> usize {
