@@ -441,6 +441,12 @@ mod tests {
         failure
     }
 
+    /// `caught` under the strict profile without fsync errors, the failure saying `says`.
+    fn caught_saying(faults: FaultSwitches, points: u64, says: &str) {
+        let failure = caught(faults, Profile::Strict, false, points);
+        assert!(failure.message.contains(says), "{failure:?}");
+    }
+
     #[test]
     fn the_log_survives_crashes_under_both_profiles_and_fsync_errors_and_reaches_every_key_path() {
         let wal = WalScenario::new(FaultSwitches::default());
@@ -522,8 +528,7 @@ mod tests {
     #[test]
     fn an_acknowledgement_a_step_too_early_is_caught_by_overlapping_commits() {
         let faults = FaultSwitches { ack_when_written: true, ..FaultSwitches::default() };
-        let failure = caught(faults, Profile::Strict, false, 200);
-        assert!(failure.message.contains("missing"), "{failure:?}");
+        caught_saying(faults, 200, "missing");
         // Without the concurrent clients the bug is invisible: the series passes.
         let serial = WalScenario { concurrent: false, ..WalScenario::new(faults) };
         explore(&serial, &ExploreOptions { points: 100, ..opts(Profile::Strict, false, 100) }, |_| {}).unwrap();
@@ -532,17 +537,13 @@ mod tests {
     /// Concurrency: a flush that publishes what was appended during it as durable.
     #[test]
     fn a_flush_horizon_off_by_a_batch_is_caught() {
-        let faults = FaultSwitches { flush_horizon_appended: true, ..FaultSwitches::default() };
-        let failure = caught(faults, Profile::Strict, false, 200);
-        assert!(failure.message.contains("missing"), "{failure:?}");
+        caught_saying(FaultSwitches { flush_horizon_appended: true, ..FaultSwitches::default() }, 200, "missing");
     }
 
     /// Generations: recovery that leaves an interrupted flush's valid records behind the end.
     #[test]
     fn a_stale_tail_left_behind_is_caught() {
-        let faults = FaultSwitches { keep_stale_tail: true, ..FaultSwitches::default() };
-        let failure = caught(faults, Profile::Strict, false, 300);
-        assert!(failure.message.contains("stale tail"), "{failure:?}");
+        caught_saying(FaultSwitches { keep_stale_tail: true, ..FaultSwitches::default() }, 300, "stale tail");
     }
 
     /// Process crashes: recovery that trusts log bytes found only in the surviving page cache.
@@ -558,8 +559,6 @@ mod tests {
     /// Media damage: recovery that treats a damaged record with later flushes behind it as the end.
     #[test]
     fn silent_truncation_at_a_damaged_record_is_caught() {
-        let faults = FaultSwitches { corruption_as_end: true, ..FaultSwitches::default() };
-        let failure = caught(faults, Profile::Strict, false, 300);
-        assert!(failure.message.contains("media damage"), "{failure:?}");
+        caught_saying(FaultSwitches { corruption_as_end: true, ..FaultSwitches::default() }, 300, "media damage");
     }
 }
