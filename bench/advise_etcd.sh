@@ -13,18 +13,17 @@
 # needs: etcd and etcdctl 3.4 (installs etcd-server and etcd-client with apt-get when missing and run as
 # root), python3, a release build of syncbench (built when missing).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 usage="usage: $0 DIR [SECONDS] [ROUNDS] [PORT] (DIR: an existing directory on the file system to test)"
-[ -d "${1:-}" ] || { echo "$usage" >&2; exit 2; }
+need_dir "${1:-}"
 dir=$(realpath "$1")
 secs=${2:-20} rounds=${3:-4} port=${4:-23790}
-repo=$(cd "$(dirname "$0")/.." && pwd)
-bin="$repo/target/release/syncbench"
 if ! { command -v etcd && command -v etcdctl; } >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing etcd from the distribution's packages (apt-get install etcd-server etcd-client)" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server etcd-client >/dev/null
 fi
-{ command -v etcd && command -v etcdctl; } >/dev/null || { echo "$usage; etcd/etcdctl not found: apt-get install etcd-server etcd-client (as root)" >&2; exit 2; }
-[ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
+{ command -v etcd && command -v etcdctl; } >/dev/null || usage_error "; etcd/etcdctl not found: apt-get install etcd-server etcd-client (as root)"
+release_bin
 
 work="$dir/.syncbench-etcdval-$$"
 client=http://127.0.0.1:$port peer=http://127.0.0.1:$((port + 1))
@@ -35,8 +34,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+exit_on_signals
 # etcd's data on DIR, advise's test files beside it (advise measures its own subdirectory, not etcd's files).
 mkdir "$work/advise"
 etcd --name val --data-dir "$work/data" --listen-client-urls "$client" --advertise-client-urls "$client" \

@@ -8,26 +8,24 @@
 # needs: root, /dev/fuse, a release build of syncbench (built when missing). FS=xfs|btrfs picks the file
 # system (default ext4).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 usage="usage: $0 PROFILE MOUNT SCRIPT [ARGS...] (PROFILE: see \`syncbench lab profiles\`; MOUNT: a new or empty directory; SCRIPT: bench/advise_*.sh)"
-[ $# -ge 3 ] || { echo "$usage" >&2; exit 2; }
+[ $# -ge 3 ] || usage_error
 profile=$1 mnt=$2 script=$3
 shift 3
-repo=$(cd "$(dirname "$0")/.." && pwd)
-bin="$repo/target/release/syncbench"
-[ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
-[ -x "$script" ] || { echo "$usage; $script is not an executable script" >&2; exit 2; }
-"$bin" lab profiles | grep -q "^$profile " || { echo "$usage; unknown profile $profile" >&2; exit 2; }
+release_bin
+[ -x "$script" ] || usage_error "; $script is not an executable script"
+"$bin" lab profiles | grep -q "^$profile " || usage_error "; unknown profile $profile"
 made=""
 if [ ! -e "$mnt" ]; then mkdir -p "$mnt"; made=1; fi
-[ -d "$mnt" ] && [ -z "$(ls -A "$mnt")" ] || { echo "$usage; $mnt is not an empty directory" >&2; exit 2; }
+[ -d "$mnt" ] && [ -z "$(ls -A "$mnt")" ] || usage_error "; $mnt is not an empty directory"
 up=""
 cleanup() {
   [ -n "$up" ] && "$bin" lab down "$mnt" >/dev/null 2>&1 || true
   [ -n "$made" ] && rmdir "$mnt" 2>/dev/null || true
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+exit_on_signals
 "$bin" lab up --profile "$profile" --fs "${FS:-ext4}" "$mnt" >/dev/null
 up=1
 echo "# lab disk: profile $profile, ${FS:-ext4} on $mnt ($("$bin" lab profiles | grep -A0 "^$profile " | tr -s ' '))"

@@ -11,24 +11,23 @@
 # needs: root (mariadbd runs as mysql), Debian's mariadb-server and sysbench (installed with apt-get when
 # missing), a release build of syncbench (SYNCBENCH=path, else target/release/syncbench, built when missing).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 usage="usage: $0 DIR [SECONDS] [ROUNDS] [OUT_DIR] (DIR: an existing directory on the file system to test; needs root, mariadb-server and sysbench)"
-[ -d "${1:-}" ] || { echo "$usage" >&2; exit 2; }
-[ "$(id -u)" = 0 ] || { echo "$usage — run as root" >&2; exit 2; }
+need_dir "${1:-}"
+[ "$(id -u)" = 0 ] || usage_error " — run as root"
 dir=$(realpath "$1")
 secs=${2:-5}
 rounds=${3:-5}
 out=${4:-}
-repo=$(cd "$(dirname "$0")/.." && pwd)
-bin=${SYNCBENCH:-$repo/target/release/syncbench}
-[ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
+release_bin "${SYNCBENCH:-}"
 if ! command -v mariadbd >/dev/null || ! command -v sysbench >/dev/null; then
-  command -v apt-get >/dev/null || { echo "$usage — mariadbd or sysbench missing: install mariadb-server and sysbench" >&2; exit 2; }
+  command -v apt-get >/dev/null || usage_error " — mariadbd or sysbench missing: install mariadb-server and sysbench"
   echo "installing mariadb-server and sysbench from the distribution's packages (apt-get)" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server sysbench >/dev/null
 fi
 command -v mariadbd >/dev/null && command -v sysbench >/dev/null \
-  || { echo "$usage — mariadb-server or sysbench did not install: apt-get install mariadb-server sysbench" >&2; exit 2; }
+  || usage_error " — mariadb-server or sysbench did not install: apt-get install mariadb-server sysbench"
 . "$repo/bench/mariadb_server.sh"
 version=$(mariadbd --version | sed -nE 's/.*Ver ([0-9]+\.[0-9]+).*/\1/p')
 
@@ -39,8 +38,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+exit_on_signals
 mariadb_init "$work"
 mariadb_start O_DIRECT
 maria_sql -e 'create database sbtest'

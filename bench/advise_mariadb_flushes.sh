@@ -6,20 +6,19 @@
 #
 # usage: bench/advise_mariadb_flushes.sh LAB_MOUNT [SECONDS]   (as root; mariadb-server and sysbench installed)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 usage="usage: $0 LAB_MOUNT [SECONDS] (LAB_MOUNT: a directory \`syncbench lab up\` mounted; needs root, mariadb-server, sysbench)"
-[ -d "${1:-}" ] || { echo "$usage" >&2; exit 2; }
-command -v mariadbd >/dev/null && command -v sysbench >/dev/null || { echo "$usage — install mariadb-server and sysbench" >&2; exit 2; }
+need_dir "${1:-}"
+command -v mariadbd >/dev/null && command -v sysbench >/dev/null || usage_error " — install mariadb-server and sysbench"
 dir=$(realpath "$1")
 secs=${2:-10}
-repo=$(cd "$(dirname "$0")/.." && pwd)
-bin=${SYNCBENCH:-$repo/target/release/syncbench}
-"$bin" lab stats "$dir" >/dev/null 2>&1 || { echo "$usage — $dir is not a lab mount" >&2; exit 2; }
+release_bin "${SYNCBENCH:-}"
+"$bin" lab stats "$dir" >/dev/null 2>&1 || usage_error " — $dir is not a lab mount"
 . "$repo/bench/mariadb_server.sh"
 work="$dir/.syncbench-mariaflush-$$"
 mkdir "$work"
 trap 'mariadb_stop; rm -rf "$work"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+exit_on_signals
 counters() { "$bin" lab stats "$dir" --json - | python3 -c 'import json,sys; c=json.load(sys.stdin)["device"]["counters"]; print(c["flushes"] - c["empty_flushes"], c["writes"])'; }
 mariadb_init "$work"
 mariadb_start O_DIRECT

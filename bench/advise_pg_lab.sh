@@ -7,6 +7,7 @@
 #   e.g. bench/advise_pg_lab.sh hdd-7200 /var/tmp/advrocks/pg-hdd
 # needs: root, /dev/fuse, PostgreSQL (installed by advise_pgbench.sh when missing).
 set -euo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 PROFILE MOUNT [SECONDS] [ROUNDS] [PORT] (PROFILE: see \`syncbench lab profiles\`; MOUNT: a new or empty directory)" >&2; exit 2; }
-here=$(cd "$(dirname "$0")" && pwd)
-exec "$here/advise_lab.sh" "$1" "$2" "$here/advise_pgbench.sh" "${3:-5}" "${4:-5}" "${5:-55432}"
+. "$(dirname "$0")/lib.sh"
+usage="usage: $0 PROFILE MOUNT [SECONDS] [ROUNDS] [PORT] (PROFILE: see \`syncbench lab profiles\`; MOUNT: a new or empty directory)"
+[ $# -ge 2 ] || usage_error
+exec "$repo/bench/advise_lab.sh" "$1" "$2" "$repo/bench/advise_pgbench.sh" "${3:-5}" "${4:-5}" "${5:-55432}"

@@ -8,14 +8,14 @@
 # needs: root (runs PostgreSQL as the postgres user; installs Debian's postgresql package with apt-get when
 # it is missing) and a release build of syncbench (built when missing).
 set -euo pipefail
-[ -d "${1:-}" ] || { echo "usage: $0 DIR [SECONDS] [ROUNDS] [PORT] (DIR: an existing directory on the file system to test)" >&2; exit 2; }
+. "$(dirname "$0")/lib.sh"
+usage="usage: $0 DIR [SECONDS] [ROUNDS] [PORT] (DIR: an existing directory on the file system to test)"
+need_dir "${1:-}"
 dir=$(realpath "$1")
 secs=${2:-15}
 rounds=${3:-10}
 port=${4:-5439}
-repo=$(cd "$(dirname "$0")/.." && pwd)
-bin="$repo/target/release/syncbench"
-[ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
+release_bin
 . "$repo/bench/pg_cluster.sh"
 pgbin=$(find_pgbin)
 if [ ! -x "${pgbin:-/nonexistent}/initdb" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -37,7 +37,8 @@ cleanup() {
   pg_cluster_stop
   rm -rf "$work"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+exit_on_signals
 pg_cluster_start "$work" "$port"
 
 methods=(fdatasync fsync open_datasync open_sync)

@@ -6,15 +6,15 @@
 #
 # usage: bench/advise_rejudge.sh RESULT_DIR mariadb|sqlite [VERSION]   (SYNCBENCH=path, else target/release)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 usage="usage: $0 RESULT_DIR mariadb|sqlite [VERSION] (RESULT_DIR: holds advice.json and raw.txt from bench/advise_*.sh)"
-[ -f "${1:-}/advice.json" ] && [ -f "$1/raw.txt" ] || { echo "$usage" >&2; exit 2; }
+[ -f "${1:-}/advice.json" ] && [ -f "$1/raw.txt" ] || usage_error
 case "${2:-}" in
   mariadb) target="mariadb:${3:-10.11}"; setting=innodb_flush_method ;;
   sqlite) target="sqlite${3:+:$3}"; setting=journal_mode ;;
-  *) echo "$usage" >&2; exit 2 ;;
+  *) usage_error ;;
 esac
-repo=$(cd "$(dirname "$0")/.." && pwd)
-bin=${SYNCBENCH:-$repo/target/release/syncbench}
+release_bin "${SYNCBENCH:-}"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 SYNCBENCH_NO_VERSION_DETECT=1 "$bin" advise --from "$1/advice.json" --for "$target" --json "$tmp" >/dev/null

@@ -3,10 +3,10 @@
 # commit_delay within a factor of 1.5. Raw JSON of every run in OUT.
 # Usage: bench/advise_repeat.sh BIN DIR OUT   env: N (default 5)
 set -euo pipefail
-bin=$1 dir=$2 out=$3
+. "$(dirname "$0")/lib.sh"
+usage="usage: $0 BIN DIR OUT (BIN: a syncbench binary; DIR: the directory to advise on; OUT: for the raw JSON)"
+bin_dir_out_args "$@"
 n=${N:-5}
-mkdir -p "$out"
-echo "bin: $bin ($("$bin" --version))  dir: $dir  load: $(cut -d' ' -f1-3 /proc/loadavg)  date: $(date -u +%FT%TZ)"
 for i in $(seq "$n"); do
   start=$(date +%s.%N)
   SYNCBENCH_NO_VERSION_DETECT=1 "$bin" advise "$dir" --json "$out/advise$i.json" > "$out/advise$i.txt" 2>&1 || echo "advise $i exit $?"

@@ -23,24 +23,22 @@
 # needs: db_bench (installs rocksdb-tools with apt-get when missing and run as root), a release build of
 # syncbench (built when missing). Data lives in DIR/.syncbench-rocksval-PID, removed at exit.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 usage="usage: $0 DIR [SECONDS] [ROUNDS] [WRITE_BUFFER_SIZE] (DIR: an existing directory on the file system to test)"
-[ -d "${1:-}" ] || { echo "$usage" >&2; exit 2; }
+need_dir "${1:-}"
 dir=$(realpath "$1")
 secs=${2:-5} rounds=${3:-5} wbs=${4:-1048576}
-repo=$(cd "$(dirname "$0")/.." && pwd)
-bin="$repo/target/release/syncbench"
 if ! command -v db_bench >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing db_bench from the distribution's packages (apt-get install rocksdb-tools)" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rocksdb-tools >/dev/null
 fi
-command -v db_bench >/dev/null || { echo "$usage; db_bench not found: apt-get install rocksdb-tools (as root)" >&2; exit 2; }
-[ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
+command -v db_bench >/dev/null || usage_error "; db_bench not found: apt-get install rocksdb-tools (as root)"
+release_bin
 
 work="$dir/.syncbench-rocksval-$$"
 mkdir "$work"
 trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+exit_on_signals
 
 # The base OPTIONS file, as db_bench writes it, and one file per candidate.
 db_bench --benchmarks=fillrandom --num=1 --db="$work/gen" --write_buffer_size="$wbs" --compression_type=none >/dev/null 2>&1

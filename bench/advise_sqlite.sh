@@ -9,29 +9,27 @@
 # needs: python3 with its sqlite3 module (python3 installed with apt-get when missing, as root), a release
 # build of syncbench (SYNCBENCH=path, else target/release/syncbench, built when missing).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 usage="usage: $0 DIR [SECONDS] [ROUNDS] [OUT_DIR] (DIR: an existing directory on the file system to test; needs python3 with sqlite3)"
-[ -d "${1:-}" ] || { echo "$usage" >&2; exit 2; }
+need_dir "${1:-}"
 dir=$(realpath "$1")
 secs=${2:-5}
 rounds=${3:-5}
 out=${4:-}
-repo=$(cd "$(dirname "$0")/.." && pwd)
-bin=${SYNCBENCH:-$repo/target/release/syncbench}
-[ -x "$bin" ] || (cd "$repo" && cargo build --release -q)
+release_bin "${SYNCBENCH:-}"
 if ! python3 -c 'import sqlite3' 2>/dev/null; then
-  { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; } || { echo "$usage — python3's sqlite3 module is missing: apt-get install python3" >&2; exit 2; }
+  { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; } || usage_error " — python3's sqlite3 module is missing: apt-get install python3"
   echo "installing python3 from the distribution's packages (apt-get)" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >/dev/null
-  python3 -c 'import sqlite3' 2>/dev/null || { echo "$usage — python3's sqlite3 module did not install" >&2; exit 2; }
+  python3 -c 'import sqlite3' 2>/dev/null || usage_error " — python3's sqlite3 module did not install"
 fi
 version=$(python3 -c 'import sqlite3; print(sqlite3.sqlite_version)')
 
 work="$dir/.syncbench-sqliteval-$$"
 mkdir "$work"
 trap 'rm -rf "$work"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+exit_on_signals
 echo "SQLite $version on $(findmnt -no FSTYPE -T "$dir") ($dir, $(findmnt -no SOURCE -T "$dir")), ${secs}s × $rounds rounds"
 echo "start $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 "$repo/bench/advise_sqlite_rounds.py" "$work" "$secs" "$rounds" | tee "$work/raw.txt"

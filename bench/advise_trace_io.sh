@@ -6,17 +6,16 @@
 #
 # usage: bench/advise_trace_io.sh DIR   (as root; needs strace, mariadb-server, python3)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 usage="usage: $0 DIR (DIR: an existing directory on the file system to trace on; needs root, strace, mariadb-server, python3)"
-[ -d "${1:-}" ] || { echo "$usage" >&2; exit 2; }
-for p in strace mariadbd python3; do command -v $p >/dev/null || { echo "$usage — $p is missing" >&2; exit 2; }; done
+need_dir "${1:-}"
+for p in strace mariadbd python3; do command -v $p >/dev/null || usage_error " — $p is missing"; done
 dir=$(realpath "$1")
-repo=$(cd "$(dirname "$0")/.." && pwd)
 . "$repo/bench/mariadb_server.sh"
 work="$dir/.syncbench-trace-$$"
 mkdir "$work"
 trap 'mariadb_stop; rm -rf "$work"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+exit_on_signals
 count() { grep -c "$1" "$2" || true; }
 mariadb_init "$work/m"
 echo "MariaDB $(mariadbd --version | sed -nE 's/.*Ver ([0-9.]+).*/\1/p'), per 20 single-row autocommit INSERTs:"

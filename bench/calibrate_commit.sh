@@ -4,20 +4,15 @@
 # interval (commits_per_s × (1 ± ci95_rel)) contain the median of the other runs? Raw JSON in OUT.
 # Usage: bench/calibrate_commit.sh BIN DIR OUT   env: RUNS (default 10), DISTURB (default "3 6 9")
 set -euo pipefail
-bin=$1 dir=$2 out=$3
+. "$(dirname "$0")/lib.sh"
+usage="usage: $0 BIN DIR OUT (BIN: a syncbench binary; DIR: a directory on the disk to test; OUT: for the raw JSON)"
+bin_dir_out_args "$@"
 runs=${RUNS:-10}
 disturb=" ${DISTURB:-3 6 9} "
-mkdir -p "$out"
-echo "bin: $bin ($("$bin" --version))  dir: $dir  load: $(cut -d' ' -f1-3 /proc/loadavg)  date: $(date -u +%FT%TZ)"
 for i in $(seq "$runs"); do
-  pid=
-  if [[ $disturb == *" $i "* ]]; then
-    ( sleep 1; timeout 4 dd if=/dev/zero of="$dir/.calib-dd" bs=64k count=100000 oflag=dsync status=none || true
-      rm -f "$dir/.calib-dd" ) &
-    pid=$!
-  fi
+  disturb_if_listed "$i"
   "$bin" commit "$dir" --clients 1 --json "$out/commit$i.json" > "$out/commit$i.txt" 2>&1 || echo "commit $i exit $?"
-  [[ -n $pid ]] && wait "$pid"
+  [[ -n $disturb_pid ]] && wait "$disturb_pid"
 done
 python3 - "$out" "$runs" <<'PY'
 import json, statistics, sys
