@@ -269,39 +269,27 @@ fn many_threads_with(cfg: WalConfig) {
     }
 }
 
-#[test]
-fn many_threads_fdatasync_group() {
-    many_threads(SyncMethod::Fdatasync, true);
+/// One test per line, `name: method, group_commit`: `many_threads` under each log method.
+macro_rules! many_threads_tests {
+    ($($name:ident: $method:ident, $group_commit:literal;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                many_threads(SyncMethod::$method, $group_commit);
+            }
+        )*
+    };
 }
 
-#[test]
-fn many_threads_fdatasync_naive() {
-    many_threads(SyncMethod::Fdatasync, false);
-}
-
-#[test]
-fn many_threads_fsync() {
-    many_threads(SyncMethod::Fsync, true);
-}
-
-#[test]
-fn many_threads_open_datasync() {
-    many_threads(SyncMethod::OpenDatasync, true);
-}
-
-#[test]
-fn many_threads_open_datasync_direct() {
-    many_threads(SyncMethod::OpenDatasyncDirect, true);
-}
-
-#[test]
-fn many_threads_pwritev2_dsync() {
-    many_threads(SyncMethod::Pwritev2Dsync, true);
-}
-
-#[test]
-fn many_threads_io_uring() {
-    many_threads(SyncMethod::IoUringFdatasync, true);
+many_threads_tests! {
+    many_threads_fdatasync_group: Fdatasync, true;
+    many_threads_fdatasync_naive: Fdatasync, false;
+    many_threads_fsync: Fsync, true;
+    many_threads_open_datasync: OpenDatasync, true;
+    many_threads_open_datasync_direct: OpenDatasyncDirect, true;
+    many_threads_pwritev2_dsync: Pwritev2Dsync, true;
+    many_threads_io_uring: IoUringFdatasync, true;
+    many_threads_none: Write, true;
 }
 
 #[test]
@@ -313,11 +301,6 @@ fn many_threads_small_groups_and_a_commit_delay() {
         leader_extra_batches: 3,
         ..small(SyncMethod::Fdatasync)
     });
-}
-
-#[test]
-fn many_threads_none() {
-    many_threads(SyncMethod::Write, true);
 }
 
 #[test]
