@@ -70,6 +70,15 @@ impl Drop for Mounted {
     }
 }
 
+/// A tmpfs mounted with `options` on `dir` for the test, or why not (the test then returns `crate::skip`).
+fn tmpfs(options: &str, dir: &Path) -> Result<Mounted, String> {
+    if !is_root() {
+        return Err("mounting tmpfs needs root".to_string());
+    }
+    Mounted::new(&["-t", "tmpfs", "-o", options, "syncbench-test"], dir)
+        .map_err(|e| format!("cannot mount tmpfs -o {options}: {e}"))
+}
+
 /// Detaches a loop device on drop.
 struct LoopDevice(String);
 
@@ -179,13 +188,9 @@ fn ctrl_c_during_the_burst_removes_the_burst_file() {
 #[test]
 fn tmpfs_is_reported_as_not_durable() {
     let dir = tempfile::tempdir().unwrap();
-    let _mount = if is_root() {
-        match Mounted::new(&["-t", "tmpfs", "-o", "size=16m", "syncbench-test"], dir.path()) {
-            Ok(m) => m,
-            Err(e) => return crate::skip(format!("cannot mount tmpfs: {e}")),
-        }
-    } else {
-        return crate::skip("mounting tmpfs needs root");
+    let _mount = match tmpfs("size=16m", dir.path()) {
+        Ok(m) => m,
+        Err(why) => return crate::skip(why),
     };
     let doc = probe_json(dir.path());
     assert_eq!(doc["environment"]["fs_type"], "tmpfs");
@@ -197,13 +202,9 @@ fn tmpfs_is_reported_as_not_durable() {
 #[test]
 fn read_only_dir_is_probed_without_a_burst() {
     let dir = tempfile::tempdir().unwrap();
-    let _mount = if is_root() {
-        match Mounted::new(&["-t", "tmpfs", "-o", "ro,size=1m", "syncbench-test"], dir.path()) {
-            Ok(m) => m,
-            Err(e) => return crate::skip(format!("cannot mount a read-only tmpfs: {e}")),
-        }
-    } else {
-        return crate::skip("mounting needs root");
+    let _mount = match tmpfs("ro,size=1m", dir.path()) {
+        Ok(m) => m,
+        Err(why) => return crate::skip(why),
     };
     let doc = probe_json(dir.path());
     assert!(doc["probe"]["flush_burst"].is_null());
@@ -249,14 +250,10 @@ fn a_read_only_bind_mount_shows_its_own_options_apart_from_the_file_systems() {
 #[test]
 fn a_full_file_system_skips_the_burst_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let _mount = if is_root() {
-        // Smaller than the 2 MiB burst file: preparing it runs out of space.
-        match Mounted::new(&["-t", "tmpfs", "-o", "size=1m", "syncbench-test"], dir.path()) {
-            Ok(m) => m,
-            Err(e) => return crate::skip(format!("cannot mount tmpfs: {e}")),
-        }
-    } else {
-        return crate::skip("mounting needs root");
+    // Smaller than the 2 MiB burst file: preparing it runs out of space.
+    let _mount = match tmpfs("size=1m", dir.path()) {
+        Ok(m) => m,
+        Err(why) => return crate::skip(why),
     };
     let doc = probe_json(dir.path());
     let skipped = doc["probe"]["flush_burst_skipped"].as_str().unwrap();

@@ -256,21 +256,9 @@ fn quick_suite_on_an_xfs_loop_device() {
 #[test]
 fn ctrl_c_removes_the_test_files() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("syncbench");
-    let mut child = std::process::Command::new(bin)
-        .args(["run", "--secs", "30", "--sections", "e", "--methods", "write"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while leftovers(dir.path()).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = start_long_run(dir.path());
     assert!(!leftovers(dir.path()).is_empty(), "the run never created its file");
-    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(kill.success());
+    interrupt(&child);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(leftovers(dir.path()).is_empty(), "left behind: {:?}", leftovers(dir.path()));
@@ -302,6 +290,25 @@ fn wait_for_start(dir: &Path) {
     }
 }
 
+/// `syncbench run` of plain writes for 30 s in `dir`, in the background, once it has made its files.
+fn start_long_run(dir: &Path) -> std::process::Child {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        .args(["run", "--secs", "30", "--sections", "e", "--methods", "write"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_start(dir);
+    child
+}
+
+/// SIGINT, as Ctrl-C sends it.
+fn interrupt(child: &std::process::Child) {
+    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+}
+
 #[test]
 fn ctrl_c_prints_and_exports_the_finished_rounds_marked_partial() {
     let dir = tempfile::tempdir().unwrap();
@@ -321,8 +328,7 @@ fn ctrl_c_prints_and_exports_the_finished_rounds_marked_partial() {
         .unwrap();
     wait_for_start(dir.path());
     std::thread::sleep(Duration::from_secs(6));
-    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(kill.success());
+    interrupt(&child);
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130));
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -342,20 +348,12 @@ fn ctrl_c_prints_and_exports_the_finished_rounds_marked_partial() {
 #[test]
 fn a_second_syncbench_in_the_same_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("syncbench");
-    let mut first = std::process::Command::new(bin)
-        .args(["run", "--secs", "30", "--sections", "e", "--methods", "write"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_start(dir.path());
+    let mut first = start_long_run(dir.path());
     let second = syncbench().args(["run", "--sections", "a"]).arg(dir.path()).output().unwrap();
     // commit and pages take the same lock.
     let commit = syncbench().args(["commit", "--clients", "1", "--secs", "0.5"]).arg(dir.path()).output().unwrap();
     let pages = syncbench().args(["pages", "--quick"]).arg(dir.path()).output().unwrap();
-    let _ = std::process::Command::new("kill").args(["-INT", &first.id().to_string()]).status();
+    interrupt(&first);
     let _ = first.wait();
     for (what, out) in [("commit", &commit), ("pages", &pages)] {
         let err = String::from_utf8_lossy(&out.stderr);
