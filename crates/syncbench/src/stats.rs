@@ -1,6 +1,10 @@
 //! Statistics of one case's commit latencies: exact mean/stddev/min/max, percentiles from an HDR
 //! histogram, the 95% confidence interval of the mean, outliers, and exact log2 buckets.
 //!
+//! [`Samples`] is syncbench's one latency recorder and [`LatencyNs`] (from [`Samples::latency`]) its one
+//! latency summary: `run`, `commit`, `pages`, `probe`, `trace`, `powercut`, the block-request accounting and
+//! the lab's device model all record with it, so a `latency_ns` means the same in every payload.
+//!
 //! Recording a sample is O(1), allocation-free and division-free (integer sums of the samples shifted by
 //! the first one: exact, and free of the cancellation of a naive sum of squares), because it runs once
 //! per commit between two clock reads.
@@ -11,7 +15,14 @@ use hdrhistogram::Histogram;
 /// Largest latency the histogram tracks exactly (one hour); slower commits are clamped for percentiles only.
 const HIGHEST_TRACKABLE_NS: u64 = 3_600_000_000_000;
 
-/// Commit latencies of one case.
+/// Latencies of one case (commits, calls, requests), in nanoseconds.
+///
+/// What the summary means, in every payload:
+/// - `min`, `max`, `mean` and `stddev` are exact: the sample standard deviation (n − 1), 0 below two samples;
+/// - a percentile `pQ` is the nearest rank: the ⌈Q/100 · n⌉-th smallest latency (at least the first),
+///   reported as the upper edge of its HDR histogram bucket (3 significant digits: at most 0.1 % above the
+///   sample) and clamped into `[min, max]`. A latency over an hour counts as one hour for percentiles only;
+/// - every field is 0 when nothing was recorded.
 #[derive(Clone, Debug)]
 pub struct Samples {
     histogram: Histogram<u64>,
@@ -34,9 +45,13 @@ impl Default for Samples {
 }
 
 impl Samples {
-    /// No samples yet. Percentiles keep 3 significant digits (0.1% error).
+    /// No samples yet. Percentiles keep 3 significant digits (0.1% error). The histogram grows to the
+    /// largest latency recorded (16 KiB to start, 120 KiB for 10 ms, 264 KiB for an hour) rather than being
+    /// allocated for an hour up front: `trace` keeps one per file and call. Growing happens outside the
+    /// timed interval (after the clock read) and at most once per power of two.
     pub fn new() -> Samples {
-        let histogram = Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NS, 3).expect("static histogram bounds");
+        let mut histogram = Histogram::new_with_bounds(1, 2, 3).expect("static histogram bounds");
+        histogram.auto(true);
         Samples {
             histogram,
             count: 0,
@@ -51,7 +66,11 @@ impl Samples {
 
     /// Add one commit latency.
     pub fn record(&mut self, latency_ns: u64) {
-        self.histogram.saturating_record(latency_ns.max(1));
+        let clamped = latency_ns.clamp(1, HIGHEST_TRACKABLE_NS);
+        // Growing fails only when the counts would not fit in memory, which an hour cannot reach.
+        if self.histogram.record(clamped).is_err() {
+            self.histogram.saturating_record(clamped);
+        }
         if self.count == 0 {
             self.shift_ns = latency_ns;
         }
@@ -78,7 +97,7 @@ impl Samples {
             *self = other.clone();
             return;
         }
-        self.histogram.add(&other.histogram).expect("same histogram bounds");
+        self.histogram.add(&other.histogram).expect("both grow to what they hold: one hour at most");
         // Re-centre the other's sums on this shift: Σ(x - s) = Σ(x - s') + n·d and
         // Σ(x - s)² = Σ(x - s')² + 2d·Σ(x - s') + n·d², with d = s' - s.
         let d = i128::from(other.shift_ns) - i128::from(self.shift_ns);
@@ -104,6 +123,12 @@ impl Samples {
     /// Number of samples.
     pub fn count(&self) -> u64 {
         self.count
+    }
+
+    /// Exact sum of the samples in ns (saturating at `u64::MAX`, some 584 years).
+    pub fn sum_ns(&self) -> u64 {
+        let sum = i128::from(self.count) * i128::from(self.shift_ns) + self.sum_dev;
+        u64::try_from(sum).unwrap_or(u64::MAX)
     }
 
     /// Arithmetic mean in ns (0 when empty).
@@ -238,8 +263,33 @@ mod tests {
         assert!((l.mean - 300.0).abs() < 1e-9);
         assert!((l.stddev - 158.113_883).abs() < 1e-3);
         assert_eq!(l.p50, 300);
+        assert_eq!(s.sum_ns(), 1500);
         // t(4) = 2.776: 2.776 * 158.11 / sqrt(5) / 300
         assert!((s.ci95_rel() - 0.654_3).abs() < 1e-3, "{}", s.ci95_rel());
+    }
+
+    /// The documented definition: the ⌈q·n⌉-th smallest sample (values under 2048 are exact in the
+    /// histogram), not an interpolation (which would give 5.5 for the median of 1..=10).
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let l = from(&(1..=10).collect::<Vec<_>>()).latency();
+        assert_eq!((l.p50, l.p90, l.p99, l.p999), (5, 9, 10, 10));
+        let l = from(&(1..=1000).rev().collect::<Vec<_>>()).latency();
+        assert_eq!((l.min, l.p50, l.p90, l.p99, l.p999, l.max), (1, 500, 900, 990, 999, 1000));
+        // Above 2048 the bucket's upper edge, within 0.1 %, never past the exact max.
+        let l = from(&[3_000_000, 3_000_000, 5_000_000]).latency();
+        assert!(l.p50 > 3_000_000 && l.p50 <= 3_003_000, "{l:?}");
+        assert_eq!(l.p99, 5_000_000);
+    }
+
+    /// Past an hour a latency counts as an hour for percentiles only: min, max and mean stay exact.
+    #[test]
+    fn an_hour_long_stall_is_clamped_for_percentiles_only() {
+        const HOUR: u64 = 3_600_000_000_000;
+        let l = from(&[1000, 2 * HOUR, 2 * HOUR]).latency();
+        assert!(l.p99 >= HOUR && l.p99 <= HOUR + HOUR / 1000, "{l:?}");
+        assert_eq!((l.min, l.max), (1000, 2 * HOUR));
+        assert!((l.mean - (1000 + 4 * HOUR) as f64 / 3.0).abs() < 1.0, "{l:?}");
     }
 
     #[test]
@@ -307,6 +357,7 @@ mod tests {
         let all = from(&[&a[..], &b[..]].concat());
         assert_eq!(merged.latency(), all.latency());
         assert_eq!(merged.count(), 9);
+        assert_eq!(merged.sum_ns(), a.iter().chain(&b).sum::<u64>());
         assert_eq!(merged.log2_buckets(), all.log2_buckets());
         assert!((merged.stddev_ns() - all.stddev_ns()).abs() < 1e-6);
         let mut empty = Samples::new();
@@ -322,6 +373,7 @@ mod tests {
             let mean = values.iter().map(|v| *v as f64).sum::<f64>() / n;
             let var = values.iter().map(|v| (*v as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
             prop_assert!((s.mean_ns() - mean).abs() <= mean * 1e-9);
+            prop_assert_eq!(s.sum_ns(), values.iter().sum::<u64>());
             prop_assert!((s.stddev_ns() - var.sqrt()).abs() <= var.sqrt() * 1e-6 + 1e-6);
             let l = s.latency();
             prop_assert_eq!(l.min, *values.iter().min().unwrap());
