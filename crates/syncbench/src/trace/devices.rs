@@ -87,12 +87,12 @@ pub fn build(recorder: &Recorder, window: &DiskWindow) -> Vec<TracedDevice> {
             let flush = requests.as_ref().map(|r| r.flushes.latency_ns).unwrap_or_default();
             let calls = calls
                 .iter()
-                .filter(|(_, s)| s.timed > 0)
+                .filter(|(_, s)| s.timed() > 0)
                 .map(|(call, s)| {
                     let lat = s.latency_ns();
                     CallVsDevice {
                         call: call.name().to_string(),
-                        count: s.timed,
+                        count: s.timed(),
                         p50_ns: lat.p50,
                         p99_ns: lat.p99,
                         device_flush_p50_ns: flush.p50,

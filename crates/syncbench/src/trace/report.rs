@@ -175,7 +175,7 @@ fn call_report(name: &str, stats: &CallStats, duration_s: f64) -> CallReport {
         skipped: stats.skipped,
         errors: stats.errors,
         calls_per_s: if duration_s > 0.0 { stats.count() as f64 / duration_s } else { 0.0 },
-        total_ns: stats.total_ns,
+        total_ns: stats.total_ns(),
         latency_ns: stats.latency_ns(),
         histogram_log2: stats.histogram_log2(),
         bytes_between_syncs: stats.bytes_summary(),

@@ -1,47 +1,23 @@
-//! Aggregates of what the tracer saw: per call and per (file, call), with latency histograms and the bytes
-//! written between syncs.
+//! Aggregates of what the tracer saw: per call and per (file, call), the latencies in `run`'s recorder
+//! ([`Samples`]) and the bytes written between syncs.
 
 use super::calls::SyncCall;
 use crate::schema::{LatencyNs, Log2Bucket};
-use hdrhistogram::Histogram;
+use crate::stats::Samples;
 use std::collections::{BTreeMap, HashMap};
 
 /// Latencies and counts of one call type (on one file, or overall).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct CallStats {
-    /// Calls that ran and were timed.
-    pub timed: u64,
     /// Calls `--no-sync` skipped (or made non-durable).
     pub skipped: u64,
     /// Timed calls that returned an error.
     pub errors: u64,
-    /// Sum of timed latencies, ns.
-    pub total_ns: u64,
-    /// Exact extremes (the histogram rounds to 3 significant digits).
-    min_ns: u64,
-    max_ns: u64,
-    latency: Histogram<u64>,
-    log2: [u64; 64],
+    /// The timed calls' latencies: `run`'s recorder, so `latency_ns` means what it means there.
+    latency: Samples,
     /// Bytes written to the file since its previous sync, one sample per sync (or the bytes of a durable
     /// write itself).
     bytes: Vec<u64>,
-}
-
-impl Default for CallStats {
-    fn default() -> Self {
-        CallStats {
-            timed: 0,
-            skipped: 0,
-            errors: 0,
-            total_ns: 0,
-            min_ns: u64::MAX,
-            max_ns: 0,
-            // 3 significant digits, auto-resizing: percentiles within 0.1 %.
-            latency: Histogram::new(3).expect("3 significant digits is valid"),
-            log2: [0; 64],
-            bytes: Vec::new(),
-        }
-    }
 }
 
 /// Summary of the bytes-between-syncs samples.
@@ -59,39 +35,18 @@ pub struct BytesSummary {
     pub max: u64,
 }
 
-/// The log2 bucket index of a latency: bucket `i` holds `2^i <= ns < 2^(i+1)` (0 ns goes to bucket 0).
-pub fn log2_bucket(ns: u64) -> usize {
-    (63 - ns.max(1).leading_zeros()) as usize
-}
-
 impl CallStats {
     /// A call that ran and took `ns`.
     pub fn record(&mut self, ns: u64, failed: bool) {
-        self.timed += 1;
-        self.total_ns += ns;
-        self.min_ns = self.min_ns.min(ns);
-        self.max_ns = self.max_ns.max(ns);
+        self.latency.record(ns);
         self.errors += u64::from(failed);
-        // The histogram grows as needed; `record` fails only above u64 range, which a latency cannot reach.
-        if self.latency.record(ns.max(1)).is_err() {
-            self.latency.saturating_record(ns.max(1));
-        }
-        self.log2[log2_bucket(ns)] += 1;
     }
 
     /// Add another's calls to these (the same call type on several files of one disk).
     pub fn merge(&mut self, other: &CallStats) {
-        self.timed += other.timed;
         self.skipped += other.skipped;
         self.errors += other.errors;
-        self.total_ns += other.total_ns;
-        self.min_ns = self.min_ns.min(other.min_ns);
-        self.max_ns = self.max_ns.max(other.max_ns);
-        // Both histograms auto-resize, so adding cannot fail for want of range.
-        let _ = self.latency.add(&other.latency);
-        for (mine, theirs) in self.log2.iter_mut().zip(other.log2) {
-            *mine += theirs;
-        }
+        self.latency.merge(&other.latency);
         self.bytes.extend_from_slice(&other.bytes);
     }
 
@@ -102,32 +57,27 @@ impl CallStats {
 
     /// All calls seen, timed or skipped.
     pub fn count(&self) -> u64 {
-        self.timed + self.skipped
+        self.timed() + self.skipped
     }
 
-    /// Percentiles of the timed calls (all zero when none were timed).
+    /// Calls that ran and were timed.
+    pub fn timed(&self) -> u64 {
+        self.latency.count()
+    }
+
+    /// Sum of the timed latencies, ns.
+    pub fn total_ns(&self) -> u64 {
+        self.latency.sum_ns()
+    }
+
+    /// The timed calls' latency summary (all zero when none were timed); see [`Samples`] for its meaning.
     pub fn latency_ns(&self) -> LatencyNs {
-        if self.timed == 0 {
-            return LatencyNs::default();
-        }
-        // Clamp to the exact max: the histogram reports the top of a value's 0.1 % bucket.
-        let q = |quantile| self.latency.value_at_quantile(quantile).min(self.max_ns);
-        let h = &self.latency;
-        LatencyNs {
-            min: self.min_ns,
-            mean: self.total_ns as f64 / self.timed as f64,
-            p50: q(0.5),
-            p90: q(0.9),
-            p99: q(0.99),
-            p999: q(0.999),
-            max: self.max_ns,
-            stddev: h.stdev(),
-        }
+        self.latency.latency()
     }
 
     /// Non-empty log2 buckets, fastest first.
     pub fn histogram_log2(&self) -> Vec<Log2Bucket> {
-        (0..64).filter(|&i| self.log2[i] > 0).map(|i| Log2Bucket { lower_ns: 1 << i, count: self.log2[i] }).collect()
+        self.latency.log2_buckets()
     }
 
     /// Summary of the bytes samples.
@@ -226,16 +176,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn log2_buckets_are_powers_of_two() {
-        assert_eq!(log2_bucket(0), 0);
-        assert_eq!(log2_bucket(1), 0);
-        assert_eq!(log2_bucket(2), 1);
-        assert_eq!(log2_bucket(3), 1);
-        assert_eq!(log2_bucket(67_108_864), 26);
-        assert_eq!(log2_bucket(134_217_727), 26);
-    }
-
-    #[test]
     fn bytes_between_syncs_are_per_file() {
         let mut r = Recorder::new(true);
         r.wrote("/a", 8192);
@@ -282,7 +222,8 @@ mod tests {
         b.record(5_000, false);
         a.merge(&b);
         let lat = a.latency_ns();
-        assert_eq!((a.timed, a.errors, a.total_ns, lat.min, lat.max), (3, 1, 15_000, 1_000, 9_000));
+        assert_eq!((a.timed(), a.errors, a.total_ns(), lat.min, lat.max), (3, 1, 15_000, 1_000, 9_000));
+        assert!((5_000..=5_005).contains(&lat.p50), "{lat:?}");
         assert_eq!(a.histogram_log2().iter().map(|b| b.count).sum::<u64>(), 3);
     }
 
@@ -292,7 +233,7 @@ mod tests {
         r.call(SyncCall::Fsync, "/a", None, false, 0);
         r.call(SyncCall::WriteOdsync, "/w", None, false, 512);
         let fsync = &r.by_call[&SyncCall::Fsync];
-        assert_eq!((fsync.count(), fsync.timed, fsync.skipped), (1, 0, 1));
+        assert_eq!((fsync.count(), fsync.timed(), fsync.skipped), (1, 0, 1));
         assert_eq!(fsync.latency_ns(), LatencyNs::default());
         assert_eq!(r.by_call[&SyncCall::WriteOdsync].bytes_summary().total, 512);
     }
