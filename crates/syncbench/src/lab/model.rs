@@ -8,6 +8,8 @@
 //! destaging in any order leaves the newest destaged data on the medium, as a real cache would.
 
 use super::profile::{DeviceParams, Honesty};
+use crate::schema::LatencyNs;
+use crate::stats::Samples;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use syncbench_simfs::SimRng;
@@ -157,8 +159,8 @@ pub struct DeviceModel {
     flush_free_ns: u64,
     rng: SimRng,
     counters: Counters,
-    write_latency_ns: hdrhistogram::Histogram<u64>,
-    flush_latency_ns: hdrhistogram::Histogram<u64>,
+    write_latency: Samples,
+    flush_latency: Samples,
     cut_reports: Vec<CutReport>,
 }
 
@@ -175,8 +177,8 @@ impl DeviceModel {
             flush_free_ns: 0,
             rng: SimRng::new(seed),
             counters: Counters::default(),
-            write_latency_ns: hdrhistogram::Histogram::new(3).expect("3 significant digits is valid"),
-            flush_latency_ns: hdrhistogram::Histogram::new(3).expect("3 significant digits is valid"),
+            write_latency: Samples::new(),
+            flush_latency: Samples::new(),
             cut_reports: Vec::new(),
         }
     }
@@ -230,7 +232,7 @@ impl DeviceModel {
         if ticket.epoch != self.epoch {
             return Err(DeviceLost);
         }
-        self.write_latency_ns.record(ticket.done_at_ns - ticket.started_ns).expect("the histogram resizes");
+        self.write_latency.record(ticket.done_at_ns - ticket.started_ns);
         if self.params.honesty == Honesty::WriteThrough {
             self.destage(ticket.seq, medium).map_err(|_| DeviceLost)?;
         } else if let Some(w) = self.writes.get_mut(&ticket.seq) {
@@ -264,7 +266,7 @@ impl DeviceModel {
         if ticket.epoch != self.epoch {
             return Err(DeviceLost);
         }
-        self.flush_latency_ns.record(ticket.done_at_ns - ticket.started_ns).expect("the histogram resizes");
+        self.flush_latency.record(ticket.done_at_ns - ticket.started_ns);
         if ticket.covers.iter().all(|seq| !self.writes.contains_key(seq)) {
             self.counters.empty_flushes += 1;
         }
@@ -384,8 +386,10 @@ impl DeviceModel {
     pub fn stats(&self) -> Stats {
         Stats {
             counters: self.counters.clone(),
-            write_latency: LatencySummary::of(&self.write_latency_ns),
-            flush_latency: LatencySummary::of(&self.flush_latency_ns),
+            writes_acknowledged: self.write_latency.count(),
+            write_latency_ns: self.write_latency.latency(),
+            flushes_completed: self.flush_latency.count(),
+            flush_latency_ns: self.flush_latency.latency(),
             cuts: self.cut_reports.clone(),
         }
     }
@@ -459,42 +463,16 @@ impl DeviceModel {
 pub struct Stats {
     /// The device's counters.
     pub counters: Counters,
-    /// Write latency the device charged.
-    pub write_latency: LatencySummary,
+    /// Writes acknowledged (the samples of the write latency).
+    pub writes_acknowledged: u64,
+    /// Write latency the device charged (syncbench's one latency summary, see [`Samples`]).
+    pub write_latency_ns: LatencyNs,
+    /// Flushes completed (the samples of the flush latency).
+    pub flushes_completed: u64,
     /// Flush latency the device charged.
-    pub flush_latency: LatencySummary,
+    pub flush_latency_ns: LatencyNs,
     /// One report per power cut.
     pub cuts: Vec<CutReport>,
-}
-
-/// A latency histogram in a few numbers (nanoseconds).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct LatencySummary {
-    /// Requests recorded.
-    pub count: u64,
-    /// Mean.
-    pub mean_ns: u64,
-    /// Median.
-    pub p50_ns: u64,
-    /// 99th percentile.
-    pub p99_ns: u64,
-    /// Largest.
-    pub max_ns: u64,
-}
-
-impl LatencySummary {
-    fn of(h: &hdrhistogram::Histogram<u64>) -> LatencySummary {
-        if h.is_empty() {
-            return LatencySummary::default();
-        }
-        LatencySummary {
-            count: h.len(),
-            mean_ns: h.mean() as u64,
-            p50_ns: h.value_at_quantile(0.5),
-            p99_ns: h.value_at_quantile(0.99),
-            max_ns: h.max(),
-        }
-    }
 }
 
 #[cfg(test)]

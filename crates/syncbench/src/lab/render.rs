@@ -78,15 +78,18 @@ pub fn stats(header: &str, stats: &Stats) -> String {
         "  background destages {}  in cache now {} bytes  power cuts {}",
         c.background_destages, c.cached_bytes, c.cuts
     );
-    for (name, l) in [("write", &stats.write_latency), ("flush", &stats.flush_latency)] {
+    let latencies = [
+        ("write", stats.writes_acknowledged, &stats.write_latency_ns),
+        ("flush", stats.flushes_completed, &stats.flush_latency_ns),
+    ];
+    for (name, n, l) in latencies {
         let _ = writeln!(
             out,
-            "  {name} latency charged: n {}  mean {:.1} µs  p50 {:.1}  p99 {:.1}  max {:.1}",
-            l.count,
-            l.mean_ns as f64 / 1e3,
-            l.p50_ns as f64 / 1e3,
-            l.p99_ns as f64 / 1e3,
-            l.max_ns as f64 / 1e3
+            "  {name} latency charged: n {n}  mean {:.1} µs  p50 {:.1}  p99 {:.1}  max {:.1}",
+            l.mean / 1e3,
+            l.p50 as f64 / 1e3,
+            l.p99 as f64 / 1e3,
+            l.max as f64 / 1e3
         );
     }
     for cut in &stats.cuts {
