@@ -219,40 +219,29 @@ fn unknown_program_is_one_line_and_exit_2() {
     assert!(stderr.contains("no such program"), "{stderr}");
 }
 
-#[test]
-fn bad_json_destination_fails_before_running_the_command() {
-    let tmp = tempfile::tempdir().unwrap();
-    let marker = tmp.path().join("ran");
-    let out = Command::cargo_bin("syncbench")
-        .unwrap()
-        .args(["trace", "--json", "/nonexistent-dir/x.json", "--", "touch"])
-        .arg(&marker)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(!marker.exists(), "the command must not run");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
-}
-
-/// Every export target is checked before the command starts: one line, exit 2, the command never ran.
+/// Every export target is checked before the command starts: one line naming the flag, exit 2, the command
+/// never ran.
 #[test]
 fn an_unwritable_export_target_is_refused_before_the_command_runs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let marker = tmp.path().join("ran");
-    let out = Command::cargo_bin("syncbench")
-        .unwrap()
-        .args(["trace", "--openmetrics", "/nonexistent-dir/t.prom", "--", "touch"])
-        .arg(&marker)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(!marker.exists(), "the command must not run");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("--openmetrics /nonexistent-dir/t.prom: directory /nonexistent-dir does not exist"),
-        "{stderr}"
-    );
+    for (flag, dest) in [
+        ("--json", "/nonexistent-dir/x.json"),
+        ("--csv", "/nonexistent-dir/t.csv"),
+        ("--openmetrics", "/nonexistent-dir/t.prom"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let marker = tmp.path().join("ran");
+        let out = Command::cargo_bin("syncbench")
+            .unwrap()
+            .args(["trace", flag, dest, "--", "touch"])
+            .arg(&marker)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        assert!(!marker.exists(), "{flag}: the command must not run");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&format!("{flag} {dest}: directory /nonexistent-dir does not exist")), "{stderr}");
+    }
 }
 
 /// dd's fdatasync as a CSV row and as OpenMetrics rate and latency samples.
