@@ -5,7 +5,7 @@
 
 use super::acks::parse;
 use super::record::splitmix64;
-use super::verify::{Verification, verify};
+use super::verify::{RecordCounts, Verification, verify};
 use super::writer::{self, Witness, WritePlan};
 use crate::lab::profile::{Honesty, LabFs, Profile};
 use crate::lab::stack::{Stack, StackConfig};
@@ -42,16 +42,9 @@ pub struct CutResult {
     pub seed: u64,
     /// When the power went, after the first record.
     pub cut_after_ms: u64,
-    /// Records acknowledged before the cut.
-    pub acknowledged: u64,
-    /// Acknowledged records lost.
-    pub lost: u64,
-    /// Acknowledged records torn.
-    pub torn: u64,
-    /// Acknowledged overwrites partly overwritten by the next write to their slot, in flight at the cut.
-    pub torn_by_next_overwrite: u64,
-    /// Records present that were never acknowledged.
-    pub unacknowledged_present: u64,
+    /// What became of the records (in the JSON as fields of the cut).
+    #[serde(flatten)]
+    pub records: RecordCounts,
     /// Acknowledged records per second of writing.
     pub records_per_s: f64,
     /// Writes the device's cache lost (its own count).
@@ -82,25 +75,29 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// Acknowledged records and what became of them, all cuts.
+    pub fn records(&self) -> RecordCounts {
+        self.cuts.iter().map(|c| c.records).sum()
+    }
     /// Acknowledged records, all cuts.
     pub fn acknowledged(&self) -> u64 {
-        self.cuts.iter().map(|c| c.acknowledged).sum()
+        self.records().acknowledged
     }
     /// Lost acknowledged records, all cuts.
     pub fn lost(&self) -> u64 {
-        self.cuts.iter().map(|c| c.lost).sum()
+        self.records().lost
     }
     /// Torn acknowledged records, all cuts.
     pub fn torn(&self) -> u64 {
-        self.cuts.iter().map(|c| c.torn).sum()
+        self.records().torn
     }
     /// Acknowledged overwrites torn by the next write to their slot (not failures), all cuts.
     pub fn torn_by_next_overwrite(&self) -> u64 {
-        self.cuts.iter().map(|c| c.torn_by_next_overwrite).sum()
+        self.records().torn_by_next_overwrite
     }
     /// Cuts after which an acknowledged record was lost or torn.
     pub fn cuts_with_loss(&self) -> usize {
-        self.cuts.iter().filter(|c| c.lost + c.torn > 0).count()
+        self.cuts.iter().filter(|c| c.records.lost + c.records.torn > 0).count()
     }
     /// Median acknowledged records per second over the cuts.
     pub fn records_per_s_median(&self) -> f64 {
@@ -255,14 +252,55 @@ fn one_cut(stack: &mut Stack, method: SyncMethod, rng: &mut u64) -> anyhow::Resu
     Ok(CutResult {
         seed,
         cut_after_ms,
-        acknowledged: v.acknowledged(),
-        lost: v.kinds.iter().map(|k| k.lost).sum(),
-        torn: v.kinds.iter().map(|k| k.torn).sum(),
-        unacknowledged_present: v.kinds.iter().map(|k| k.unacknowledged_present).sum(),
-        torn_by_next_overwrite: v.kinds.iter().map(|k| k.torn_by_next_overwrite).sum(),
+        records: v.records(),
         records_per_s: v.acknowledged() as f64 / wrote_s,
         device_lost_writes: outcome.device.lost_writes,
         repaired_with: outcome.repaired_with,
         examples: v.examples.into_iter().take(3).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cut(acknowledged: u64, lost: u64, torn: u64) -> CutResult {
+        CutResult {
+            seed: 7,
+            cut_after_ms: 300,
+            records: RecordCounts { acknowledged, lost, torn, torn_by_next_overwrite: 1, unacknowledged_present: 2 },
+            records_per_s: 10.0,
+            device_lost_writes: 0,
+            repaired_with: None,
+            examples: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_cuts_counts_stay_flat_in_the_json() {
+        let records = RecordCounts { acknowledged: 16, lost: 3, torn: 3, ..RecordCounts::default() };
+        let json = serde_json::to_string(&CutResult { records, ..cut(0, 0, 0) }).unwrap();
+        assert!(
+            json.starts_with(
+                r#"{"seed":7,"cut_after_ms":300,"acknowledged":16,"lost":3,"torn":3,"torn_by_next_overwrite":0,"unacknowledged_present":0,"records_per_s":10.0,"#
+            ),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn a_cells_counts_are_the_sum_of_its_cuts() {
+        let cell = Cell {
+            profile: "ssd".into(),
+            honesty: "honest".into(),
+            fs: "ext4".into(),
+            method: "fdatasync".into(),
+            durable: true,
+            cuts: vec![cut(100, 0, 0), cut(50, 3, 1), cut(70, 0, 2)],
+            unusable_fs: Vec::new(),
+        };
+        assert_eq!((cell.acknowledged(), cell.lost(), cell.torn(), cell.torn_by_next_overwrite()), (220, 3, 3, 3));
+        assert_eq!(cell.records().unacknowledged_present, 6);
+        assert_eq!(cell.cuts_with_loss(), 2);
+    }
 }

@@ -27,13 +27,13 @@ pub fn verification(v: &Verification) -> String {
             out,
             "{:<10} {:>12} {:>9} {:>9} {:>7} {:>7} {:>22} {:>24}",
             k.kind,
-            k.acknowledged,
+            k.records.acknowledged,
             k.checked,
             k.present,
-            k.lost,
-            k.torn,
-            k.unacknowledged_present,
-            k.torn_by_next_overwrite
+            k.records.lost,
+            k.records.torn,
+            k.records.unacknowledged_present,
+            k.records.torn_by_next_overwrite
         );
     }
     for e in &v.examples {
@@ -60,9 +60,9 @@ pub fn lab_progress(cell: &Cell, cut: &super::lab::CutResult) -> String {
         cell.method,
         cell.cuts.len() + 1,
         cut.cut_after_ms,
-        cut.acknowledged,
-        cut.lost,
-        cut.torn
+        cut.records.acknowledged,
+        cut.records.lost,
+        cut.records.torn
     )
 }
 
@@ -113,16 +113,13 @@ pub fn lab_markdown(cells: &[Cell]) -> String {
 mod tests {
     use super::*;
     use crate::powercut::lab::CutResult;
+    use crate::powercut::verify::RecordCounts;
 
     fn cut(acknowledged: u64, lost: u64, torn: u64, records_per_s: f64) -> CutResult {
         CutResult {
             seed: 1,
             cut_after_ms: 700,
-            acknowledged,
-            lost,
-            torn,
-            torn_by_next_overwrite: 0,
-            unacknowledged_present: 3,
+            records: RecordCounts { acknowledged, lost, torn, torn_by_next_overwrite: 0, unacknowledged_present: 3 },
             records_per_s,
             device_lost_writes: 0,
             repaired_with: None,

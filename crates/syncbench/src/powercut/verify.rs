@@ -17,12 +17,21 @@ use std::path::Path;
 pub struct KindResult {
     /// overwrite, append or new_file.
     pub kind: String,
-    /// Acknowledgements received.
-    pub acknowledged: u64,
     /// Records checked: the last acknowledged per overwrite slot, every non-retired append and new file.
     pub checked: u64,
     /// Checked and found whole (or superseded by a later whole record in the same slot).
     pub present: u64,
+    /// Acknowledged, lost, torn… (in the JSON as fields of the kind).
+    #[serde(flatten)]
+    pub records: RecordCounts,
+}
+
+/// Acknowledged records and what became of them: of one kind, of one cut (its kinds summed) or of a
+/// `powercut lab` cell (its cuts summed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RecordCounts {
+    /// Acknowledgements received.
+    pub acknowledged: u64,
     /// Checked and not there: never written, an older record (stale), another run's, or zeros.
     pub lost: u64,
     /// Checked and partly there: some sectors new, some not.
@@ -34,6 +43,18 @@ pub struct KindResult {
     pub torn_by_next_overwrite: u64,
     /// Whole records of this run that were never acknowledged (allowed).
     pub unacknowledged_present: u64,
+}
+
+impl std::iter::Sum for RecordCounts {
+    fn sum<I: Iterator<Item = RecordCounts>>(iter: I) -> RecordCounts {
+        iter.fold(RecordCounts::default(), |a, b| RecordCounts {
+            acknowledged: a.acknowledged + b.acknowledged,
+            lost: a.lost + b.lost,
+            torn: a.torn + b.torn,
+            torn_by_next_overwrite: a.torn_by_next_overwrite + b.torn_by_next_overwrite,
+            unacknowledged_present: a.unacknowledged_present + b.unacknowledged_present,
+        })
+    }
 }
 
 /// What verify found.
@@ -55,14 +76,20 @@ pub struct Verification {
 const EXAMPLES_MAX: usize = 10;
 
 impl Verification {
+    /// The counts of every kind, summed.
+    pub fn records(&self) -> RecordCounts {
+        self.kinds.iter().map(|k| k.records).sum()
+    }
+
     /// Acknowledged records lost or torn, all kinds.
     pub fn failures(&self) -> u64 {
-        self.kinds.iter().map(|k| k.lost + k.torn).sum()
+        let r = self.records();
+        r.lost + r.torn
     }
 
     /// Acknowledgements, all kinds.
     pub fn acknowledged(&self) -> u64 {
-        self.kinds.iter().map(|k| k.acknowledged).sum()
+        self.records().acknowledged
     }
 }
 
@@ -164,15 +191,15 @@ impl Checker<'_> {
                 return;
             }
             Found::TornByNext => {
-                result.torn_by_next_overwrite += 1;
+                result.records.torn_by_next_overwrite += 1;
                 return;
             }
             Found::Lost(why) => {
-                result.lost += 1;
+                result.records.lost += 1;
                 format!("lost ({why})")
             }
             Found::Torn => {
-                result.torn += 1;
+                result.records.torn += 1;
                 "torn".to_string()
             }
         };
@@ -185,7 +212,7 @@ impl Checker<'_> {
         let mut result = KindResult { kind: Kind::Overwrite.name().into(), ..KindResult::default() };
         let mut last: HashMap<u64, RecordId> = HashMap::new();
         for id in self.acked(Kind::Overwrite) {
-            result.acknowledged += 1;
+            result.records.acknowledged += 1;
             last.entry(id.slot).and_modify(|l| *l = if id.seq > l.seq { id } else { *l }).or_insert(id);
         }
         let path = root.join("overwrite.dat");
@@ -200,7 +227,7 @@ impl Checker<'_> {
             let found = match (last.get(&slot), decode(self.run, &bytes)) {
                 (Some(&id), decoded) => {
                     if matches!(decoded, Decoded::Intact(f) if f.seq > id.seq) {
-                        result.unacknowledged_present += 1;
+                        result.records.unacknowledged_present += 1;
                     }
                     match self.judge(id, &bytes, true) {
                         Found::Torn if torn_by_next_overwrite(self.run, id, &bytes) => Found::TornByNext,
@@ -208,7 +235,7 @@ impl Checker<'_> {
                     }
                 }
                 (None, Decoded::Intact(_)) => {
-                    result.unacknowledged_present += 1;
+                    result.records.unacknowledged_present += 1;
                     continue;
                 }
                 (None, _) => continue,
@@ -230,7 +257,7 @@ impl Checker<'_> {
         let mut acked = HashSet::new();
         let ids: Vec<RecordId> = self.acked(Kind::Append).collect();
         for id in ids {
-            result.acknowledged += 1;
+            result.records.acknowledged += 1;
             acked.insert(id.slot);
             if self.acks.is_retired(Kind::Append, id.slot) {
                 continue;
@@ -246,7 +273,7 @@ impl Checker<'_> {
                 if !acked.contains(&slot)
                     && matches!(decode(self.run, &read_record(&segment(slot), offset(slot))?), Decoded::Intact(_))
                 {
-                    result.unacknowledged_present += 1;
+                    result.records.unacknowledged_present += 1;
                 }
             }
         }
@@ -259,7 +286,7 @@ impl Checker<'_> {
         let mut acked = HashSet::new();
         let ids: Vec<RecordId> = self.acked(Kind::NewFile).collect();
         for id in ids {
-            result.acknowledged += 1;
+            result.records.acknowledged += 1;
             acked.insert(id.slot);
             if self.acks.is_retired(Kind::NewFile, id.slot) {
                 continue;
@@ -272,7 +299,7 @@ impl Checker<'_> {
             if !acked.contains(&slot)
                 && matches!(decode(self.run, &read_record(&dir.join(name), 0)?), Decoded::Intact(_))
             {
-                result.unacknowledged_present += 1;
+                result.records.unacknowledged_present += 1;
             }
         }
         Ok(result)

@@ -73,7 +73,7 @@ fn an_undamaged_run_has_every_acknowledged_record() {
     assert!(v.acknowledged() >= 200 - 1);
     for k in Kind::ALL {
         let r = kind(&v, k);
-        assert!(r.acknowledged > 0 && r.present == r.checked, "{r:?}");
+        assert!(r.records.acknowledged > 0 && r.present == r.checked, "{r:?}");
     }
 }
 
@@ -85,7 +85,14 @@ fn planted_losses_are_found_per_kind() {
     plant(&root.join("append-0.dat"), 5 * RECORD_BYTES as u64, &[0u8; RECORD_BYTES]);
     std::fs::remove_file(root.join("new/2.rec")).unwrap();
     let v = check(&root, &text);
-    assert_eq!([kind(&v, Kind::Overwrite).lost, kind(&v, Kind::Append).lost, kind(&v, Kind::NewFile).lost], [1, 1, 1]);
+    assert_eq!(
+        [
+            kind(&v, Kind::Overwrite).records.lost,
+            kind(&v, Kind::Append).records.lost,
+            kind(&v, Kind::NewFile).records.lost
+        ],
+        [1, 1, 1]
+    );
     assert!(v.examples.iter().any(|e| e.contains("new_file") && e.contains("missing")), "{:?}", v.examples);
 }
 
@@ -96,8 +103,8 @@ fn a_torn_record_is_torn_whichever_sectors_persisted() {
     plant(&root.join("append-0.dat"), 7 * RECORD_BYTES as u64 + 3 * 512, &[0u8; 5 * 512]);
     plant(&root.join("append-0.dat"), 8 * RECORD_BYTES as u64, &[0u8; 512]);
     let v = check(&root, &text);
-    assert_eq!(kind(&v, Kind::Append).torn, 2, "{:?}", v.examples);
-    assert_eq!(kind(&v, Kind::Append).lost, 0);
+    assert_eq!(kind(&v, Kind::Append).records.torn, 2, "{:?}", v.examples);
+    assert_eq!(kind(&v, Kind::Append).records.lost, 0);
 }
 
 #[test]
@@ -115,8 +122,8 @@ fn a_stale_overwrite_and_another_runs_record_are_lost() {
     // Another run's new file 0.
     plant(&root.join("new/0.rec"), 0, &record(header.run + 1, Kind::NewFile, 2, 0));
     let v = check(&root, &text);
-    assert_eq!(kind(&v, Kind::Overwrite).lost, 1);
-    assert_eq!(kind(&v, Kind::NewFile).lost, 1);
+    assert_eq!(kind(&v, Kind::Overwrite).records.lost, 1);
+    assert_eq!(kind(&v, Kind::NewFile).records.lost, 1);
     assert!(v.examples.iter().any(|e| e.contains("stale")), "{:?}", v.examples);
     assert!(v.examples.iter().any(|e| e.contains("another run")), "{:?}", v.examples);
 }
@@ -129,7 +136,7 @@ fn records_written_but_never_acknowledged_are_allowed_and_counted() {
     let kept = lines[..lines.len() - 20].join("\n") + "\n";
     let v = check(&root, &kept);
     assert_eq!(v.failures(), 0, "{:?}", v.examples);
-    assert!(v.kinds.iter().map(|k| k.unacknowledged_present).sum::<u64>() >= 19, "{:?}", v.kinds);
+    assert!(v.kinds.iter().map(|k| k.records.unacknowledged_present).sum::<u64>() >= 19, "{:?}", v.kinds);
 }
 
 #[test]
@@ -137,7 +144,7 @@ fn a_disk_that_lost_the_whole_run_directory_lost_every_record() {
     let (_tmp, root, text) = written(100);
     std::fs::remove_dir_all(&root).unwrap();
     let v = check(&root, &text);
-    assert!(v.kinds.iter().all(|k| k.checked > 0 && k.lost == k.checked && k.present == 0), "{:?}", v.kinds);
+    assert!(v.kinds.iter().all(|k| k.checked > 0 && k.records.lost == k.checked && k.present == 0), "{:?}", v.kinds);
 }
 
 #[test]
@@ -157,7 +164,7 @@ fn an_overwrite_torn_by_the_next_write_to_its_slot_is_told_apart_from_a_torn_ack
     plant(&root.join("overwrite.dat"), 5 * RECORD_BYTES as u64, &other[..3 * 512]);
     let v = check(&root, &text);
     let o = kind(&v, Kind::Overwrite);
-    assert_eq!((o.torn_by_next_overwrite, o.torn, o.lost), (1, 1, 0), "{o:?}");
+    assert_eq!((o.records.torn_by_next_overwrite, o.records.torn, o.records.lost), (1, 1, 0), "{o:?}");
 }
 
 #[test]
