@@ -57,60 +57,46 @@ pub struct Validation {
 /// Every validation recorded. MariaDB 10.8-10.11 share one redo-log path (traced on 10.11: O_DIRECT log,
 /// one write per commit; docs/advise.md); MySQL's redo log is buffered and its O_DSYNC opens O_SYNC, so
 /// MariaDB's evidence does not carry over to MySQL's innodb_flush_method.
+#[rustfmt::skip] // a table: two lines per validation
 pub const VALIDATIONS: &[Validation] = &[
     // bench/advise_pgbench.sh on PostgreSQL 15: ext4 and xfs 2026-11-23 (bench/results/advise_pgbench-*-10rounds.txt),
     // lab disks 2026-11-24 (bench/advise_pg_lab.sh, advise-pglab-*); 12-18 open WAL the same way by default
     // (open_* buffered with wal_level=replica).
-    Validation {
-        database: Database::Postgres,
-        versions: (Version::new(12, 0), Version::new(18, 99)),
-        ran: Version::new(15, 0),
-        benchmark: "pgbench TPC-B (1 and 8 clients)",
-        settings: "wal_sync_method",
-        file_systems: &["ext4", "xfs"],
-        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
-    },
+    Validation { file_systems: &["ext4", "xfs"], ..on_ext4_and_lab(Database::Postgres, ((12, 0), (18, 99)), (15, 0),
+        "pgbench TPC-B (1 and 8 clients)", "wal_sync_method") },
     // bench/advise_rocksdb.sh with Debian's RocksDB 7.8.3, 2026-11-24 (advise-rocksdb-*-v3.txt): 7.8's own
     // settings, and recycling's gain where 7.8 recycles (kSkipAnyCorruptedRecords) for the ≥ 9.1 rule.
-    Validation {
-        database: Database::Rocksdb,
-        versions: (Version::new(6, 0), Version::new(10, 99)),
-        ran: Version::new(7, 8),
-        benchmark: "db_bench fillrandom and fillseq (sync=true, RocksDB 7.8.3)",
-        settings: "recycle_log_file_num, wal_bytes_per_sync, manual_wal_flush",
-        file_systems: &["ext4"],
-        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
-    },
+    on_ext4_and_lab(Database::Rocksdb, ((6, 0), (10, 99)), (7, 8), "db_bench fillrandom and fillseq (sync=true, RocksDB 7.8.3)",
+        "recycle_log_file_num, wal_bytes_per_sync, manual_wal_flush"),
     // bench/advise_etcd.sh with Debian's etcd 3.4.23, 2026-11-24 (advise-etcd-*); the rule times the disk,
     // which 3.4-3.6 use alike (fallocated WAL segments, fdatasync per batch).
-    Validation {
-        database: Database::Etcd,
-        versions: (Version::new(3, 4), Version::new(3, 6)),
-        ran: Version::new(3, 4),
-        benchmark: "etcd 3.4's own WAL fsync p99 (/metrics) and etcdctl check perf",
-        settings: "the pass/fail verdict",
-        file_systems: &["ext4"],
-        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
-    },
-    Validation {
-        database: Database::Mariadb,
-        versions: (Version::new(10, 8), Version::new(10, 11)),
-        ran: Version::new(10, 11),
-        benchmark: "sysbench oltp_insert and oltp_write_only (1 and 16 threads)",
-        settings: "innodb_flush_method",
-        file_systems: &["ext4"],
-        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
-    },
-    Validation {
-        database: Database::Sqlite,
-        versions: (Version::new(3, 7), Version::new(3, 99)),
-        ran: Version::new(3, 40),
-        benchmark: "SQLite commits/s in WAL and rollback-journal mode",
-        settings: "journal_mode and the predicted cost of synchronous=FULL",
-        file_systems: &["ext4"],
-        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
-    },
+    on_ext4_and_lab(Database::Etcd, ((3, 4), (3, 6)), (3, 4), "etcd 3.4's own WAL fsync p99 (/metrics) and etcdctl check perf",
+        "the pass/fail verdict"),
+    on_ext4_and_lab(Database::Mariadb, ((10, 8), (10, 11)), (10, 11), "sysbench oltp_insert and oltp_write_only (1 and 16 threads)",
+        "innodb_flush_method"),
+    on_ext4_and_lab(Database::Sqlite, ((3, 7), (3, 99)), (3, 40), "SQLite commits/s in WAL and rollback-journal mode",
+        "journal_mode and the predicted cost of synchronous=FULL"),
 ];
+
+/// A validation on ext4 and the three lab disks (bench/advise_*_lab.sh), the set every benchmark ran on;
+/// versions as `(major, minor)`: the range the rule applies to, and the one the benchmark ran.
+const fn on_ext4_and_lab(
+    database: Database,
+    ((lo_major, lo_minor), (hi_major, hi_minor)): ((u32, u32), (u32, u32)),
+    (ran_major, ran_minor): (u32, u32),
+    benchmark: &'static str,
+    settings: &'static str,
+) -> Validation {
+    Validation {
+        database,
+        versions: (Version::new(lo_major, lo_minor), Version::new(hi_major, hi_minor)),
+        ran: Version::new(ran_major, ran_minor),
+        benchmark,
+        settings,
+        file_systems: &["ext4"],
+        lab_disks: &["hdd-7200", "nvme-consumer", "nvme-plp"],
+    }
+}
 
 /// Why a database without a validation of its own cannot borrow a neighbour's (said after "not validated").
 const NOT_SHARED: &[(Database, &str)] = &[(

@@ -48,34 +48,22 @@ fn case((section, method, size, writes, state, ops_per_s): Row) -> CaseResult {
 /// `dsync_factor` scales open_datasync, `direct` is None when O_DIRECT is refused.
 fn standard_rows(flush: f64, fsync_factor: f64, dsync_factor: f64, direct: Option<f64>) -> Vec<CaseResult> {
     let d = direct.unwrap_or(-1.0);
-    let rows: Vec<Row> = vec![
-        ("one_write", "fdatasync", 8192, 1, "overwrite", flush),
-        ("one_write", "fsync", 8192, 1, "overwrite", flush * fsync_factor),
-        ("one_write", "open_datasync", 8192, 1, "overwrite", flush * dsync_factor),
-        ("one_write", "open_sync", 8192, 1, "overwrite", flush * dsync_factor * fsync_factor),
-        ("one_write", "fdatasync+direct", 8192, 1, "overwrite", flush * 1.02 * d.signum().max(0.0) + d.min(0.0)),
-        (
-            "one_write",
-            "open_datasync+direct",
-            8192,
-            1,
-            "overwrite",
-            flush * dsync_factor * 1.04 * d.signum().max(0.0) + d.min(0.0),
-        ),
-        ("two_writes", "fdatasync", 8192, 2, "overwrite", flush * 0.97),
-        ("two_writes", "fsync", 8192, 2, "overwrite", flush * 0.97 * fsync_factor),
-        // Two O_DSYNC writes cost two device round trips.
-        ("two_writes", "open_datasync", 8192, 2, "overwrite", flush * dsync_factor * 0.52),
-        ("two_writes", "open_sync", 8192, 2, "overwrite", flush * dsync_factor * fsync_factor * 0.52),
-        ("two_writes", "fdatasync+direct", 8192, 2, "overwrite", flush * 0.99 * d.signum().max(0.0) + d.min(0.0)),
-        (
-            "two_writes",
-            "open_datasync+direct",
-            8192,
-            2,
-            "overwrite",
-            flush * dsync_factor * 0.53 * d.signum().max(0.0) + d.min(0.0),
-        ),
+    // Per section: the factors of fdatasync, open_datasync, fdatasync+direct and open_datasync+direct
+    // (two O_DSYNC writes cost two device round trips).
+    let per_section = [("one_write", 1, [1.0, 1.0, 1.02, 1.04]), ("two_writes", 2, [0.97, 0.52, 0.99, 0.53])];
+    let mut rows: Vec<Row> = Vec::new();
+    for (section, writes, [sync, dsync, sync_direct, dsync_direct]) in per_section {
+        let direct = |rate: f64| rate * d.signum().max(0.0) + d.min(0.0);
+        rows.extend([
+            (section, "fdatasync", 8192, writes, "overwrite", flush * sync),
+            (section, "fsync", 8192, writes, "overwrite", flush * sync * fsync_factor),
+            (section, "open_datasync", 8192, writes, "overwrite", flush * dsync_factor * dsync),
+            (section, "open_sync", 8192, writes, "overwrite", flush * dsync_factor * fsync_factor * dsync),
+            (section, "fdatasync+direct", 8192, writes, "overwrite", direct(flush * sync_direct)),
+            (section, "open_datasync+direct", 8192, writes, "overwrite", direct(flush * dsync_factor * dsync_direct)),
+        ]);
+    }
+    rows.extend([
         // One 16 KiB write per commit costs about as much as one 8 KiB write for every method.
         ("write_sizes", "fdatasync", 16384, 1, "overwrite", flush * 0.95),
         ("write_sizes", "fsync", 16384, 1, "overwrite", flush * 0.95 * fsync_factor),
@@ -88,7 +76,7 @@ fn standard_rows(flush: f64, fsync_factor: f64, dsync_factor: f64, direct: Optio
         ("file_state", "fdatasync", 8192, 1, "append", flush * 0.55),
         ("file_state", "fdatasync", 8192, 1, "fallocate", flush * 0.6),
         ("one_write", "fdatasync", 2300, 1, "fallocate", flush * 0.6),
-    ];
+    ]);
     rows.into_iter().map(case).collect()
 }
 

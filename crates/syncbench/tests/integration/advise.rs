@@ -55,6 +55,11 @@ fn saved_run_with(
     path
 }
 
+/// `syncbench advise --for DATABASES --from RUN`, which must succeed.
+fn advise_from(run: &std::path::Path, databases: &str) -> assert_cmd::assert::Assert {
+    syncbench().args(["advise", "--for", databases, "--from"]).arg(run).assert().success()
+}
+
 /// syncbench with the installed-version lookup off: the versions below are the defaults or given.
 fn syncbench() -> Command {
     let mut cmd = Command::cargo_bin("syncbench").unwrap();
@@ -66,11 +71,7 @@ fn syncbench() -> Command {
 fn advises_from_a_saved_run() {
     let dir = tempfile::tempdir().unwrap();
     let run = saved_run(dir.path(), 3000.0);
-    syncbench()
-        .args(["advise", "--for", "postgres:16,etcd", "--from"])
-        .arg(&run)
-        .assert()
-        .success()
+    advise_from(&run, "postgres:16,etcd")
         .stdout(predicate::str::contains("wal_sync_method = fdatasync"))
         .stdout(predicate::str::contains("etcd 3.5 — PASS"));
 }
@@ -79,20 +80,12 @@ fn advises_from_a_saved_run() {
 fn a_measurement_the_hypervisor_disturbed_is_called_out_above_the_advice() {
     let dir = tempfile::tempdir().unwrap();
     let clean = saved_run(dir.path(), 3000.0);
-    syncbench()
-        .args(["advise", "--for", "postgres", "--from"])
-        .arg(&clean)
-        .assert()
-        .success()
+    advise_from(&clean, "postgres")
         .stdout(predicate::str::starts_with("answer:\n  PostgreSQL 17.0: wal_sync_method = "));
     let steal = syncbench::probe::steal::verdict(23.0, "the measurement").unwrap();
     let stolen_dir = tempfile::tempdir().unwrap();
     let stolen = saved_run_with(stolen_dir.path(), 3000.0, vec![steal]);
-    syncbench()
-        .args(["advise", "--for", "postgres", "--from"])
-        .arg(&stolen)
-        .assert()
-        .success()
+    advise_from(&stolen, "postgres")
         .stdout(predicate::str::starts_with("answer:\n"))
         .stdout(predicate::str::contains("\n\nMeasurement\n  !! The hypervisor took 23%"))
         .stdout(predicate::str::contains("PostgreSQL"));
@@ -214,20 +207,12 @@ fn a_current_run_file_scores_postgres_on_its_multi_block_write() {
     let run = dir.path().join("run.json");
     let data = tempfile::tempdir().unwrap();
     syncbench().args(["run", "--mock-timing", "7", "--quick", "--json"]).arg(&run).arg(data.path()).assert().success();
-    syncbench()
-        .args(["advise", "--for", "postgres:16", "--from"])
-        .arg(&run)
-        .assert()
-        .success()
+    advise_from(&run, "postgres:16")
         .stdout(predicate::str::contains("Scored by commits/s of one 8 KiB and one 16 KiB write per commit"))
         .stdout(predicate::str::contains("no single 16 KiB write").not());
     // The older basis, with its caveat, for a run file without those cases.
     let old = saved_run(dir.path(), 3000.0);
-    syncbench()
-        .args(["advise", "--for", "postgres:16", "--from"])
-        .arg(&old)
-        .assert()
-        .success()
+    advise_from(&old, "postgres:16")
         .stdout(predicate::str::contains("one and two 8 KiB writes per commit"))
         .stdout(predicate::str::contains("no single 16 KiB write"));
 }
