@@ -6,12 +6,19 @@
 //! The writer writes 1 MiB chunks through the page cache into `.syncbench-background-*`, wrapping at
 //! [`FILE_BYTES`], paced to RATE by sleeping until each chunk is due (`max`: no pacing; the kernel's dirty
 //! throttling is then the limit). It runs in its own thread: the timed loop does nothing for it.
+//!
+//! A writer that fails (cannot start, or a write fails mid-run: the disk filled, a file size limit) does
+//! not take the idle results with it: [`measure_under`] returns no results under writes and the writer's
+//! error in [`BackgroundStats::error`]; the commands report the idle part in full, the under-writes part
+//! as failed, print the error as one line on stderr and exit 1 ([`failure_exit`]). Results measured while
+//! a writer had died are dropped, not shown: they would be labelled "under writes" without having been.
 
 use crate::cleanup::{Created, unique_name};
 use crate::exit::usage;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::Path;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -78,13 +85,37 @@ pub struct BackgroundStats {
     pub duration_s: f64,
     /// `bytes_written / duration_s`: below the rate asked when the kernel throttled it.
     pub bytes_per_s: f64,
+    /// Why the part under writes failed (the writer could not start, a write of it failed, or the
+    /// measurement under it did): its results are then left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl BackgroundStats {
+    /// The stats of a writer that never ran.
+    fn not_started(rate: Rate, error: String) -> BackgroundStats {
+        BackgroundStats { rate: rate.name(), error: Some(error), ..BackgroundStats::default() }
+    }
+}
+
+/// The exit code of a command that has reported everything: 0, or with `failed` (the error of its part
+/// under writes) 1 ([`failure_exit`]).
+pub fn exit_code(failed: Option<&str>) -> ExitCode {
+    failed.map_or(ExitCode::SUCCESS, failure_exit)
+}
+
+/// After a command has reported everything: the one line on stderr naming a failed part under writes,
+/// and exit code 1 (as a sync that failed during a run: what finished is reported, the rest failed).
+pub fn failure_exit(error: &str) -> ExitCode {
+    eprintln!("syncbench: {error}; the idle results are reported in full, none under background writes");
+    ExitCode::from(1)
 }
 
 /// A running background writer; [`BackgroundWriter::stop`] ends it and removes its file.
 pub struct BackgroundWriter {
     rate: Rate,
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<io::Result<u64>>,
+    thread: JoinHandle<(u64, Option<io::Error>)>,
     started: Instant,
     _file: Created,
 }
@@ -94,7 +125,11 @@ impl BackgroundWriter {
     pub fn start(dir: &Path, rate: Rate) -> io::Result<BackgroundWriter> {
         let path = dir.join(unique_name("background"));
         let fd = syncbench_sys::create_new(&path, OpenFlags::BUFFERED)?;
-        let file = Created::register(path);
+        BackgroundWriter::start_on(fd, Created::register(path), rate)
+    }
+
+    /// Start writing at `rate` to `fd`, the descriptor of `file`.
+    fn start_on(fd: std::os::fd::OwnedFd, file: Created, rate: Rate) -> io::Result<BackgroundWriter> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -103,21 +138,29 @@ impl BackgroundWriter {
         Ok(BackgroundWriter { rate, stop, thread, started: Instant::now(), _file: file })
     }
 
-    /// Stop writing, wait for the thread, remove the file. A failed write is an error.
-    pub fn stop(self) -> io::Result<BackgroundStats> {
+    /// Stop writing, wait for the thread, remove the file. A failed write is in [`BackgroundStats::error`].
+    pub fn stop(self) -> BackgroundStats {
         self.stop.store(true, Ordering::Relaxed);
-        let bytes_written = self.thread.join().map_err(|_| io::Error::other("the background writer panicked"))??;
+        let (bytes_written, error) = match self.thread.join() {
+            Ok((bytes, None)) => (bytes, None),
+            Ok((bytes, Some(e))) => {
+                (bytes, Some(format!("the background writer failed after {} MiB: {e}", bytes >> 20)))
+            }
+            Err(_) => (0, Some("the background writer panicked".to_string())),
+        };
         let duration_s = self.started.elapsed().as_secs_f64();
-        Ok(BackgroundStats {
+        BackgroundStats {
             rate: self.rate.name(),
             bytes_written,
             duration_s,
             bytes_per_s: bytes_written as f64 / duration_s.max(f64::MIN_POSITIVE),
-        })
+            error,
+        }
     }
 }
 
-fn write_loop(fd: &std::os::fd::OwnedFd, rate: Rate, stop: &AtomicBool) -> io::Result<u64> {
+/// Write until `stop`; the bytes written, and the error that ended it early.
+fn write_loop(fd: &std::os::fd::OwnedFd, rate: Rate, stop: &AtomicBool) -> (u64, Option<io::Error>) {
     let chunk: Vec<u8> = (0..CHUNK_BYTES).map(|i| (i * 31 % 251) as u8 + 1).collect();
     let started = Instant::now();
     let mut written = 0u64;
@@ -131,10 +174,12 @@ fn write_loop(fd: &std::os::fd::OwnedFd, rate: Rate, stop: &AtomicBool) -> io::R
                 continue;
             }
         }
-        syncbench_sys::pwrite_all(fd, &chunk, written % FILE_BYTES)?;
+        if let Err(e) = syncbench_sys::pwrite_all(fd, &chunk, written % FILE_BYTES) {
+            return (written, Some(e));
+        }
         written += CHUNK_BYTES as u64;
     }
-    Ok(written)
+    (written, None)
 }
 
 #[cfg(test)]
@@ -160,10 +205,57 @@ mod tests {
         let w = BackgroundWriter::start(dir.path(), Rate::BytesPerS(20 << 20)).unwrap();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         std::thread::sleep(Duration::from_millis(300));
-        let s = w.stop().unwrap();
+        let s = w.stop();
+        assert_eq!(s.error, None);
         // 20 MiB/s for ~0.3 s is ~6 MiB: paced, so never far beyond the rate.
         assert!(s.bytes_written >= 1 << 20 && s.bytes_per_s <= 2.0 * (20 << 20) as f64, "{s:?}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// A writer on a descriptor opened read-only: its first write fails (EBADF), as a write of a full disk
+    /// or beyond a file size limit fails mid-run.
+    fn failing_writer(dir: &Path) -> BackgroundWriter {
+        let path = dir.join(".syncbench-background-test");
+        std::fs::write(&path, b"").unwrap();
+        let fd: std::os::fd::OwnedFd = std::fs::File::open(&path).unwrap().into();
+        let writer = BackgroundWriter::start_on(fd, Created::register(path), Rate::Max).unwrap();
+        while !writer.thread.is_finished() {
+            std::thread::yield_now(); // until it has failed: no race with the stop flag
+        }
+        writer
+    }
+
+    #[test]
+    fn a_failed_writer_or_measurement_leaves_no_result_and_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let (measured, stats) = measure_under_writer(Ok(failing_writer(dir.path())), Rate::Max, || Ok(42));
+        assert_eq!(measured, None, "a result measured beside a dead writer is not one under writes");
+        let error = stats.error.unwrap();
+        assert!(error.starts_with("the background writer failed after 0 MiB: Bad file descriptor"), "{error}");
+        let refused = io::Error::from_raw_os_error(libc::ENOSPC);
+        let (measured, stats) = measure_under_writer::<u32>(Err(refused), Rate::Max, || panic!("not measured"));
+        assert_eq!((measured, stats.rate.as_str()), (None, "max"));
+        assert!(stats.error.unwrap().starts_with("cannot start the background writer: No space left"));
+        let (measured, stats) =
+            measure_under::<u32>(dir.path(), Rate::BytesPerS(1 << 20), || Err(anyhow::anyhow!("the log failed")));
+        assert_eq!(measured, None);
+        assert_eq!(stats.error.unwrap(), "the measurement under background writes failed: the log failed");
+        let (measured, stats) = measure_under(dir.path(), Rate::BytesPerS(1 << 20), || Ok(7));
+        assert_eq!((measured, stats.error), (Some(7), None));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "every writer's file removed");
+    }
+
+    #[test]
+    fn a_failed_part_is_reported_as_failed_not_as_a_table() {
+        let writer = BackgroundStats::not_started(Rate::Max, "cannot start the background writer: x".into());
+        let run = BackgroundRun { writer: writer.clone(), results: Vec::new() };
+        assert_eq!(run.error(), Some("cannot start the background writer: x"));
+        let text = side_by_side(&[], &run);
+        assert_eq!(
+            text,
+            "\ncommit latency under background writes at max: FAILED, not measured: cannot start the background writer: x\n"
+        );
+        assert_eq!(commit_side_by_side(&[], &BackgroundCommit { writer, points: Vec::new() }), text);
     }
 }
 
@@ -178,6 +270,13 @@ pub struct BackgroundRun {
     pub results: Vec<crate::schema::CaseResult>,
 }
 
+impl BackgroundRun {
+    /// Why the part under writes failed, if it did (its `results` are then empty).
+    pub fn error(&self) -> Option<&str> {
+        self.writer.error.as_deref()
+    }
+}
+
 /// Measure every case again while a background writer dirties data in `dir` at `rate`.
 pub fn run_cases(
     cases: &[crate::suite::Case],
@@ -186,31 +285,56 @@ pub fn run_cases(
     prepared: &crate::runner::PreparedDir,
     dir: &Path,
     rate: Rate,
-) -> anyhow::Result<BackgroundRun> {
+) -> BackgroundRun {
     let target = crate::runner::Target::Disk(prepared);
     let (results, writer) =
-        measure_under(dir, rate, || Ok(crate::runner::run_plan(cases, rounds, budget, &target, None, &mut |_| {})))?;
-    Ok(BackgroundRun { writer, results })
+        measure_under(dir, rate, || Ok(crate::runner::run_plan(cases, rounds, budget, &target, None, &mut |_| {})));
+    BackgroundRun { writer, results: results.unwrap_or_default() }
 }
 
 /// Run `measure` while a background writer dirties data in `dir` at `rate`; the writer is stopped (and its
-/// file removed) whether `measure` succeeds or not, and a failed write of the writer is an error.
+/// file removed) whether `measure` succeeds or not. When the writer cannot start, a write of it fails or
+/// `measure` fails, there is no result and the stats say why ([`BackgroundStats::error`]): the caller
+/// still has its idle results to report.
 pub fn measure_under<T>(
     dir: &Path,
     rate: Rate,
     measure: impl FnOnce() -> anyhow::Result<T>,
-) -> anyhow::Result<(T, BackgroundStats)> {
-    use anyhow::Context;
-    let writer = BackgroundWriter::start(dir, rate).context("cannot start the background writer")?;
+) -> (Option<T>, BackgroundStats) {
+    measure_under_writer(BackgroundWriter::start(dir, rate), rate, measure)
+}
+
+/// [`measure_under`] with the writer given (started, or the error of starting it).
+fn measure_under_writer<T>(
+    writer: io::Result<BackgroundWriter>,
+    rate: Rate,
+    measure: impl FnOnce() -> anyhow::Result<T>,
+) -> (Option<T>, BackgroundStats) {
+    let writer = match writer {
+        Ok(writer) => writer,
+        Err(e) => {
+            return (None, BackgroundStats::not_started(rate, format!("cannot start the background writer: {e}")));
+        }
+    };
     let measured = measure();
-    let writer = writer.stop().context("the background writer failed")?;
-    Ok((measured?, writer))
+    let mut stats = writer.stop();
+    match measured {
+        Ok(measured) if stats.error.is_none() => (Some(measured), stats),
+        Ok(_) => (None, stats),
+        Err(e) => {
+            stats.error.get_or_insert(format!("the measurement under background writes failed: {e:#}"));
+            (None, stats)
+        }
+    }
 }
 
 /// Idle and under background writes side by side: latency percentiles and the device counts of both.
 pub fn side_by_side(idle: &[crate::schema::CaseResult], under: &BackgroundRun) -> String {
     use std::fmt::Write;
     let w = &under.writer;
+    if w.error.is_some() {
+        return failed_part(w);
+    }
     let mut out = format!(
         "\ncommit latency idle vs under background writes at {} (achieved {:.1} MiB/s, {} MiB dirtied; the kernel wrote it back):\n",
         w.rate,
@@ -253,6 +377,14 @@ pub fn side_by_side(idle: &[crate::schema::CaseResult], under: &BackgroundRun) -
     out
 }
 
+/// The under-writes part of the text when it failed (what was asked, and why there is nothing to show);
+/// empty when it did not.
+pub fn failed_part(writer: &BackgroundStats) -> String {
+    writer.error.as_ref().map_or(String::new(), |error| {
+        format!("\ncommit latency under background writes at {}: FAILED, not measured: {error}\n", writer.rate)
+    })
+}
+
 /// `commit`'s points measured again under background writes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -265,15 +397,25 @@ pub struct BackgroundCommit {
 
 /// Measure every point of `plan` again (in `root`) while a background writer dirties data in the plan's
 /// directory at `rate`.
-pub fn commit_points(plan: &crate::commit::Plan, root: &Path, rate: Rate) -> anyhow::Result<BackgroundCommit> {
-    let (results, writer) = measure_under(&plan.dir, rate, || crate::commit::measure_all(plan, root, |_, _| {}))?;
-    Ok(BackgroundCommit { writer, points: results.points })
+pub fn commit_points(plan: &crate::commit::Plan, root: &Path, rate: Rate) -> BackgroundCommit {
+    let (results, writer) = measure_under(&plan.dir, rate, || crate::commit::measure_all(plan, root, |_, _| {}));
+    BackgroundCommit { writer, points: results.map(|r| r.points).unwrap_or_default() }
+}
+
+impl BackgroundCommit {
+    /// Why the part under writes failed, if it did (its `points` are then empty).
+    pub fn error(&self) -> Option<&str> {
+        self.writer.error.as_deref()
+    }
 }
 
 /// `commit`'s points idle and under background writes side by side.
 pub fn commit_side_by_side(idle: &[crate::commit::CommitPoint], under: &BackgroundCommit) -> String {
     use std::fmt::Write;
     let w = &under.writer;
+    if w.error.is_some() {
+        return failed_part(w);
+    }
     let mut out = format!(
         "\ncommit latency idle vs under background writes at {} (achieved {:.1} MiB/s; the kernel wrote it back):\n",
         w.rate,

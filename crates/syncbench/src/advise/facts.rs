@@ -62,7 +62,8 @@ impl<'a> Facts<'a> {
     /// The same lookups over the cases measured under background writes, and what the writer did; None
     /// when the measurement had no `--background-writes`.
     pub fn loaded(&self) -> Option<(Facts<'a>, &'a crate::background::BackgroundStats)> {
-        let u = self.under_writes?;
+        // A part under writes that failed has no results: the rules judge idle only.
+        let u = self.under_writes.filter(|u| u.error().is_none())?;
         Some((Facts { env: self.env, verdicts: self.verdicts, results: &u.results, under_writes: None }, &u.writer))
     }
 

@@ -8,6 +8,7 @@ pub mod cases;
 mod etcd;
 pub mod evidence;
 mod facts;
+pub mod measure;
 mod mysql;
 mod postgres;
 mod render;

@@ -1,10 +1,10 @@
 //! `syncbench advise`: the settings to use for each database, each with the measurement behind it.
 
+use crate::advise::measure::{Measured, Plan};
 use crate::advise::{AdvisePayload, Database, Input, Target, Version, versions};
-use crate::background::{BackgroundRun, Rate};
+use crate::background::Rate;
 use crate::exit::{Outcome, usage};
-use crate::runner::{RunBudget, Target as RunTarget, run_case};
-use crate::schema::{CaseResult, Envelope};
+use crate::schema::Envelope;
 use crate::verdict::Verdict;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -118,14 +118,21 @@ pub fn main(args: Args) -> Outcome {
         ));
     }
     let started_at = crate::schema::now_rfc3339();
-    let (environment, verdicts, results, source, dir, under_writes) = match &args.from {
+    let (measured, source, dir) = match &args.from {
         Some(path) => {
             let run = crate::export::read_run(path)?;
             let p = run.payload;
-            (run.environment, run.verdicts, p.results, path.display().to_string(), p.dir, p.background_writes)
+            let under_writes = p.background_writes;
+            let measured =
+                Measured { environment: run.environment, verdicts: run.verdicts, results: p.results, under_writes };
+            (measured, path.display().to_string(), p.dir)
         }
-        None => measure(&args, &targets, background)?,
+        None => {
+            let plan = plan(&args, &targets, background)?;
+            (crate::advise::measure::measure(&plan)?, "measured".to_string(), plan.dir.display().to_string())
+        }
     };
+    let Measured { environment, verdicts, results, under_writes } = measured;
     let input = Input {
         environment: &environment,
         verdicts: &verdicts,
@@ -138,14 +145,26 @@ pub fn main(args: Args) -> Outcome {
         + &versions
         + "\n"
         + &disturbed_measurement(&verdicts)
-        + &crate::advise::body(&advice);
+        + &crate::advise::body(&advice)
+        + &under_writes.as_ref().map_or(String::new(), failed_under_writes);
     crate::export::print_human(&args.export, &text)?;
     let evidence = advice.iter().map(crate::advise::evidence::of).collect();
+    let failed = advice.iter().any(|a| a.pass == Some(false));
+    let under_writes_failed = under_writes.as_ref().and_then(|u| u.error()).map(str::to_string);
     let payload =
         AdvisePayload { dir, source, advice: advice.clone(), evidence, results, background_writes: under_writes };
     crate::export::write_all(&Envelope::new(started_at, environment, verdicts, payload), &args.export)?;
-    let failed = advice.iter().any(|a| a.pass == Some(false));
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    // Exit 1 when etcd's rule failed or the part under writes did (its line on stderr).
+    let code = crate::background::exit_code(under_writes_failed.as_deref());
+    Ok(if failed { ExitCode::from(1) } else { code })
+}
+
+/// The measurement's plan: the directory checked (space for the test files and the background writer's).
+fn plan(args: &Args, targets: &[Target], background: Option<Rate>) -> anyhow::Result<Plan> {
+    let need = (crate::advise::measure::space_needed_bytes(background), "syncbench advise", "its test files");
+    let dir = crate::workdir::check(&args.dir, Some(need))?;
+    let databases = targets.iter().map(|t| t.database).collect();
+    Ok(Plan { dir, quick: args.quick, databases, background })
 }
 
 /// A warning above the advice when the hypervisor took CPU time during the measurement: the comparisons
@@ -158,56 +177,10 @@ fn disturbed_measurement(verdicts: &[Verdict]) -> String {
         .collect()
 }
 
-type Measured = (crate::probe::Environment, Vec<Verdict>, Vec<CaseResult>, String, String, Option<BackgroundRun>);
-
-/// Measure the cases the rules read: one and two 8 KiB writes per commit for every method a database can
-/// be configured to use, one 16 KiB write for PostgreSQL's methods, a 4 KiB fdatasync (SQLite's WAL
-/// frame), overwrite vs append (RocksDB's recycling, PostgreSQL's zero-filled segments), and etcd's
-/// 2300-byte appends with a longer budget for a steady p99. With `background`, PostgreSQL's and etcd's
-/// cases again while a background writer dirties data in DIR at that rate.
-fn measure(args: &Args, targets: &[Target], background: Option<Rate>) -> anyhow::Result<Measured> {
-    let writer_bytes = if background.is_some() { crate::background::FILE_BYTES } else { 0 };
-    let need = (crate::workdir::RUN_FILES_BYTES + writer_bytes, "syncbench advise", "its test files");
-    let dir = crate::workdir::check(&args.dir, Some(need))?;
-    let environment = crate::probe::collect(&dir);
-    let _lock = crate::disturbance::DirLock::take(&dir)?;
-    let prepared = crate::workdir::prepare_run_file(&dir, &environment.fs_type)?;
-    let case_secs = if args.quick { RunBudget::QUICK_CASE_SECS } else { RunBudget::DEFAULT_CASE_SECS };
-    let rounds = crate::rounds::Schedule::default_for(args.quick);
-    // 1.5 × run's time per case, in rounds: the methods are compared across the whole measurement, so a
-    // device that changes speed for a while neither favours one method nor hides as a confident difference.
-    let budget = RunBudget::per_case(case_secs * 1.5);
-    let steal = crate::probe::steal::StealMeter::start();
-    let monitor = crate::disturbance::Monitor::new(&environment);
-    let target = RunTarget::Disk(&prepared);
-    let mut results =
-        crate::runner::run_plan(&crate::advise::cases::all(), rounds, &budget, &target, Some(&monitor), &mut |_| {});
-    let etcd = targets.iter().any(|t| t.database == Database::Etcd);
-    let secs = if args.quick { 1.0 } else { 5.0 };
-    // A p99 needs many samples: no early stop on a tight mean.
-    let etcd_budget = RunBudget { min_secs: secs, min_samples: 1000, ..RunBudget::per_case(secs) };
-    if etcd {
-        results.push(run_case(&crate::advise::cases::etcd(), &etcd_budget, &target));
-    }
-    let postgres = targets.iter().any(|t| t.database == Database::Postgres);
-    let under_writes = match background {
-        Some(rate) if etcd || postgres => {
-            let (results, writer) = crate::background::measure_under(&dir, rate, || {
-                let cases = if postgres { crate::advise::cases::postgres_under_writes() } else { Vec::new() };
-                let mut results = crate::runner::run_plan(&cases, rounds, &budget, &target, None, &mut |_| {});
-                if etcd {
-                    results.push(run_case(&crate::advise::cases::etcd(), &etcd_budget, &target));
-                }
-                Ok(results)
-            })?;
-            Some(BackgroundRun { writer, results })
-        }
-        _ => None,
-    };
-    drop(prepared);
-    let mut verdicts = crate::probe::verdicts(&environment, &results);
-    verdicts.extend(steal.pct().and_then(|pct| crate::probe::steal::verdict(pct, "the measurement")));
-    Ok((environment, verdicts, results, "measured".to_string(), dir.display().to_string(), under_writes))
+/// Below the advice when the part under background writes failed: the advice above is from idle only.
+fn failed_under_writes(under: &crate::background::BackgroundRun) -> String {
+    let failed = crate::background::failed_part(&under.writer);
+    if failed.is_empty() { failed } else { failed + "  The advice above is from the idle measurement only.\n" }
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use crate::export::ExportArgs;
 use crate::schema::Envelope;
 use crate::{output, probe};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use syncbench_engine::wal::{LOG_METHODS, SyncMethod};
 
 /// Flags of `syncbench commit`.
@@ -91,13 +90,13 @@ pub fn main(args: Args) -> Outcome {
         }
     };
     let commit = crate::commit::measure_watched(&plan, root.path(), &environment, progress)?;
-    let background_writes = rate.map(|r| crate::background::commit_points(&plan, root.path(), r)).transpose()?;
+    let background_writes = rate.map(|r| crate::background::commit_points(&plan, root.path(), r));
     drop(root);
     let verdicts = crate::commit::verdicts(&plan, &environment, &commit.points);
     let payload = CommitPayload { dir: plan.dir.display().to_string(), commit, background_writes };
     let envelope = Envelope::new(started_at, environment, verdicts, payload);
     write_outputs(&args, &envelope)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::background::exit_code(envelope.payload.background_writes.as_ref().and_then(|b| b.error())))
 }
 
 /// Validate the flags into a plan (pure: no file system access).

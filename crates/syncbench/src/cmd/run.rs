@@ -14,7 +14,6 @@ use crate::suite::{self, PlanOptions, Section};
 use crate::workdir;
 use options::{parse_methods, parse_secs, parse_sections, parse_seed, parse_write_size};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// Flags of `syncbench run`.
 #[derive(Debug, Default, clap::Args)]
@@ -160,7 +159,7 @@ pub fn main(args: Args) -> Outcome {
             let background = opts
                 .background
                 .map(|rate| crate::background::run_cases(&cases, rounds, budget, &prepared, &opts.dir, rate));
-            (results, steal.pct(), lock.leftover_note(), background.transpose()?)
+            (results, steal.pct(), lock.leftover_note(), background)
             // `prepared` is dropped here: the overwrite file is removed before anything is printed.
         }
     };
@@ -168,8 +167,10 @@ pub fn main(args: Args) -> Outcome {
     let envelope = report(&opts, environment, started_at, results, (steal_pct, leftover, background), false)?;
     let failed: Vec<&CaseResult> =
         envelope.payload.results.iter().filter(|r| r.supported && r.error.is_some()).collect();
+    // The line about a failed part under writes first, then the failed cases' (both exit 1).
+    let code = crate::background::exit_code(envelope.payload.background_writes.as_ref().and_then(|b| b.error()));
     match failed.first() {
-        None => Ok(ExitCode::SUCCESS),
+        None => Ok(code),
         Some(first) => Err(CheckFailed(format!(
             "{} case(s) failed while running, first: {} {}: {}",
             failed.len(),

@@ -260,3 +260,24 @@ fn csv_to_stdout_and_openmetrics_to_a_file() {
     assert!(prom.contains("setting=\"innodb_flush_method\""), "{prom}");
     assert!(prom.contains("syncbench_advise_pass{") && prom.ends_with("# EOF\n"), "{prom}");
 }
+
+/// `advise --background-writes` whose writer fails mid-run: the advice from the idle measurement is
+/// printed and exported, the part under writes marked failed, exit 1.
+#[test]
+fn advise_keeps_its_idle_advice_when_the_background_writer_fails() {
+    let (dir, out_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let json = out_dir.path().join("advise.json");
+    let out = crate::run::syncbench_with_file_size_limit(20 << 20)
+        .env("SYNCBENCH_NO_VERSION_DETECT", "1")
+        .args(["advise", "--quick", "--for", "postgres:16", "--background-writes", "max", "--json"])
+        .arg(&json)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    crate::run::assert_failed_under_writes(&out, dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("wal_sync_method = ") && stdout.contains("from the idle measurement only"), "{stdout}");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(!doc["results"].as_array().unwrap().is_empty());
+    assert!(doc["background_writes"]["writer"]["error"].as_str().unwrap().contains("File too large"));
+}

@@ -127,3 +127,23 @@ fn commit_ctrl_c_removes_the_log() {
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(leftovers(dir.path()).is_empty(), "left behind: {:?}", leftovers(dir.path()));
 }
+
+/// `commit --background-writes` whose writer fails mid-run: the idle points are printed and exported.
+#[test]
+fn commit_keeps_its_idle_points_when_the_background_writer_fails() {
+    let (dir, out_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let json = out_dir.path().join("commit.json");
+    let out = crate::run::syncbench_with_file_size_limit(20 << 20)
+        .args(["commit", "--clients", "1", "--secs", "0.5", "--background-writes", "max", "--json"])
+        .arg(&json)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    crate::run::assert_failed_under_writes(&out, dir.path());
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let points = doc["commit"]["points"].as_array().unwrap();
+    assert!(points.len() == 1 && points[0]["commits"].as_u64().unwrap() > 0, "{points:?}");
+    let under = &doc["background_writes"];
+    assert!(under["writer"]["error"].as_str().unwrap().contains("File too large"), "{under}");
+    assert_eq!(under["points"].as_array().unwrap().len(), 0);
+}

@@ -397,3 +397,50 @@ fn an_unwritable_export_destination_is_refused_before_measuring() {
     assert!(err.contains("--json") && err.contains("read-only file system"), "{err}");
     assert!(leftovers(dir.path()).is_empty());
 }
+
+/// syncbench under a file size limit of `bytes` (prlimit's RLIMIT_FSIZE), with SIGXFSZ ignored so that a
+/// write beyond the limit fails with EFBIG instead of killing the process: the test files (16 MiB each)
+/// fit, the `--background-writes` writer's 256 MiB file fails mid-run at the limit, for real.
+pub(crate) fn syncbench_with_file_size_limit(bytes: u64) -> std::process::Command {
+    let mut cmd = std::process::Command::new("sh");
+    // An ignored signal stays ignored across exec (POSIX), through prlimit into syncbench.
+    cmd.args(["-c", r#"trap "" XFSZ; exec prlimit --fsize="$0" -- "$@""#, &bytes.to_string()])
+        .arg(assert_cmd::cargo::cargo_bin("syncbench"));
+    cmd
+}
+
+/// What a run whose background writer failed must show: exit 1, one line on stderr naming the writer's
+/// error, the part under writes marked failed in the text, and nothing left behind in `dir`.
+pub(crate) fn assert_failed_under_writes(out: &std::process::Output, dir: &Path) {
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("the background writer failed after 20 MiB: File too large"), "{stderr}");
+    assert!(stderr.contains("the idle results are reported in full"), "{stderr}");
+    assert!(stdout.contains("under background writes") && stdout.contains("FAILED, not measured"), "{stdout}");
+    assert!(std::fs::read_dir(dir).unwrap().next().is_none(), "left behind in {}", dir.display());
+}
+
+/// A background writer that fails mid-run (here: its file reaches the file size limit) does not take the
+/// idle results with it: they are printed and exported whole, the part under writes is marked failed.
+#[test]
+fn a_background_writer_failing_mid_run_leaves_the_idle_results_whole() {
+    let (dir, out_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let json = out_dir.path().join("run.json");
+    let out = syncbench_with_file_size_limit(20 << 20)
+        .args(["run", "--sections", "a", "--methods", "fdatasync", "--secs", "1", "--rounds", "1"])
+        .args(["--background-writes", "max", "--json"])
+        .arg(&json)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_failed_under_writes(&out, dir.path());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fdatasync"));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1);
+    assert!(results[0]["ops"].as_u64().unwrap() > 0 && results[0]["error"].is_null(), "{}", results[0]);
+    let under = &doc["background_writes"];
+    assert!(under["writer"]["error"].as_str().unwrap().contains("File too large"), "{under}");
+    assert_eq!(under["results"].as_array().unwrap().len(), 0, "nothing is labelled as measured under writes");
+}
