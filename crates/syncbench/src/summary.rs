@@ -75,10 +75,13 @@ pub fn commit_answer(results: &crate::commit::CommitResults, verdicts: &[Verdict
         ));
     }
     let rounds = results.points.first().map_or(0, |p| p.rounds_commits_per_s.len());
-    out.push_str(&if rounds > 1 {
+    let min = crate::commit::MIN_INTERVAL_ROUNDS;
+    out.push_str(&if rounds >= min as usize {
         format!("  noise: each point in {rounds} rounds, the points in a new order every round; ± from their spread\n")
+    } else if rounds == 0 {
+        "  noise: no rounds recorded (a file from before them), no interval\n".to_string()
     } else {
-        "  noise: one round per point (--secs under 1 s), no interval\n".to_string()
+        format!("  noise: {rounds} round(s) per point (--secs under 0.9 s), too few for an interval ({min} at least)\n")
     });
     out
 }
@@ -345,6 +348,13 @@ mod tests {
         let text = commit_answer(&results, &[]);
         assert!(text.contains("one client: 156 commits/s with fdatasync"), "{text}");
         assert!(text.contains("best point: 30010 commits/s at 64 clients, delay 0 µs, group commit"), "{text}");
+        let mut two = results.clone();
+        two.points.iter_mut().for_each(|p| p.rounds_commits_per_s = vec![p.commits_per_s; 2]);
+        let text = commit_answer(&two, &[]);
+        assert!(
+            text.contains("noise: 2 round(s) per point (--secs under 0.9 s), too few for an interval (3 at least)")
+        );
+        assert!(text.contains("one client: 156 commits/s with"), "no ± without an interval: {text}");
         let row = |mode: &str, tps, checkpoints| crate::pages::PagesRow {
             mode: Mode::from_name(mode).expect("a mode name"),
             supported: true,

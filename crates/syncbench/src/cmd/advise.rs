@@ -36,6 +36,7 @@ pub struct Args {
     pub quick: bool,
     /// Measure etcd's and PostgreSQL's commits again while a second file in DIR is dirtied at RATE (e.g.
     /// 50MiB/s, max) and written back by the kernel, as checkpoints and other tenants do; the verdicts judge both.
+    /// If the writer fails, the advice from the idle measurement is still given, that part marked failed, exit 1.
     #[arg(long, value_name = "RATE")]
     pub background_writes: Option<String>,
 }

@@ -46,7 +46,8 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub rounds: Option<String>,
     /// Dirty a second file in DIR at RATE (e.g. 50MiB/s, max) while commits are timed, letting the kernel
-    /// write it back: every case runs idle, then under it; latency and device counts side by side.
+    /// write it back: every case runs idle, then under it; latency and device counts side by side. If the
+    /// writer fails, the idle results are still reported whole, that part is marked failed, exit code 1.
     #[arg(long, value_name = "RATE")]
     pub background_writes: Option<String>,
     /// Print a log2 latency histogram under each case.

@@ -58,7 +58,8 @@ pub struct CommitPoint {
     pub commit_delay_count: u32,
     /// Group commit (true) or the naive log (false).
     pub group_commit: bool,
-    /// Commits started and finished inside the timed window.
+    /// Commits acknowledged inside the timed window (the log's counter, read with the flush counters at the
+    /// window's edges).
     pub commits: u64,
     /// Commits per second.
     pub commits_per_s: f64,
@@ -174,18 +175,26 @@ pub fn space_needed_bytes(background: Option<crate::background::Rate>) -> u64 {
     SEGMENTS_IN_USE * SEGMENT_BYTES + background.map_or(0, |_| crate::background::FILE_BYTES)
 }
 
-/// Rounds per point: each point's `--secs` is split over them, and the points run in a new order every
-/// round, so a device that changes speed for a while shows as spread (`ci95_rel`, the prediction interval
-/// of [`crate::rounds::prediction`]), not as a difference between points (issue #16). Six rounds of 0.5 s
-/// for the default 3 s: with three, Student's t(2) = 4.3 made every interval ±100% or more.
+/// Rounds per point at most: each point's `--secs` is split over them, and the points run in a new order
+/// every round, so a device that changes speed for a while shows as spread (`ci95_rel`, the prediction
+/// interval of [`crate::rounds::prediction`]), not as a difference between points (issue #16). Six rounds
+/// of [`ROUND_SECS`] for the default 3 s: with three, Student's t(2) = 4.3 made every interval ±100% or more.
 pub const ROUNDS: u32 = 6;
+/// The length of a round when `--secs` allows [`MIN_INTERVAL_ROUNDS`] of them or more.
+pub const ROUND_SECS: f64 = 0.5;
+/// The fewest rounds an interval is given for. From two, t(1) = 12.7 (× √1.5) made ±1000% intervals:
+/// a number that says nothing. `--quick`'s 1 s is therefore 3 rounds of 1/3 s, not 2 of 0.5 s.
+pub const MIN_INTERVAL_ROUNDS: u32 = 3;
 /// A round shorter than this measures mostly its edges (a flush that ends after the window, a late wake-up
-/// under load): shorter `--secs` get fewer rounds, down to one.
-pub const MIN_ROUND_SECS: f64 = 0.5;
+/// under load): `--secs` under 3 × this get fewer rounds than [`MIN_INTERVAL_ROUNDS`], and no interval.
+pub const MIN_ROUND_SECS: f64 = 0.3;
 
-/// Rounds for `secs` per point.
+/// Rounds for `secs` per point: [`ROUND_SECS`] each, at least [`MIN_INTERVAL_ROUNDS`] while a round stays
+/// [`MIN_ROUND_SECS`] or longer, at most [`ROUNDS`].
 pub fn rounds_for(secs: f64) -> u32 {
-    ((secs / MIN_ROUND_SECS) as u32).clamp(1, ROUNDS)
+    // The tolerance keeps 0.9 s at three rounds of 0.3 s despite 0.9 / 0.3 = 2.999… in binary.
+    let fit = (secs / MIN_ROUND_SECS + 1e-9) as u32;
+    ((secs / ROUND_SECS) as u32).max(MIN_INTERVAL_ROUNDS).min(fit).clamp(1, ROUNDS)
 }
 
 /// Measure every point of `plan` in a fresh directory under `root` (which the caller created and owns), in
@@ -263,7 +272,7 @@ fn from_rounds(rounds: &[CommitPoint], disturbance: &CaseDisturbance) -> CommitP
 
 /// One point from its rounds: commits, syncs and time summed; the latency summary of the round with the
 /// median rate (the rounds' histograms are not kept); steal weighted by time; the interval from the
-/// spread of the round rates.
+/// spread of the round rates, when there are [`MIN_INTERVAL_ROUNDS`] or more.
 fn pool(rounds: &[CommitPoint]) -> CommitPoint {
     let duration_s: f64 = rounds.iter().map(|p| p.duration_s).sum();
     let commits: u64 = rounds.iter().map(|p| p.commits).sum();
@@ -285,7 +294,9 @@ fn pool(rounds: &[CommitPoint]) -> CommitPoint {
         latency_ns: by_rate[by_rate.len() / 2].latency_ns,
         duration_s,
         cpu_steal_pct: (steal_time > 0.0).then(|| steal.iter().map(|(s, d)| s * d).sum::<f64>() / steal_time),
-        ci95_rel: crate::rounds::prediction_rel(&rates, commits_per_s),
+        ci95_rel: (rates.len() >= MIN_INTERVAL_ROUNDS as usize)
+            .then(|| crate::rounds::prediction_rel(&rates, commits_per_s))
+            .flatten(),
         rounds_commits_per_s: rates,
         device: crate::blockdev::account::DeviceAccounting::pooled(rounds.iter().filter_map(|p| p.device.as_ref())),
         ..rounds[0].clone()
@@ -337,9 +348,32 @@ mod tests {
     #[test]
     fn short_points_get_fewer_rounds() {
         assert_eq!(
-            (rounds_for(0.2), rounds_for(1.0), rounds_for(1.5), rounds_for(3.0), rounds_for(60.0)),
-            (1, 2, 3, 6, 6)
+            (rounds_for(0.2), rounds_for(0.5), rounds_for(0.6), rounds_for(0.9), rounds_for(1.0)),
+            (1, 1, 2, 3, 3),
+            "--quick's 1 s: three rounds, the fewest with an interval"
         );
+        assert_eq!((rounds_for(1.5), rounds_for(2.0), rounds_for(3.0), rounds_for(60.0)), (3, 4, 6, 6));
+    }
+
+    #[test]
+    fn fewer_rounds_than_three_give_no_interval_rather_than_a_meaningless_one() {
+        let round = |commits: u64| CommitPoint {
+            commits,
+            commits_per_s: commits as f64,
+            duration_s: 0.5,
+            ..CommitPoint::default()
+        };
+        // Two rounds (short --secs, or three with one left out as disturbed: `pool` sees the two used).
+        let two = pool(&[round(100), round(130)]);
+        assert_eq!(
+            two.ci95_rel,
+            None,
+            "t(1) would make it ±{:.0}%",
+            100.0 * crate::rounds::prediction_rel(&[100.0, 130.0], 230.0).unwrap()
+        );
+        assert_eq!(two.rounds_commits_per_s, vec![100.0, 130.0]);
+        let three = pool(&[round(100), round(130), round(115)]);
+        assert!(three.ci95_rel.is_some_and(|c| c > 0.0 && c < 1.0), "{:?}", three.ci95_rel);
     }
 
     #[test]

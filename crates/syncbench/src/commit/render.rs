@@ -169,6 +169,8 @@ pub fn to_table(results: &CommitResults) -> String {
             match p.ci95_rel {
                 _ if p.lower_bound => "≥ (disturbed)".to_string(),
                 Some(c) => format!("{:.0}%", c * 100.0),
+                // Rounds recorded but fewer than three used: t(1) would give ±1000%, a number that says nothing.
+                None if !p.rounds_commits_per_s.is_empty() => "n/a <3 rounds".to_string(),
                 None => "—".to_string(),
             },
             format!("{:.0}", p.syncs_per_s),
@@ -226,5 +228,21 @@ mod tests {
         assert!(csv.starts_with("method,record_size_bytes,clients"));
         assert!(csv.lines().next().unwrap().ends_with(",duration_s,cpu_steal_pct"));
         assert!(csv.lines().nth(1).unwrap().ends_with(",2.000,12.5"), "{csv}");
+    }
+
+    #[test]
+    fn the_interval_cell_says_when_there_were_too_few_rounds_for_one() {
+        let point = |rounds: Vec<f64>, ci95_rel| CommitPoint {
+            rounds_commits_per_s: rounds,
+            ci95_rel,
+            ..CommitPoint::default()
+        };
+        let table = |p: CommitPoint| {
+            to_table(&CommitResults { method: "fdatasync".into(), points: vec![p], ..CommitResults::default() })
+        };
+        assert!(table(point(vec![100.0, 130.0], None)).contains("n/a <3 rounds"));
+        let three = table(point(vec![100.0, 130.0, 115.0], Some(0.42)));
+        assert!(three.contains(" 42% ") && !three.contains("n/a"), "{three}");
+        assert!(!table(point(Vec::new(), None)).contains("n/a"), "a file from before rounds: no claim about them");
     }
 }
