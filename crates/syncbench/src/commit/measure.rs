@@ -8,7 +8,7 @@ use crate::stats::Samples;
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 use syncbench_engine::RealStorage;
 use syncbench_engine::wal::{Wal, WalConfig, WalError};
@@ -16,6 +16,14 @@ use syncbench_engine::wal::{Wal, WalConfig, WalError};
 const RECORD_KIND: u8 = 1;
 /// Segments the log zero-fills ahead of the write position at open (and again each time one fills).
 pub(super) const PREALLOCATE_SEGMENTS: u32 = 2;
+
+/// The phases of a point, set by the timing thread and read by the clients before each commit: the window
+/// is where that thread actually read the counters, so the clients' samples, the log's counters and the
+/// devices' cover the same commits even when it wakes late on a loaded machine (the clients used to time
+/// a nominal window of their own, and a late timing thread then saw a fraction of their commits).
+const WARMING_UP: u8 = 0;
+const TIMED: u8 = 1;
+const DONE: u8 = 2;
 
 fn wal_config(plan: &Plan, spec: &PointSpec) -> WalConfig {
     WalConfig {
@@ -48,19 +56,18 @@ pub(super) fn point(plan: &Plan, spec: &PointSpec, dir: &Path) -> anyhow::Result
     })?;
     let wal = Arc::new(wal);
     let warmup = Duration::from_secs_f64((plan.secs * 0.2).clamp(0.05, 1.0));
-    let start_at = Instant::now() + warmup;
-    let end_at = start_at + Duration::from_secs_f64(plan.secs);
-    let stop = AtomicBool::new(false);
+    let (start_at, secs) = (Instant::now() + warmup, Duration::from_secs_f64(plan.secs));
+    let (stop, phase) = (AtomicBool::new(false), AtomicU8::new(WARMING_UP));
     let accountant = Accountant::for_dir(&plan.dir, crate::blockdev::account::is_root());
     let (tallies, window) = std::thread::scope(|scope| {
         let checkpointer = scope.spawn(|| recycle_segments(&wal, &stop));
         let clients: Vec<_> = (0..spec.clients)
             .map(|c| {
-                let wal = &wal;
-                scope.spawn(move || run_client(wal, c, plan.record_size, start_at, end_at))
+                let (wal, phase) = (&wal, &phase);
+                scope.spawn(move || run_client(wal, c, plan.record_size, phase))
             })
             .collect();
-        let window = time_window(&wal, start_at, end_at, (&accountant, plan.record_size as u64));
+        let window = time_window(&wal, (start_at, secs), &phase, (&accountant, plan.record_size as u64));
         let tallies: Vec<Result<ClientTally, WalError>> =
             clients.into_iter().map(|h| h.join().expect("client thread panicked")).collect();
         stop.store(true, Ordering::Relaxed);
@@ -84,18 +91,21 @@ struct Window {
 }
 
 /// The timed window, read by this thread while the clients commit: the log's counters, steal, and the
-/// devices (their counters are read here at the edges, never by a client).
+/// devices (their counters are read here at the edges, never by a client). It opens at `start_at` or
+/// when this thread wakes, lasts `secs` from then, and tells the clients through `phase`.
 fn time_window<S: syncbench_engine::Storage>(
     wal: &Wal<S>,
-    start_at: Instant,
-    end_at: Instant,
+    (start_at, secs): (Instant, Duration),
+    phase: &AtomicU8,
     (accountant, record_bytes): (&Accountant, u64),
 ) -> Window {
     std::thread::sleep(start_at.saturating_duration_since(Instant::now()));
     let device = (!accountant.is_empty()).then(|| accountant.open());
     let (t0, s0, steal) = (Instant::now(), wal.stats(), StealMeter::start());
-    std::thread::sleep(end_at.saturating_duration_since(Instant::now()));
+    phase.store(TIMED, Ordering::Release);
+    std::thread::sleep(secs);
     let (t1, s1) = (Instant::now(), wal.stats());
+    phase.store(DONE, Ordering::Release);
     let commits = s1.commits - s0.commits;
     let device = device.map(|w| accountant.close(w, commits, record_bytes).report());
     Window {
@@ -122,25 +132,25 @@ fn recycle_segments<S: syncbench_engine::Storage>(wal: &Wal<S>, stop: &AtomicBoo
     Ok(())
 }
 
-/// One client: append a record, wait until durable, repeat until `end_at`. Commits that start inside
-/// the window are timed.
+/// One client: append a record, wait until durable, repeat until the window has closed. Commits that
+/// start inside the window are timed.
 fn run_client<S: syncbench_engine::Storage>(
     wal: &Wal<S>,
     client: u32,
     record_size: usize,
-    start_at: Instant,
-    end_at: Instant,
+    phase: &AtomicU8,
 ) -> Result<ClientTally, WalError> {
     let mut latency = Samples::new();
     let payload: Vec<u8> = (0..record_size).map(|i| (i as u32 ^ client) as u8).collect();
     loop {
-        let began = Instant::now();
-        if began >= end_at {
+        let now = phase.load(Ordering::Acquire);
+        if now == DONE {
             return Ok(ClientTally { latency });
         }
+        let began = Instant::now();
         let lsn = wal.append(RECORD_KIND, &payload)?;
         wal.commit(lsn)?;
-        if began >= start_at {
+        if now == TIMED {
             let ns = began.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
             latency.record(ns);
         }
@@ -148,9 +158,9 @@ fn run_client<S: syncbench_engine::Storage>(
 }
 
 /// A point from its window. Commits, flushes and time all come from the window's edges, read together by
-/// the timing thread: on a loaded machine that thread can wake late, and counting the clients' commits
-/// (which start on time) over its shorter window made a short round's rate 1000x too high and the naive
-/// log's commits per flush 1.8. The clients' samples give the latency distribution only.
+/// the timing thread; the clients' samples (commits they began inside the same window, see [`TIMED`])
+/// give the latency distribution. Counting the samples over a window of the clients' own once made a
+/// round 1000x too fast and the naive log 1.8 commits per flush when that thread woke late.
 fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> CommitPoint {
     let mut all = Samples::new();
     for t in tallies {
