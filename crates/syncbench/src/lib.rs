@@ -18,6 +18,7 @@ pub mod fsync_errors;
 pub mod hash;
 pub mod lab;
 pub mod method;
+pub mod named;
 pub mod output;
 pub mod pages;
 pub mod partial;

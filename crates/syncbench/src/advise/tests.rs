@@ -99,7 +99,7 @@ impl Fixture {
 fn disk(name: &str, rotational: bool, cache: &str, fua: bool) -> Device {
     Device {
         name: name.into(),
-        kind: "disk".into(),
+        kind: crate::probe::DeviceKind::Disk,
         rotational: Some(rotational),
         write_cache: Some(cache.into()),
         fua: Some(fua),

@@ -98,7 +98,7 @@ pub fn durable_commits_without_flush(results: &[CaseResult]) -> Vec<Verdict> {
 /// Flushes the device completed faster than its class allows (device-side latency from the tracepoints).
 pub fn flush_faster_than_device(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
     // A lab disk's class is its profile's (its loop device says nothing about it).
-    let rotational = env.devices.iter().any(|d| d.kind == "disk" && d.rotational == Some(true))
+    let rotational = env.devices.iter().any(|d| d.kind == crate::probe::DeviceKind::Disk && d.rotational == Some(true))
         || env.emulated_disk.as_ref().is_some_and(|e| e.rotational);
     let floor_ns = if rotational { PLATTER_FLUSH_NS_MIN } else { ANY_FLUSH_NS_MIN };
     let fastest = results

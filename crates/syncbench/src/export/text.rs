@@ -91,7 +91,7 @@ mod tests {
         };
         let disk = probe::Device {
             name: "sda".into(),
-            kind: "disk".into(),
+            kind: crate::probe::DeviceKind::Disk,
             rotational: Some(true),
             write_cache: Some("write back".into()),
             fua: Some(true),

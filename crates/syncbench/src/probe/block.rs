@@ -3,7 +3,7 @@
 
 use super::mountinfo::Mount;
 use super::sysfs::{Root, read_bool, read_trimmed, read_u32};
-use super::{Device, EmulatedDisk, LoopBacking};
+use super::{Device, DeviceKind, EmulatedDisk, LoopBacking, Transport};
 use std::path::{Path, PathBuf};
 
 /// How deep a stack of dm/md/partition devices can be before we stop (guards against link cycles).
@@ -50,13 +50,13 @@ fn visit(root: &Root, dir: &Path, holder: Option<String>, depth: usize, chain: &
     }
     let device = read_device(root, dir, holder);
     let name = device.name.clone();
-    let kind = device.kind.clone();
+    let kind = device.kind;
     chain.devices.push(device);
-    if kind == "loop" && chain.loop_backing_file.is_none() {
+    if kind == DeviceKind::Loop && chain.loop_backing_file.is_none() {
         chain.loop_backing_file = read_trimmed(dir, "loop/backing_file");
         chain.loop_direct_io = read_bool(dir, "loop/dio");
     }
-    if kind == "partition"
+    if kind == DeviceKind::Partition
         && let Some(disk) = dir.parent()
     {
         visit(root, disk, Some(name.clone()), depth + 1, chain);
@@ -96,44 +96,43 @@ fn read_device(root: &Root, dir: &Path, holder: Option<String>) -> Device {
     }
 }
 
-fn kind_of(dir: &Path, name: &str) -> String {
-    let kind = if dir.join("partition").exists() {
-        "partition"
+fn kind_of(dir: &Path, name: &str) -> DeviceKind {
+    if dir.join("partition").exists() {
+        DeviceKind::Partition
     } else if name.starts_with("loop") {
-        "loop"
+        DeviceKind::Loop
     } else if name.starts_with("dm-") {
-        "dm"
+        DeviceKind::Dm
     } else if name.starts_with("md") {
-        "md"
+        DeviceKind::Md
     } else if dir.join("dev").exists() {
-        "disk"
+        DeviceKind::Disk
     } else {
-        "unknown"
-    };
-    kind.to_string()
+        DeviceKind::Unknown
+    }
 }
 
 /// The bus, from the device's place in the sysfs tree (`/sys/devices/pci…/virtio1/block/vda`) and its name.
-fn transport_of(sys_path: &str, name: &str) -> Option<String> {
+fn transport_of(sys_path: &str, name: &str) -> Option<Transport> {
     let has = |part: &str| sys_path.split('/').any(|c| c.starts_with(part));
     let transport = if name.starts_with("nvme") {
-        "nvme"
+        Transport::Nvme
     } else if has("virtio") {
-        "virtio"
+        Transport::Virtio
     } else if has("usb") {
-        "usb"
+        Transport::Usb
     } else if has("ata") {
-        "ata"
+        Transport::Ata
     } else if name.starts_with("mmcblk") {
-        "mmc"
+        Transport::Mmc
     } else if has("host") && has("target") {
-        "scsi"
+        Transport::Scsi
     } else if name.starts_with("xvd") {
-        "xen"
+        Transport::Xen
     } else {
         return None;
     };
-    Some(transport.to_string())
+    Some(transport)
 }
 
 /// A [`LoopBacking`] for `file`, with the mount that holds it (`None`: not in the mount table).
@@ -149,7 +148,9 @@ pub fn loop_backing(file: String, direct_io: Option<bool>, holder: Option<&Mount
 
 /// The devices under a loop device's backing file (from its mount source), hung below the loop device.
 pub fn backing_devices(root: &Root, devices: &[Device], backing: &LoopBacking) -> Vec<Device> {
-    let Some(loop_name) = devices.iter().find(|d| d.kind == "loop").map(|d| d.name.clone()) else { return Vec::new() };
+    let Some(loop_name) = devices.iter().find(|d| d.kind == DeviceKind::Loop).map(|d| d.name.clone()) else {
+        return Vec::new();
+    };
     let Some(start) = device_dir(root, None, backing.mount_source.as_deref()) else { return Vec::new() };
     let mut lower = walk(root, &start).devices;
     if let Some(top) = lower.first_mut() {
@@ -186,13 +187,13 @@ mod tests {
 
     #[test]
     fn transports_from_sysfs_paths() {
-        let t = |p: &str, n: &str| transport_of(p, n);
-        assert_eq!(t("/sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda", "vda").as_deref(), Some("virtio"));
-        assert_eq!(t("/sys/devices/pci0000:00/0000:00:1d.0/nvme/nvme0/nvme0n1", "nvme0n1").as_deref(), Some("nvme"));
+        let t = |p: &str, n: &str| transport_of(p, n).map(Transport::name);
+        assert_eq!(t("/sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda", "vda"), Some("virtio"));
+        assert_eq!(t("/sys/devices/pci0000:00/0000:00:1d.0/nvme/nvme0/nvme0n1", "nvme0n1"), Some("nvme"));
         let sata = "/sys/devices/pci0000:00/0000:00:17.0/ata1/host0/target0:0:0/0:0:0:0/block/sda";
-        assert_eq!(t(sata, "sda").as_deref(), Some("ata"));
+        assert_eq!(t(sata, "sda"), Some("ata"));
         let sas = "/sys/devices/pci0000:00/0000:02:00.0/host0/target0:2:0/0:2:0:0/block/sdc";
-        assert_eq!(t(sas, "sdc").as_deref(), Some("scsi"));
+        assert_eq!(t(sas, "sdc"), Some("scsi"));
         assert_eq!(t("/sys/devices/virtual/block/loop0", "loop0"), None);
     }
 
@@ -220,7 +221,7 @@ mod tests {
         let chain = walk(&Root::at(dir.path()), &disk);
         assert_eq!(chain.devices.len(), 1);
         let d = &chain.devices[0];
-        assert_eq!((d.name.as_str(), d.kind.as_str(), d.dev.as_str()), ("weird0", "unknown", "unknown"));
+        assert_eq!((d.name.as_str(), d.kind, d.dev.as_str()), ("weird0", DeviceKind::Unknown, "unknown"));
         assert_eq!((d.rotational, d.write_cache.as_deref(), d.fua), (None, None, None));
     }
 }

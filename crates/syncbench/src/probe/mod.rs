@@ -81,9 +81,9 @@ pub struct Device {
     /// `major:minor`.
     pub dev: String,
     /// `partition`, `disk`, `loop`, `dm`, `md`, or `unknown`.
-    pub kind: String,
+    pub kind: DeviceKind,
     /// The bus or driver, when known: `virtio`, `nvme`, `scsi`, `ata`, `mmc`, …
-    pub transport: Option<String>,
+    pub transport: Option<Transport>,
     /// `queue/rotational`.
     pub rotational: Option<bool>,
     /// `queue/write_cache`: `write back` (volatile cache, flushes needed) or `write through`.
@@ -107,6 +107,49 @@ pub struct Device {
     /// The device directly above this one in the chain (the partition on this disk, the dm device over
     /// this slave); `None` for the device the file system sits on.
     pub holder: Option<String>,
+}
+
+crate::named::named_enum! {
+    /// What a block device is, from its sysfs directory and name. A name a newer syncbench writes reads as
+    /// `unknown`.
+    #[derive(Default)]
+    pub enum DeviceKind ("device kind") else Unknown {
+        /// A partition of a disk.
+        Partition = "partition",
+        /// A whole disk (the physical device, or what the hypervisor presents as one).
+        Disk = "disk",
+        /// A loop device over a backing file.
+        Loop = "loop",
+        /// A device-mapper device (LVM, dm-crypt, …) over its slaves.
+        Dm = "dm",
+        /// A software RAID (md) device over its members.
+        Md = "md",
+        /// None of these.
+        #[default]
+        Unknown = "unknown",
+    }
+}
+
+crate::named::named_enum! {
+    /// The bus or driver of a block device. A name a newer syncbench writes reads as `other`.
+    pub enum Transport ("transport") else Other {
+        /// NVMe.
+        Nvme = "nvme",
+        /// virtio-blk (a virtual machine's disk).
+        Virtio = "virtio",
+        /// USB mass storage.
+        Usb = "usb",
+        /// SATA/PATA through libata.
+        Ata = "ata",
+        /// SD/eMMC.
+        Mmc = "mmc",
+        /// SCSI or SAS.
+        Scsi = "scsi",
+        /// Xen's block front end.
+        Xen = "xen",
+        /// Named by a newer syncbench.
+        Other = "other",
+    }
 }
 
 /// A loop device's backing file.
@@ -318,10 +361,12 @@ mod tests {
     #[test]
     fn environment_json_without_the_new_fields_still_loads() {
         let old = r#"{"kernel":"6.1","dir":"/d","fs_type":"ext4","fs_magic":61267,"mount_point":null,
-            "mount_source":null,"mount_options":[],"devices":[{"name":"sda","dev":"8:0","kind":"disk"}],
+            "mount_source":null,"mount_options":[],"devices":[{"name":"sda","dev":"8:0","kind":"disk","transport":"fibre"}],
             "loop_backing":null,"virtualization":{"virtual_machine":false}}"#;
         let env: Environment = serde_json::from_str(old).unwrap();
         assert_eq!(env.devices[0].holder, None);
+        // A kind or transport a newer syncbench names is read, not refused.
+        assert_eq!((env.devices[0].kind, env.devices[0].transport), (DeviceKind::Disk, Some(Transport::Other)));
         assert!(env.notes.is_empty());
     }
 }

@@ -1,7 +1,7 @@
 //! The human-readable probe: a short tree (file system → mount → device chain → machine) and the verdicts.
 //! `run` prints the same two blocks above its tables.
 
-use super::{Device, Environment};
+use super::{Device, DeviceKind, Environment};
 use crate::schema::CaseResult;
 use crate::table::escape_name;
 use crate::verdict::{Severity, Verdict};
@@ -90,7 +90,7 @@ fn device_subtree(out: &mut String, env: &Environment, d: &Device, prefix: &str,
     let _ = writeln!(out, "{prefix}{branch} {}", device_line(d));
     let prefix = format!("{prefix}{below}");
     let lower: Vec<&Device> = env.devices.iter().filter(|l| l.holder.as_deref() == Some(d.name.as_str())).collect();
-    if d.kind == "loop"
+    if d.kind == DeviceKind::Loop
         && let Some(b) = &env.loop_backing
     {
         let branch = if lower.is_empty() { "└─" } else { "├─" };
@@ -121,7 +121,7 @@ pub fn device_line(d: &Device) -> String {
         parts.push(format!("dm name {name}"));
     }
     if let Some(t) = &d.transport {
-        parts.push(t.clone());
+        parts.push(t.name().to_string());
     }
     // virtio reports a bare PCI vendor id (`0x1af4`) and libata the placeholder `ATA`: neither names a maker.
     let vendor = d.vendor.as_deref().filter(|v| !v.starts_with("0x") && *v != "ATA");
@@ -129,7 +129,7 @@ pub fn device_line(d: &Device) -> String {
     if !hardware.is_empty() {
         parts.push(hardware.join(" "));
     }
-    if matches!(d.kind.as_str(), "partition") {
+    if d.kind == DeviceKind::Partition {
         return parts.join(" · ");
     }
     parts.push(match d.rotational {

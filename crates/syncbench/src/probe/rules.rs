@@ -1,7 +1,7 @@
 //! The verdict rules: pure functions of (environment, measurements), each returning at most a few
 //! verdicts with what to do next. Every rule has a test that it fires and one that it stays silent.
 
-use super::{Device, Environment, fs_type};
+use super::{Device, DeviceKind, Environment, fs_type};
 use crate::method::SyncMethod;
 use crate::schema::CaseResult;
 use crate::verdict::{Severity, Verdict};
@@ -61,7 +61,7 @@ fn verdict(severity: Severity, code: &str, message: String, advice: String) -> V
 
 /// Physical disks in the chain (partitions, loop, dm and md devices are layers above them).
 fn disks(env: &Environment) -> impl Iterator<Item = &Device> {
-    env.devices.iter().filter(|d| d.kind == "disk")
+    env.devices.iter().filter(|d| d.kind == DeviceKind::Disk)
 }
 
 /// Whether every physical disk under DIR says it spins (and there is at least one).
@@ -302,7 +302,8 @@ pub fn layered_storage(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     let mut found = Vec::new();
     // A lab disk's loop device is the emulated disk itself: the emulated_disk verdict describes it.
     if let Some(b) = env.loop_backing.as_ref().filter(|_| env.emulated_disk.is_none()) {
-        let dev = env.devices.iter().find(|d| d.kind == "loop").map(|d| d.name.as_str()).unwrap_or("a loop device");
+        let dev =
+            env.devices.iter().find(|d| d.kind == DeviceKind::Loop).map(|d| d.name.as_str()).unwrap_or("a loop device");
         let on = b.mount_point.as_deref().map(|m| format!(" mounted on {m}")).unwrap_or_default();
         let dio = match b.direct_io {
             Some(true) => "with direct I/O",
@@ -454,7 +455,7 @@ mod tests {
     fn disk(rotational: bool, write_cache: &str, fua: bool) -> Device {
         Device {
             name: "sda".into(),
-            kind: "disk".into(),
+            kind: DeviceKind::Disk,
             rotational: Some(rotational),
             write_cache: Some(write_cache.into()),
             fua: Some(fua),
@@ -627,8 +628,11 @@ mod tests {
 
     #[test]
     fn layered_storage_names_the_layer_below() {
-        let mut env =
-            env_on("xfs", 0x5846_5342, vec![Device { name: "loop0".into(), kind: "loop".into(), ..Device::default() }]);
+        let mut env = env_on(
+            "xfs",
+            0x5846_5342,
+            vec![Device { name: "loop0".into(), kind: DeviceKind::Loop, ..Device::default() }],
+        );
         assert!(codes(layered_storage, &env, &[]).is_empty());
         env.loop_backing = Some(LoopBacking {
             file: "/var/tmp/disk.img".into(),

@@ -138,8 +138,8 @@ fn environment(out: &mut String, env: &Environment) {
 
 /// One line per device: `disk, virtio, rotational, write cache: write back, FUA: no, model …`.
 pub fn device_line(device: &crate::probe::Device) -> String {
-    let mut parts = vec![device.kind.clone()];
-    parts.extend(device.transport.clone());
+    let mut parts = vec![device.kind.name().to_string()];
+    parts.extend(device.transport.map(|t| t.name().to_string()));
     if let Some(rotational) = device.rotational {
         parts.push(if rotational { "rotational".into() } else { "non-rotational".into() });
     }
