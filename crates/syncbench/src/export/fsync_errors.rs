@@ -37,9 +37,9 @@ impl Exportable for Payload {
         for r in &doc.payload.fsync_errors.results {
             let Some(o) = &r.observed else { continue };
             let labels = vec![("fs", r.fs.name().to_string()), ("sync_call", r.sync_call.name().to_string())];
-            let first_failed = o.fsync_first != "ok";
+            let first_failed = !o.fsync_first.is_ok();
             reported.push(labels.clone(), f64::from(u8::from(first_failed)));
-            retry.push(labels, f64::from(u8::from(first_failed && o.fsync_second == "ok")));
+            retry.push(labels, f64::from(u8::from(first_failed && o.fsync_second.is_ok())));
         }
         vec![reported, retry]
     }
@@ -69,17 +69,17 @@ fn row(r: &FsResult) -> Vec<String> {
     let why = [r.skipped.clone().unwrap_or_default(), r.error.clone().unwrap_or_default()];
     let seen = r.observed.as_ref().map(|o| {
         [
-            &o.fsync_first,
-            &o.fsync_second,
-            &o.fsync_fd_opened_before_error,
-            &o.fsync_fd_opened_after_error,
-            &o.read_in_cache,
-            &o.fsync_after_device_recovers,
-            &o.read_after_drop_caches,
-            &o.read_after_remount,
-            &o.new_file_after_error,
+            o.fsync_first.name(),
+            o.fsync_second.name(),
+            o.fsync_fd_opened_before_error.name(),
+            o.fsync_fd_opened_after_error.name(),
+            o.read_in_cache.name(),
+            o.fsync_after_device_recovers.name(),
+            o.read_after_drop_caches.name(),
+            o.read_after_remount.name(),
+            o.new_file_after_error.name(),
         ]
-        .map(String::clone)
+        .map(str::to_string)
         .into_iter()
         .chain([o.injected_write_errors_total.to_string()])
         .collect::<Vec<_>>()
@@ -91,7 +91,7 @@ fn row(r: &FsResult) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::fsync_errors::cases::{FsCase, SyncCall};
-    use crate::fsync_errors::results::{Observations, Report};
+    use crate::fsync_errors::results::{BlockRead, CallOutcome, Observations, Report};
     use crate::probe::Environment;
 
     /// ext4 as the paper found it (first fsync EIO, the retry claims success), xfs skipped.
@@ -99,16 +99,16 @@ mod tests {
         let mut ext4 = FsResult::new(FsCase::Ext4, SyncCall::Fsync);
         ext4.observed = Some(Observations {
             block_size_bytes: 4096,
-            fsync_first: "EIO".into(),
+            fsync_first: CallOutcome::Failed("EIO".into()),
             injected_write_errors_at_first_fsync: 1,
-            fsync_second: "ok".into(),
-            fsync_fd_opened_before_error: "ok".into(),
-            fsync_fd_opened_after_error: "ok".into(),
-            read_in_cache: "new".into(),
-            fsync_after_device_recovers: "ok".into(),
-            read_after_drop_caches: "old".into(),
-            read_after_remount: "old".into(),
-            new_file_after_error: "ok".into(),
+            fsync_second: CallOutcome::Ok,
+            fsync_fd_opened_before_error: CallOutcome::Ok,
+            fsync_fd_opened_after_error: CallOutcome::Ok,
+            read_in_cache: BlockRead::New,
+            fsync_after_device_recovers: CallOutcome::Ok,
+            read_after_drop_caches: BlockRead::Old,
+            read_after_remount: BlockRead::Old,
+            new_file_after_error: CallOutcome::Ok,
             injected_write_errors_total: 1,
             ..Observations::default()
         });

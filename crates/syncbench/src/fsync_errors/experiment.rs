@@ -3,7 +3,7 @@
 
 use super::cases::{FsCase, SyncCall, Targeting};
 use super::fault::{SECTOR_BYTES, Target};
-use super::results::{FsResult, Observations, classify, describe_sync, errno_text};
+use super::results::{BlockRead, CallOutcome, FsResult, Observations};
 use crate::lab::profile;
 use crate::lab::stack::{Stack, StackConfig, run_exclusive};
 use anyhow::Context;
@@ -67,15 +67,15 @@ impl Blocks {
     }
 
     /// `new`, `old`, `other`, or the errno of the failed read.
-    fn read_victim(&self, fd: &OwnedFd) -> String {
+    fn read_victim(&self, fd: &OwnedFd) -> BlockRead {
         let mut buf = vec![0u8; BLOCK_BYTES];
         match syncbench_sys::pread_exact(fd, &mut buf, victim_offset()) {
-            Ok(()) => classify(&buf, &self.old, &self.new),
-            Err(e) => errno_text(&e),
+            Ok(()) => BlockRead::classify(&buf, &self.old, &self.new),
+            Err(e) => BlockRead::Failed(super::results::errno_text(&e)),
         }
     }
 
-    fn read_victim_fresh(&self, path: &Path) -> anyhow::Result<String> {
+    fn read_victim_fresh(&self, path: &Path) -> anyhow::Result<BlockRead> {
         let fd = syncbench_sys::open_read_only(path).context("reopening the test file")?;
         Ok(self.read_victim(&fd))
     }
@@ -97,18 +97,18 @@ fn target_for(case: FsCase, writer: &OwnedFd) -> anyhow::Result<Target> {
 }
 
 /// One sync call, described. Real code must never retry a failed sync; here the retry is the point.
-fn sync_text(sync: SyncCall, fd: &OwnedFd) -> String {
-    describe_sync(&sync.call(fd))
+fn sync_outcome(sync: SyncCall, fd: &OwnedFd) -> CallOutcome {
+    CallOutcome::of(&sync.call(fd))
 }
 
 /// Whether the file system still takes a new file (an aborted journal refuses it with EROFS).
-fn try_new_file(dir: &Path) -> String {
+fn try_new_file(dir: &Path) -> CallOutcome {
     let probe = dir.join(".syncbench-fsync-errors-probe");
     let created = syncbench_sys::create_new(&probe, OpenFlags::BUFFERED);
     if created.is_ok() {
         let _ = std::fs::remove_file(&probe); // inside the throwaway file system; a failure changes nothing
     }
-    created.map(drop).as_ref().map_or_else(errno_text, |()| "ok".to_string())
+    CallOutcome::of(&created)
 }
 
 /// Drop clean page-cache pages system-wide, so the next read comes from the "disk".
@@ -167,13 +167,13 @@ fn while_writes_fail(
     blocks: &Blocks,
     seen: &mut Observations,
 ) -> anyhow::Result<()> {
-    seen.fsync_first = sync_text(sync, &armed.writer);
+    seen.fsync_first = sync_outcome(sync, &armed.writer);
     seen.injected_write_errors_at_first_fsync = stack.faults.failed_writes();
-    seen.fsync_second = sync_text(sync, &armed.writer);
-    seen.fsync_fd_opened_before_error = sync_text(sync, &armed.opened_before);
+    seen.fsync_second = sync_outcome(sync, &armed.writer);
+    seen.fsync_fd_opened_before_error = sync_outcome(sync, &armed.opened_before);
     // Read-only: the file system may have gone read-only, and fsync works on any descriptor.
     let opened_after = syncbench_sys::open_read_only(&armed.path)?;
-    seen.fsync_fd_opened_after_error = sync_text(sync, &opened_after);
+    seen.fsync_fd_opened_after_error = sync_outcome(sync, &opened_after);
     seen.read_in_cache = blocks.read_victim(&armed.writer);
     seen.new_file_after_error = try_new_file(stack.mount_dir());
     Ok(())
@@ -189,7 +189,7 @@ fn after_the_device_recovers(
     seen: &mut Observations,
 ) -> anyhow::Result<()> {
     stack.faults.disarm();
-    seen.fsync_after_device_recovers = sync_text(sync, &armed.writer);
+    seen.fsync_after_device_recovers = sync_outcome(sync, &armed.writer);
     seen.rewritten_after_device_recovers = stack.faults.watched_writes_ok() > 0;
     let Armed { path, writer, opened_before, target } = armed;
     drop((writer, opened_before)); // no descriptor may keep the file system busy during the remount
@@ -199,7 +199,7 @@ fn after_the_device_recovers(
     seen.read_after_remount = blocks.read_victim_fresh(&path)?;
     if let Target::Range { start, len } = target {
         let on_image = stack.read_image(start, len as usize)?;
-        seen.image_at_target = Some(classify(&on_image, &blocks.old, &blocks.new));
+        seen.image_at_target = Some(BlockRead::classify(&on_image, &blocks.old, &blocks.new));
     }
     seen.injected_write_errors_total = stack.faults.failed_writes();
     Ok(())

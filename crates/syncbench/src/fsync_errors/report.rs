@@ -1,6 +1,6 @@
 //! The tables (this kernel next to the ATC'20 paper, one per file system) and the plain conclusion.
 
-use super::results::{FsResult, Observations};
+use super::results::{BlockRead, FsResult, Observations};
 use crate::verdict::{Severity, Verdict};
 use comfy_table::{Table, presets};
 
@@ -18,25 +18,33 @@ fn rows(seen: &Observations, result: &FsResult) -> Vec<[String; 3]> {
     );
     vec![
         [format!("first {call} after the failed writeback"), first, paper.fsync_first.clone()],
-        [format!("second {call}, same descriptor (the retry)"), seen.fsync_second.clone(), paper.fsync_second.clone()],
+        [
+            format!("second {call}, same descriptor (the retry)"),
+            seen.fsync_second.to_string(),
+            paper.fsync_second.clone(),
+        ],
         [
             format!("{call}, descriptor opened before the error"),
-            seen.fsync_fd_opened_before_error.clone(),
+            seen.fsync_fd_opened_before_error.to_string(),
             paper.other_descriptors.clone(),
         ],
-        [format!("{call}, descriptor opened after the error"), seen.fsync_fd_opened_after_error.clone(), dash()],
-        ["read of the block, page cache".into(), seen.read_in_cache.clone(), paper.read_in_cache.clone()],
+        [format!("{call}, descriptor opened after the error"), seen.fsync_fd_opened_after_error.to_string(), dash()],
+        ["read of the block, page cache".into(), seen.read_in_cache.to_string(), paper.read_in_cache.clone()],
         [format!("{call} once the device works again"), recovered, paper.fsync_after_recovery.clone()],
         [
             "read after dropping the page cache".into(),
-            seen.read_after_drop_caches.clone(),
+            seen.read_after_drop_caches.to_string(),
             paper.read_after_eviction.clone(),
         ],
-        ["read after unmount and mount".into(), seen.read_after_remount.clone(), paper.read_after_eviction.clone()],
-        ["the block's location on the image".into(), seen.image_at_target.clone().unwrap_or_else(dash), dash()],
+        ["read after unmount and mount".into(), seen.read_after_remount.to_string(), paper.read_after_eviction.clone()],
+        [
+            "the block's location on the image".into(),
+            seen.image_at_target.as_ref().map_or_else(dash, BlockRead::to_string),
+            dash(),
+        ],
         [
             "creating a new file afterwards".into(),
-            seen.new_file_after_error.clone(),
+            seen.new_file_after_error.to_string(),
             paper.new_file_after_error.clone(),
         ],
     ]
@@ -86,21 +94,22 @@ fn names_where(results: &[FsResult], test: impl Fn(&Observations) -> bool) -> Ve
 /// What application writers should take from these observations.
 pub fn conclusion(results: &[FsResult]) -> Vec<String> {
     let mut lines = Vec::new();
-    let retry_lies = names_where(results, |s| s.fsync_first != "ok" && s.fsync_second == "ok");
+    let retry_lies = names_where(results, |s| !s.fsync_first.is_ok() && s.fsync_second.is_ok());
     if !retry_lies.is_empty() {
         lines.push(format!(
             "{}: after a failed fsync, the retry returned ok although the data never reached the disk.",
             retry_lies.join(", ")
         ));
     }
-    let late = names_where(results, |s| s.fsync_first == "ok" && s.injected_write_errors_at_first_fsync > 0);
+    let late = names_where(results, |s| s.fsync_first.is_ok() && s.injected_write_errors_at_first_fsync > 0);
     if !late.is_empty() {
         lines.push(format!(
             "{}: the fsync whose writeback failed returned ok (the error is reported late, or never).",
             late.join(", ")
         ));
     }
-    let cache_lies = names_where(results, |s| s.read_in_cache == "new" && s.read_after_remount == "old");
+    let cache_lies =
+        names_where(results, |s| s.read_in_cache == BlockRead::New && s.read_after_remount == BlockRead::Old);
     if !cache_lies.is_empty() {
         lines.push(format!(
             "{}: reads returned the new data from the page cache while the disk held the old; after a remount \
@@ -108,7 +117,7 @@ pub fn conclusion(results: &[FsResult]) -> Vec<String> {
             cache_lies.join(", ")
         ));
     }
-    let unavailable = names_where(results, |s| s.new_file_after_error != "ok");
+    let unavailable = names_where(results, |s| !s.new_file_after_error.is_ok());
     if !unavailable.is_empty() {
         lines.push(format!(
             "{}: the failed write made the file system unavailable: every later sync and new file failed until \
@@ -116,7 +125,7 @@ pub fn conclusion(results: &[FsResult]) -> Vec<String> {
             unavailable.join(", ")
         ));
     }
-    let unseen = names_where(results, |s| s.fsync_first != "ok" && s.fsync_fd_opened_after_error == "ok");
+    let unseen = names_where(results, |s| !s.fsync_first.is_ok() && s.fsync_fd_opened_after_error.is_ok());
     if !unseen.is_empty() {
         lines.push(format!(
             "{}: a descriptor opened after the error saw no error (a checkpointer that opens files later never learns of it).",
@@ -146,21 +155,21 @@ pub fn verdicts(results: &[FsResult]) -> Vec<Verdict> {
         }
     };
     add(
-        names_where(results, |s| s.fsync_first != "ok" && s.fsync_second == "ok"),
+        names_where(results, |s| !s.fsync_first.is_ok() && s.fsync_second.is_ok()),
         Severity::Critical,
         "fsync_retry_succeeds_after_data_loss",
         "a retried fsync returned ok after a failed one, and the data was not on disk.",
         "Never retry fsync: stop and recover from the log, or rewrite from your own copy.",
     );
     add(
-        names_where(results, |s| s.read_in_cache == "new" && s.read_after_remount == "old"),
+        names_where(results, |s| s.read_in_cache == BlockRead::New && s.read_after_remount == BlockRead::Old),
         Severity::Warning,
         "page_cache_serves_lost_data",
         "after the failed fsync, reads returned data that was not on disk (gone after a remount).",
         "After an fsync error, do not recover from the page cache: restart from durable state.",
     );
     add(
-        names_where(results, |s| s.fsync_first != "ok" && s.fsync_fd_opened_after_error == "ok"),
+        names_where(results, |s| !s.fsync_first.is_ok() && s.fsync_fd_opened_after_error.is_ok()),
         Severity::Warning,
         "fsync_error_unseen_by_later_descriptors",
         "a descriptor opened after the error saw no error on fsync.",
@@ -176,12 +185,7 @@ fn differences_from_paper(results: &[FsResult]) -> Vec<String> {
         let Some(seen) = &result.observed else { continue };
         let paper = &result.paper;
         // Compare only where the paper gives a definite answer.
-        let paper_first = match paper.fsync_first.as_str() {
-            "EIO" => Some("EIO"),
-            text if text.starts_with("ok") => Some("ok"),
-            _ => None,
-        };
-        if paper_first.is_some_and(|first| seen.fsync_first != first) {
+        if paper.definite_fsync_first.as_ref().is_some_and(|first| seen.fsync_first != *first) {
             lines.push(format!(
                 "{}: the first fsync returned {} where the ATC'20 paper reported {}.",
                 result.fs.name(),
@@ -189,8 +193,7 @@ fn differences_from_paper(results: &[FsResult]) -> Vec<String> {
                 paper.fsync_first
             ));
         }
-        let paper_cache_definite = ["new", "old"].contains(&paper.read_in_cache.as_str());
-        if paper_cache_definite && seen.read_in_cache != paper.read_in_cache {
+        if paper.definite_read_in_cache.as_ref().is_some_and(|cache| seen.read_in_cache != *cache) {
             lines.push(format!(
                 "{}: the page cache held the {} data after the error where the ATC'20 paper reported {}.",
                 result.fs.name(),
@@ -206,20 +209,25 @@ fn differences_from_paper(results: &[FsResult]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::fsync_errors::cases::{FsCase, SyncCall};
+    use crate::fsync_errors::results::CallOutcome;
+
+    fn eio() -> CallOutcome {
+        CallOutcome::Failed("EIO".into())
+    }
 
     fn linux_like(fs: FsCase) -> FsResult {
         let mut result = FsResult::new(fs, SyncCall::Fsync);
         result.observed = Some(Observations {
-            fsync_first: "EIO".into(),
+            fsync_first: eio(),
             injected_write_errors_at_first_fsync: 1,
-            fsync_second: "ok".into(),
-            fsync_fd_opened_before_error: "EIO".into(),
-            fsync_fd_opened_after_error: "ok".into(),
-            read_in_cache: "new".into(),
-            fsync_after_device_recovers: "ok".into(),
-            new_file_after_error: "ok".into(),
-            read_after_drop_caches: "old".into(),
-            read_after_remount: "old".into(),
+            fsync_second: CallOutcome::Ok,
+            fsync_fd_opened_before_error: eio(),
+            fsync_fd_opened_after_error: CallOutcome::Ok,
+            read_in_cache: BlockRead::New,
+            fsync_after_device_recovers: CallOutcome::Ok,
+            new_file_after_error: CallOutcome::Ok,
+            read_after_drop_caches: BlockRead::Old,
+            read_after_remount: BlockRead::Old,
             ..Observations::default()
         });
         result
@@ -249,15 +257,14 @@ mod tests {
         );
         let mut honest = linux_like(FsCase::Xfs);
         let seen = honest.observed.as_mut().unwrap();
-        (seen.fsync_second, seen.read_in_cache, seen.fsync_fd_opened_after_error) =
-            ("EIO".into(), "old".into(), "EIO".into());
+        (seen.fsync_second, seen.read_in_cache, seen.fsync_fd_opened_after_error) = (eio(), BlockRead::Old, eio());
         assert!(verdicts(&[honest]).is_empty());
     }
 
     #[test]
     fn an_unavailable_file_system_is_called_out() {
         let mut aborted = linux_like(FsCase::Ext4JournalWrite);
-        aborted.observed.as_mut().unwrap().new_file_after_error = "EROFS".into();
+        aborted.observed.as_mut().unwrap().new_file_after_error = CallOutcome::Failed("EROFS".into());
         let lines = conclusion(&[aborted, linux_like(FsCase::Ext4)]);
         assert!(
             lines
@@ -272,7 +279,7 @@ mod tests {
     fn late_reporting_is_called_out() {
         let mut late = linux_like(FsCase::Ext4Journal);
         let seen = late.observed.as_mut().unwrap();
-        seen.fsync_first = "ok".into();
+        seen.fsync_first = CallOutcome::Ok;
         let lines = conclusion(&[late]);
         assert!(lines.iter().any(|l| l.starts_with("ext4-journal: the fsync whose writeback failed returned ok")));
     }

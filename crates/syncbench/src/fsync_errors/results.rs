@@ -1,7 +1,8 @@
 //! What one run found, per file system, and what the ATC'20 paper reported for the same file system.
 //!
-//! Outcomes are plain strings so that JSON readers need no enum table: a sync is `ok` or an errno name
-//! (`EIO`); a read of the overwritten block is `new`, `old`, `other` or an errno name.
+//! Outcomes are enums written as plain strings, so that JSON readers need no enum table: a call is `ok` or
+//! an errno name (`EIO`) ([`CallOutcome`]); a read of the overwritten block is `new`, `old`, `other` or an
+//! errno name ([`BlockRead`]).
 
 use super::cases::{FsCase, SyncCall, Targeting};
 use serde::Serialize;
@@ -70,30 +71,30 @@ pub struct Observations {
     /// Size of the overwritten block.
     pub block_size_bytes: u64,
     /// First fsync on the writer's descriptor after the overwrite whose writeback fails.
-    pub fsync_first: String,
+    pub fsync_first: CallOutcome,
     /// Writes the image server had failed by the time the first fsync returned (0: the failure was not
     /// reached, so the first fsync cannot have seen it).
     pub injected_write_errors_at_first_fsync: u64,
     /// Second fsync on the same descriptor, nothing changed in between (the "retry").
-    pub fsync_second: String,
+    pub fsync_second: CallOutcome,
     /// fsync on a descriptor opened before the failure.
-    pub fsync_fd_opened_before_error: String,
+    pub fsync_fd_opened_before_error: CallOutcome,
     /// fsync on a descriptor opened after the failure.
-    pub fsync_fd_opened_after_error: String,
+    pub fsync_fd_opened_after_error: CallOutcome,
     /// The block read back while the failure is still armed (from the page cache, if it kept it).
-    pub read_in_cache: String,
+    pub read_in_cache: BlockRead,
     /// fsync on the writer's descriptor after the device works again.
-    pub fsync_after_device_recovers: String,
+    pub fsync_after_device_recovers: CallOutcome,
     /// Whether anything wrote the block again once the device worked (false: the failed page was clean).
     pub rewritten_after_device_recovers: bool,
     /// The block read after dropping the page cache (what the disk holds).
-    pub read_after_drop_caches: String,
+    pub read_after_drop_caches: BlockRead,
     /// The block read after unmounting and mounting again.
-    pub read_after_remount: String,
+    pub read_after_remount: BlockRead,
     /// The bytes at the block's location on the image, read directly (block-range targeting only).
-    pub image_at_target: Option<String>,
+    pub image_at_target: Option<BlockRead>,
     /// Creating a new file after the error: `ok`, or the errno (`EROFS` once the journal has aborted).
-    pub new_file_after_error: String,
+    pub new_file_after_error: CallOutcome,
     /// Writes the image server failed in total.
     pub injected_write_errors_total: u64,
 }
@@ -117,6 +118,12 @@ pub struct PaperFinding {
     pub new_file_after_error: String,
     /// One sentence of context.
     pub note: String,
+    /// `fsync_first` as an outcome, where the paper gives a definite one (compared with this kernel's).
+    #[serde(skip)]
+    pub definite_fsync_first: Option<CallOutcome>,
+    /// `read_in_cache` as a read, where the paper gives a definite one.
+    #[serde(skip)]
+    pub definite_read_in_cache: Option<BlockRead>,
 }
 
 impl PaperFinding {
@@ -125,28 +132,31 @@ impl PaperFinding {
         if fs == FsCase::Ext4JournalWrite {
             return PaperFinding::journal_write_failure();
         }
-        let (first, others, cache, note) = match fs {
+        let eio = || CallOutcome::Failed("EIO".into());
+        let ((first, definite_first), others, cache, note) = match fs {
             FsCase::Ext4Journal => (
-                "ok (error reported late, on a later fsync)",
+                ("ok (error reported late, on a later fsync)", CallOutcome::Ok),
                 "EIO once on each descriptor open at the failure",
-                "new",
+                BlockRead::New,
                 "data=journal does not report the failure on the fsync that hit it",
             ),
             FsCase::Btrfs => (
-                "EIO",
+                ("EIO", eio()),
                 "EIO on every descriptor",
-                "old",
+                BlockRead::Old,
                 "copy-on-write: the inode reverts to the old blocks and the failed pages are dropped",
             ),
             _ => (
-                "EIO",
+                ("EIO", eio()),
                 "EIO once on each descriptor open at the failure",
-                "new",
+                BlockRead::New,
                 "pages marked clean; the new data stays in memory although it is not on disk",
             ),
         };
         PaperFinding {
             fsync_first: first.to_string(),
+            definite_fsync_first: Some(definite_first),
+            definite_read_in_cache: Some(cache.clone()),
             fsync_second: "ok (pages already clean)".to_string(),
             other_descriptors: others.to_string(),
             read_in_cache: cache.to_string(),
@@ -169,32 +179,106 @@ impl PaperFinding {
             read_after_eviction: unknown(),
             new_file_after_error: "fails: the file system becomes unavailable".to_string(),
             note: "a failed journal write makes the file system unavailable (ext4 aborts the journal)".to_string(),
+            definite_fsync_first: None,
+            definite_read_in_cache: None,
         }
     }
 }
 
-/// `ok`, or the errno name of a failed call (`EIO`), or its message when it has no errno.
-pub fn describe_sync(result: &io::Result<()>) -> String {
-    match result {
-        Ok(()) => "ok".to_string(),
-        Err(e) => errno_text(e),
+/// What a call returned: written `ok`, or the errno name of its failure (`EIO`), or the failure's
+/// message when it has no errno.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// It succeeded (also the placeholder of a step [`Observations`] has not reached yet).
+    #[default]
+    Ok,
+    /// It failed: the errno name, or the message.
+    Failed(String),
+}
+
+impl CallOutcome {
+    /// The outcome of a call's result.
+    pub fn of<T>(result: &io::Result<T>) -> CallOutcome {
+        match result {
+            Ok(_) => CallOutcome::Ok,
+            Err(e) => CallOutcome::Failed(errno_text(e)),
+        }
+    }
+
+    /// Whether the call succeeded.
+    pub fn is_ok(&self) -> bool {
+        *self == CallOutcome::Ok
+    }
+
+    /// The name written to JSON, CSV and the tables.
+    pub fn name(&self) -> &str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::Failed(why) => why,
+        }
     }
 }
+
+/// What a read of the overwritten block found: written `new`, `old`, `other`, or the errno name of a
+/// failed read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum BlockRead {
+    /// The contents written before the failure (the ones whose writeback failed).
+    New,
+    /// The contents the block held before (synced before the failure was armed).
+    Old,
+    /// Neither (also the placeholder of a read [`Observations`] has not reached yet).
+    #[default]
+    Other,
+    /// The read failed: the errno name, or the message.
+    Failed(String),
+}
+
+impl BlockRead {
+    /// Whether `block` holds the `old` contents, the `new` ones, or something else.
+    pub fn classify(block: &[u8], old: &[u8], new: &[u8]) -> BlockRead {
+        if block == new {
+            BlockRead::New
+        } else if block == old {
+            BlockRead::Old
+        } else {
+            BlockRead::Other
+        }
+    }
+
+    /// The name written to JSON, CSV and the tables.
+    pub fn name(&self) -> &str {
+        match self {
+            BlockRead::New => "new",
+            BlockRead::Old => "old",
+            BlockRead::Other => "other",
+            BlockRead::Failed(why) => why,
+        }
+    }
+}
+
+/// Both outcome types are written as their names.
+macro_rules! outcome_as_name {
+    ($($ty:ty),*) => {$(
+        impl Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.name())
+            }
+        }
+    )*};
+}
+
+outcome_as_name!(CallOutcome, BlockRead);
 
 /// The errno name of an error, or its message.
 pub fn errno_text(err: &io::Error) -> String {
     syncbench_sys::errno_name(err).map(str::to_string).unwrap_or_else(|| err.to_string())
-}
-
-/// Whether `block` holds the `old` contents, the `new` ones, or something else.
-pub fn classify(block: &[u8], old: &[u8], new: &[u8]) -> String {
-    if block == new {
-        "new".to_string()
-    } else if block == old {
-        "old".to_string()
-    } else {
-        "other".to_string()
-    }
 }
 
 #[cfg(test)]
@@ -202,20 +286,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sync_outcomes_are_errno_names() {
-        assert_eq!(describe_sync(&Ok(())), "ok");
-        assert_eq!(describe_sync(&Err(io::Error::from_raw_os_error(libc::EIO))), "EIO");
-        assert_eq!(describe_sync(&Err(io::Error::other("boom"))), "boom");
+    fn sync_outcomes_are_written_as_ok_or_errno_names() {
+        let json = |o: CallOutcome| serde_json::to_string(&o).unwrap();
+        assert_eq!(json(CallOutcome::of(&Ok(()))), r#""ok""#);
+        assert_eq!(json(CallOutcome::of::<()>(&Err(io::Error::from_raw_os_error(libc::EIO)))), r#""EIO""#);
+        assert_eq!(json(CallOutcome::of::<()>(&Err(io::Error::other("boom")))), r#""boom""#);
+        assert!(CallOutcome::of(&Ok(())).is_ok() && !CallOutcome::Failed("EIO".into()).is_ok());
     }
 
     #[test]
     fn blocks_are_classified_by_exact_content() {
         let (old, new) = ([1u8; 8], [2u8; 8]);
-        assert_eq!(classify(&new, &old, &new), "new");
-        assert_eq!(classify(&old, &old, &new), "old");
+        assert_eq!(BlockRead::classify(&new, &old, &new), BlockRead::New);
+        assert_eq!(BlockRead::classify(&old, &old, &new), BlockRead::Old);
         let mut mixed = old;
         mixed[7] = 2;
-        assert_eq!(classify(&mixed, &old, &new), "other");
+        assert_eq!(BlockRead::classify(&mixed, &old, &new), BlockRead::Other);
+        let names: Vec<String> = [BlockRead::New, BlockRead::Old, BlockRead::Other, BlockRead::Failed("EIO".into())]
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap())
+            .collect();
+        assert_eq!(names, [r#""new""#, r#""old""#, r#""other""#, r#""EIO""#]);
     }
 
     #[test]
