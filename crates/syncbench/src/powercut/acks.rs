@@ -11,6 +11,7 @@
 //! A last line without its newline (the writer vanished mid-line) is ignored.
 
 use super::record::{Kind, RecordId};
+use crate::method::SyncMethod;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -23,8 +24,8 @@ const VERSION: &str = "1";
 pub struct RunHeader {
     /// The run id in every record.
     pub run: u64,
-    /// The method named on the command line (its name, as `run` spells it).
-    pub method: String,
+    /// The method named on the command line (written as `run` spells it).
+    pub method: SyncMethod,
     /// Whether that method promises durability.
     pub durable: bool,
     /// The directory written to, canonical.
@@ -49,7 +50,7 @@ impl RunHeader {
         let (fields, dir) = rest.split_once(" dir=")?;
         let mut words = fields.split(' ');
         let run = u64::from_str_radix(words.next()?.strip_prefix("run=")?, 16).ok()?;
-        let method = words.next()?.strip_prefix("method=")?.to_string();
+        let method = SyncMethod::from_name(words.next()?.strip_prefix("method=")?)?;
         let durable = match words.next()?.strip_prefix("durable=")? {
             "yes" => true,
             "no" => false,
@@ -121,7 +122,7 @@ mod tests {
     use super::*;
 
     fn header() -> RunHeader {
-        RunHeader { run: 0xabc, method: "fdatasync".into(), durable: true, dir: PathBuf::from("/mnt/a b") }
+        RunHeader { run: 0xabc, method: SyncMethod::Fdatasync, durable: true, dir: PathBuf::from("/mnt/a b") }
     }
 
     #[test]
@@ -141,5 +142,7 @@ mod tests {
         assert!(parse("append 1 1\n").unwrap_err().contains("header"));
         let two = format!("{}{}", header().line(), header().line());
         assert!(parse(&two).unwrap_err().contains("more than one run"));
+        let unknown_method = header().line().replace("method=fdatasync", "method=fsync_writethrough");
+        assert!(parse(&unknown_method).unwrap_err().contains("header"), "a method this syncbench does not know");
     }
 }

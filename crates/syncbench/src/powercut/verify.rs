@@ -63,7 +63,7 @@ pub struct Verification {
     /// The run id.
     pub run: String,
     /// The method the writer used, and whether it promises durability.
-    pub method: String,
+    pub method: crate::method::SyncMethod,
     /// Whether that method is durable (losses with a not-durable method are expected).
     pub durable: bool,
     /// Per kind, in the order overwrite, append, new file.
@@ -105,7 +105,7 @@ pub fn verify(root: &Path, header: &RunHeader, acks: &Acks) -> std::io::Result<V
     let kinds = vec![checker.overwrites(root)?, checker.appends(root)?, checker.new_files(root)?];
     Ok(Verification {
         run: format!("{:016x}", header.run),
-        method: header.method.clone(),
+        method: header.method,
         durable: header.durable,
         kinds,
         examples: checker.examples,

@@ -172,12 +172,8 @@ pub fn prepare(plan: &WritePlan, witness: &mut dyn Witness) -> anyhow::Result<Pa
     syncbench_sys::fsync_dir(&root.join("new"))?;
     syncbench_sys::fsync_dir(&root)?;
     syncbench_sys::fsync_dir(&plan.dir)?;
-    let header = RunHeader {
-        run: plan.run,
-        method: plan.method.name().into(),
-        durable: plan.method.durable(),
-        dir: plan.dir.clone(),
-    };
+    let header =
+        RunHeader { run: plan.run, method: plan.method, durable: plan.method.durable(), dir: plan.dir.clone() };
     witness.send(&header.line()).context("sending the header to the witness")?;
     Ok(root)
 }
