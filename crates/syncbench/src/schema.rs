@@ -2,7 +2,8 @@
 //!
 //! Fields are added, never renamed, within v1. Units go at the end of names. Every payload type is
 //! defined once, next to the code that measures it, and read back with the same type
-//! ([`crate::export::read_any`]): a field an older file lacks takes its default (`#[serde(default)]`).
+//! ([`crate::export::read_any`]): a field an older file lacks takes its default (`#[serde(default)]`),
+//! except the few that say what a record is (a case's `section`, `method` and `file_state`).
 
 use crate::method::SyncMethod;
 use crate::probe::Environment;
@@ -105,8 +106,11 @@ pub struct Log2Bucket {
 }
 
 /// One measured case: a method, a write pattern and a file state.
+///
+/// `section`, `method` and `file_state` say which case it is: every syncbench wrote them, so a file without
+/// them is refused (naming the field) rather than filed as a one_write/fdatasync/overwrite case. Every
+/// other field an older file lacks takes its default.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
 pub struct CaseResult {
     /// Which part of the suite (`one_write`, `two_writes`, `write_sizes`, `close_then_sync`, `no_sync`,
     /// `size_sweep`, `file_state`).
@@ -114,34 +118,48 @@ pub struct CaseResult {
     /// Method name (VISION.md vocabulary, e.g. `open_datasync+direct`).
     pub method: SyncMethod,
     /// Human-readable label of the case inside its section.
+    #[serde(default)]
     pub label: String,
     /// Whether a commit by this method is durable when it returns.
+    #[serde(default)]
     pub durable: bool,
     /// Whether the platform and file system accepted the method.
+    #[serde(default)]
     pub supported: bool,
     /// Why not, when unsupported or failed: errno name and a plain sentence.
+    #[serde(default)]
     pub error: Option<String>,
     /// Bytes per write.
+    #[serde(default)]
     pub write_size_bytes: u64,
     /// Writes per commit.
+    #[serde(default)]
     pub writes_per_commit: u32,
     /// `overwrite`, `append` or `fallocate`.
     pub file_state: FileState,
     /// Commits timed.
+    #[serde(default)]
     pub ops: u64,
     /// Commits per second (ops / total timed seconds).
+    #[serde(default)]
     pub ops_per_s: f64,
     /// Bytes written per second.
+    #[serde(default)]
     pub bytes_per_s: f64,
     /// Commit latency percentiles.
+    #[serde(default)]
     pub latency_ns: LatencyNs,
     /// Half-width of the 95% confidence interval of the mean, relative to the mean.
+    #[serde(default)]
     pub ci95_rel: f64,
     /// Seconds spent timing (excluding warmup and preparation).
+    #[serde(default)]
     pub duration_s: f64,
     /// Outliers: commits slower than p50 + 10×(p90-p50)... as a fraction of ops.
+    #[serde(default)]
     pub outlier_fraction: f64,
     /// Log2 histogram of commit latency (non-empty buckets only).
+    #[serde(default)]
     pub histogram_log2: Vec<Log2Bucket>,
     /// Why timing stopped: `converged` (95% CI of the mean within the target), `budget` (time budget spent),
     /// `file_full` (append/fallocate region used up); empty when the case did not run.

@@ -72,7 +72,7 @@ mod tests {
         let text = r#"{"schema":"syncbench/v1","version":"0.1.0","started_at":"2026-11-21T00:00:00Z",
             "command":"syncbench run","pattern":"rewrite","environment":{"fs_type":"xfs"},
             "verdicts":[{"severity":"warning","code":"c","message":"m","advice":"a"}],
-            "results":[{"method":"fsync"}],"commit":{"method":"fdatasync","points":[{"clients":4}]},
+            "results":[{"section":"one_write","method":"fsync","file_state":"overwrite"}],"commit":{"method":"fdatasync","points":[{"clients":4}]},
             "pages":{"rows":[{"mode":"atomic","supported":false,"error":"EOPNOTSUPP"}]}}"#;
         let run = parse("t.json", text).unwrap();
         assert_eq!((run.name.as_str(), run.version.as_str(), run.pattern.as_str()), ("t.json", "0.1.0", "rewrite"));
