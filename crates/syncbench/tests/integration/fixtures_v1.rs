@@ -172,3 +172,30 @@ fn a_broken_openmetrics_file_is_refused_by_the_parser_used_above() {
     }
     assert!(!out.status.success());
 }
+
+/// A case in a run file that does not say its section, method or file state (a foreign or hand-edited
+/// file: every syncbench wrote all three) is refused by every reader with one line naming the file and
+/// the field, exit 2, and no report written; the v1 file it was cut from reads.
+#[test]
+fn a_case_missing_what_identifies_it_is_refused_by_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture("run.json")).unwrap()).unwrap();
+    let case = doc["results"][3].as_object_mut().unwrap();
+    assert!(case.remove("method").is_some(), "the v1 file has the field");
+    let planted = dir.path().join("no-method.json");
+    std::fs::write(&planted, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let html = dir.path().join("r.html");
+    let readers: [Vec<std::ffi::OsString>; 3] = [
+        vec!["report".into(), "-o".into(), html.clone().into(), planted.clone().into()],
+        vec!["compare".into(), fixture("run.json").into(), planted.clone().into()],
+        vec!["advise".into(), "--for".into(), "postgres".into(), "--from".into(), planted.clone().into()],
+    ];
+    for args in readers {
+        let out = Command::cargo_bin("syncbench").unwrap().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains("no-method.json") && stderr.contains("missing field `method`"), "{args:?}: {stderr}");
+    }
+    assert!(!html.exists(), "no report from a refused file");
+}
