@@ -134,7 +134,6 @@ fn with_evidence(p: &AdvisePayload) -> Vec<(&DatabaseAdvice, &'static str)> {
 mod tests {
     use super::*;
     use crate::advise::{Evidence, Setting};
-    use crate::probe::Environment;
 
     fn setting(name: &str, value: &str, evidence: Vec<Evidence>) -> Setting {
         Setting { name: name.into(), value: value.into(), reason: format!("{name} | measured"), evidence }
@@ -178,21 +177,16 @@ mod tests {
             results: Vec::new(),
             background_writes: None,
         };
-        let env = Environment { dir: "/data".into(), fs_type: "ext4".into(), ..Environment::default() };
-        let mut doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, Vec::new(), payload);
-        doc.command = "syncbench advise --for postgres:15,etcd --from run.json".into();
-        doc
+        super::super::golden_doc(
+            super::super::ext4_at("/data"),
+            "syncbench advise --for postgres:15,etcd --from run.json",
+            payload,
+        )
     }
 
     #[test]
     fn exports_golden() {
-        let d = doc();
-        insta::assert_snapshot!("advise_csv", AdvisePayload::csv(&d).unwrap());
-        insta::assert_snapshot!("advise_markdown", AdvisePayload::markdown(&d));
-        insta::assert_snapshot!(
-            "advise_openmetrics",
-            super::super::openmetrics::render(&d, &AdvisePayload::metrics(&d))
-        );
+        super::super::assert_exports_golden!("advise", &doc());
     }
 
     /// What the JSON export writes reads back into the same advice (the one reader every command uses).

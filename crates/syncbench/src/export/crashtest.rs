@@ -182,9 +182,7 @@ mod tests {
             failure,
         };
         let env = Environment { fs_type: "simfs".into(), ..Environment::default() };
-        let mut doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, Vec::new(), Payload { crashtest });
-        doc.command = "syncbench crashtest --seed 3 --points 500".into();
-        doc
+        super::super::golden_doc(env, "syncbench crashtest --seed 3 --points 500", Payload { crashtest })
     }
 
     fn lost_commit() -> FailureJson {
@@ -201,13 +199,7 @@ mod tests {
     #[test]
     fn exports_golden() {
         let s = summary();
-        let passed = doc(&s, None, None);
-        insta::assert_snapshot!("crashtest_csv", Payload::csv(&passed).unwrap());
-        insta::assert_snapshot!("crashtest_markdown", Payload::markdown(&passed));
-        insta::assert_snapshot!(
-            "crashtest_openmetrics",
-            super::super::openmetrics::render(&passed, &Payload::metrics(&passed))
-        );
+        super::super::assert_exports_golden!("crashtest", &doc(&s, None, None));
         let caught = doc(&s, Some("flush-horizon-appended"), Some(lost_commit()));
         insta::assert_snapshot!("crashtest_caught_markdown", Payload::markdown(&caught));
         insta::assert_snapshot!(

@@ -92,7 +92,6 @@ mod tests {
     use super::*;
     use crate::fsync_errors::cases::{FsCase, SyncCall};
     use crate::fsync_errors::results::{BlockRead, CallOutcome, Observations, Report};
-    use crate::probe::Environment;
 
     /// ext4 as the paper found it (first fsync EIO, the retry claims success), xfs skipped.
     fn doc() -> Envelope<Payload> {
@@ -116,22 +115,13 @@ mod tests {
         skipped.skipped = Some("mkfs.xfs not found".into());
         let results = vec![ext4, skipped];
         let conclusion = report::conclusion(&results);
-        let env = Environment { dir: "/tmp".into(), fs_type: "ext4".into(), ..Environment::default() };
         let payload = Payload { fsync_errors: Report { results, conclusion } };
-        let mut doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, Vec::new(), payload);
-        doc.command = "syncbench fsync-errors".into();
-        doc
+        super::super::golden_doc(super::super::ext4_at("/tmp"), "syncbench fsync-errors", payload)
     }
 
     #[test]
     fn exports_golden() {
-        let d = doc();
-        insta::assert_snapshot!("fsync_errors_csv", Payload::csv(&d).unwrap());
-        insta::assert_snapshot!("fsync_errors_markdown", Payload::markdown(&d));
-        insta::assert_snapshot!(
-            "fsync_errors_openmetrics",
-            super::super::openmetrics::render(&d, &Payload::metrics(&d))
-        );
+        super::super::assert_exports_golden!("fsync_errors", &doc());
     }
 
     /// Every CSV row has the header's width, observed or not.

@@ -162,5 +162,40 @@ pub fn print_human(targets: &ExportArgs, text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// A document as the export goldens pin it: a fixed start time, `environment`, and `command` as typed.
+#[cfg(test)]
+pub(crate) fn golden_doc<T>(environment: crate::probe::Environment, command: &str, payload: T) -> Envelope<T> {
+    let mut doc = Envelope::new("2026-11-21T00:00:00Z".into(), environment, Vec::new(), payload);
+    doc.command = command.into();
+    doc
+}
+
+/// The environment of most goldens: `dir` on ext4.
+#[cfg(test)]
+pub(crate) fn ext4_at(dir: &str) -> crate::probe::Environment {
+    crate::probe::Environment { dir: dir.into(), fs_type: "ext4".into(), ..Default::default() }
+}
+
+/// CSV, Markdown and OpenMetrics of one document, as the goldens compare them.
+#[cfg(test)]
+pub(crate) fn exports_of<T: Exportable>(doc: &Envelope<T>) -> [String; 3] {
+    [T::csv(doc).expect("csv"), T::markdown(doc), openmetrics::render(doc, &T::metrics(doc))]
+}
+
+/// The goldens `{prefix}_csv`, `{prefix}_markdown` and `{prefix}_openmetrics` of one document, in the
+/// calling module's snapshots.
+#[cfg(test)]
+macro_rules! assert_exports_golden {
+    ($prefix:literal, $doc:expr) => {{
+        let [csv, markdown, openmetrics] = $crate::export::exports_of($doc);
+        insta::assert_snapshot!(concat!($prefix, "_csv"), csv);
+        insta::assert_snapshot!(concat!($prefix, "_markdown"), markdown);
+        insta::assert_snapshot!(concat!($prefix, "_openmetrics"), openmetrics);
+    }};
+}
+
+#[cfg(test)]
+pub(crate) use assert_exports_golden;
+
 #[cfg(test)]
 mod tests;

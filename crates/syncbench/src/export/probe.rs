@@ -80,20 +80,13 @@ mod tests {
 
     /// A probe of a fixed directory whose burst and verdicts are given (nothing measured).
     fn doc(burst: Option<CaseResult>, verdicts: Vec<Verdict>) -> Envelope<ProbePayload> {
-        let env = Environment {
-            kernel: "6.18.0".into(),
-            dir: "/data".into(),
-            fs_type: "ext4".into(),
-            ..Environment::default()
-        };
+        let env = Environment { kernel: "6.18.0".into(), ..super::super::ext4_at("/data") };
         let probe = ProbeSection {
             flush_burst_skipped: burst.is_none().then(|| "--no-burst".into()),
             flush_burst: burst,
             ..ProbeSection::default()
         };
-        let mut doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, verdicts, ProbePayload { probe });
-        doc.command = "syncbench probe /data".into();
-        doc
+        Envelope { verdicts, ..super::super::golden_doc(env, "syncbench probe /data", ProbePayload { probe }) }
     }
 
     fn burst() -> CaseResult {
@@ -132,10 +125,7 @@ mod tests {
 
     #[test]
     fn exports_golden() {
-        let d = doc(Some(burst()), verdict());
-        insta::assert_snapshot!("probe_csv", ProbePayload::csv(&d).unwrap());
-        insta::assert_snapshot!("probe_markdown", ProbePayload::markdown(&d));
-        insta::assert_snapshot!("probe_openmetrics", super::super::openmetrics::render(&d, &ProbePayload::metrics(&d)));
+        super::super::assert_exports_golden!("probe", &doc(Some(burst()), verdict()));
     }
 
     /// What the JSON export writes reads back into the same payload (the one reader every command uses).

@@ -148,7 +148,6 @@ impl Exportable for TracePayload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::Environment;
     use crate::schema::LatencyNs;
     use crate::trace::report::FileReport;
 
@@ -188,18 +187,16 @@ mod tests {
             files: vec![FileReport { dir: "/data/".into(), file: "test.db-wal".into(), stats: fdatasync }],
             ..TraceReport::default()
         };
-        let env = Environment { dir: "/data".into(), fs_type: "ext4".into(), ..Environment::default() };
-        let mut doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, Vec::new(), TracePayload { trace });
-        doc.command = "syncbench trace -- sqlite3 test.db".into();
-        doc
+        super::super::golden_doc(
+            super::super::ext4_at("/data"),
+            "syncbench trace -- sqlite3 test.db",
+            TracePayload { trace },
+        )
     }
 
     #[test]
     fn exports_golden() {
-        let d = doc();
-        insta::assert_snapshot!("trace_csv", TracePayload::csv(&d).unwrap());
-        insta::assert_snapshot!("trace_markdown", TracePayload::markdown(&d));
-        insta::assert_snapshot!("trace_openmetrics", super::super::openmetrics::render(&d, &TracePayload::metrics(&d)));
+        super::super::assert_exports_golden!("trace", &doc());
     }
 
     /// What the JSON export writes reads back into the same report (the one reader every command uses).
