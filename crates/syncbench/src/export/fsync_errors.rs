@@ -37,9 +37,9 @@ impl Exportable for Payload {
         for r in &doc.payload.fsync_errors.results {
             let Some(o) = &r.observed else { continue };
             let labels = vec![("fs", r.fs.name().to_string()), ("sync_call", r.sync_call.name().to_string())];
-            let first_failed = !o.fsync_first.is_ok();
+            let first_failed = !o.failing.fsync_first.is_ok();
             reported.push(labels.clone(), f64::from(u8::from(first_failed)));
-            retry.push(labels, f64::from(u8::from(first_failed && o.fsync_second.is_ok())));
+            retry.push(labels, f64::from(u8::from(first_failed && o.failing.fsync_second.is_ok())));
         }
         vec![reported, retry]
     }
@@ -69,14 +69,14 @@ fn row(r: &FsResult) -> Vec<String> {
     let why = [r.skipped.clone().unwrap_or_default(), r.error.clone().unwrap_or_default()];
     let seen = r.observed.as_ref().map(|o| {
         [
-            o.fsync_first.name(),
-            o.fsync_second.name(),
-            o.fsync_fd_opened_before_error.name(),
-            o.fsync_fd_opened_after_error.name(),
-            o.read_in_cache.name(),
-            o.fsync_after_device_recovers.name(),
-            o.read_after_drop_caches.name(),
-            o.read_after_remount.name(),
+            o.failing.fsync_first.name(),
+            o.failing.fsync_second.name(),
+            o.failing.fsync_fd_opened_before_error.name(),
+            o.failing.fsync_fd_opened_after_error.name(),
+            o.failing.read_in_cache.name(),
+            o.recovered.fsync_after_device_recovers.name(),
+            o.recovered.read_after_drop_caches.name(),
+            o.recovered.read_after_remount.name(),
             o.new_file_after_error.name(),
         ]
         .map(str::to_string)
@@ -91,26 +91,12 @@ fn row(r: &FsResult) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::fsync_errors::cases::{FsCase, SyncCall};
-    use crate::fsync_errors::results::{BlockRead, CallOutcome, Observations, Report};
+    use crate::fsync_errors::results::{Observations, Report};
 
     /// ext4 as the paper found it (first fsync EIO, the retry claims success), xfs skipped.
     fn doc() -> Envelope<Payload> {
         let mut ext4 = FsResult::new(FsCase::Ext4, SyncCall::Fsync);
-        ext4.observed = Some(Observations {
-            block_size_bytes: 4096,
-            fsync_first: CallOutcome::Failed("EIO".into()),
-            injected_write_errors_at_first_fsync: 1,
-            fsync_second: CallOutcome::Ok,
-            fsync_fd_opened_before_error: CallOutcome::Ok,
-            fsync_fd_opened_after_error: CallOutcome::Ok,
-            read_in_cache: BlockRead::New,
-            fsync_after_device_recovers: CallOutcome::Ok,
-            read_after_drop_caches: BlockRead::Old,
-            read_after_remount: BlockRead::Old,
-            new_file_after_error: CallOutcome::Ok,
-            injected_write_errors_total: 1,
-            ..Observations::default()
-        });
+        ext4.observed = Some(Observations::ext4_as_reported());
         let mut skipped = FsResult::new(FsCase::Xfs, SyncCall::Fsync);
         skipped.skipped = Some("mkfs.xfs not found".into());
         let results = vec![ext4, skipped];

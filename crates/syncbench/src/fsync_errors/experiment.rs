@@ -3,7 +3,7 @@
 
 use super::cases::{FsCase, SyncCall, Targeting};
 use super::fault::{SECTOR_BYTES, Target};
-use super::results::{BlockRead, CallOutcome, FsResult, Observations};
+use super::results::{AfterRecovery, BlockRead, CallOutcome, FsResult, Observations, WhileFailing};
 use crate::lab::profile;
 use crate::lab::stack::{Stack, StackConfig, run_exclusive};
 use anyhow::Context;
@@ -132,15 +132,17 @@ fn observe(stack: &mut Stack, sync: SyncCall) -> anyhow::Result<Observations> {
         Target::Content(_) => None,
     };
     syncbench_sys::pwrite_all(&armed.writer, &blocks.new, victim_offset()).context("overwriting the block")?;
-    let mut seen = Observations {
+    let (failing, new_file_after_error) = while_writes_fail(stack, sync, &armed, &blocks)?;
+    let recovered = after_the_device_recovers(stack, sync, armed, &blocks)?;
+    Ok(Observations {
         targeting: Some(stack.case().targeting()),
         target_image_offset_bytes,
         block_size_bytes: BLOCK_BYTES as u64,
-        ..Observations::default()
-    };
-    while_writes_fail(stack, sync, &armed, &blocks, &mut seen)?;
-    after_the_device_recovers(stack, sync, armed, &blocks, &mut seen)?;
-    Ok(seen)
+        failing,
+        recovered,
+        new_file_after_error,
+        injected_write_errors_total: stack.faults.failed_writes(),
+    })
 }
 
 /// Write the file with the old contents, fsync it, open a second descriptor, and arm the failure.
@@ -159,24 +161,30 @@ fn write_sync_and_arm(stack: &Stack, blocks: &Blocks) -> anyhow::Result<Armed> {
     Ok(Armed { path, writer, opened_before, target })
 }
 
-/// The fsyncs and the cached read while every write of the block fails.
+/// The fsyncs and the cached read while every write of the block fails; then whether a new file can
+/// be created.
 fn while_writes_fail(
     stack: &Stack,
     sync: SyncCall,
     armed: &Armed,
     blocks: &Blocks,
-    seen: &mut Observations,
-) -> anyhow::Result<()> {
-    seen.fsync_first = sync_outcome(sync, &armed.writer);
-    seen.injected_write_errors_at_first_fsync = stack.faults.failed_writes();
-    seen.fsync_second = sync_outcome(sync, &armed.writer);
-    seen.fsync_fd_opened_before_error = sync_outcome(sync, &armed.opened_before);
+) -> anyhow::Result<(WhileFailing, CallOutcome)> {
+    // Each step in the experiment's order (a struct's fields are evaluated in the order written).
+    let fsync_first = sync_outcome(sync, &armed.writer);
+    let injected_write_errors_at_first_fsync = stack.faults.failed_writes();
+    let fsync_second = sync_outcome(sync, &armed.writer);
+    let fsync_fd_opened_before_error = sync_outcome(sync, &armed.opened_before);
     // Read-only: the file system may have gone read-only, and fsync works on any descriptor.
     let opened_after = syncbench_sys::open_read_only(&armed.path)?;
-    seen.fsync_fd_opened_after_error = sync_outcome(sync, &opened_after);
-    seen.read_in_cache = blocks.read_victim(&armed.writer);
-    seen.new_file_after_error = try_new_file(stack.mount_dir());
-    Ok(())
+    let failing = WhileFailing {
+        fsync_first,
+        injected_write_errors_at_first_fsync,
+        fsync_second,
+        fsync_fd_opened_before_error,
+        fsync_fd_opened_after_error: sync_outcome(sync, &opened_after),
+        read_in_cache: blocks.read_victim(&armed.writer),
+    };
+    Ok((failing, try_new_file(stack.mount_dir())))
 }
 
 /// Once writes work again: does a sync rewrite the block, and what do the cache, the file system and the
@@ -186,23 +194,30 @@ fn after_the_device_recovers(
     sync: SyncCall,
     armed: Armed,
     blocks: &Blocks,
-    seen: &mut Observations,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<AfterRecovery> {
     stack.faults.disarm();
-    seen.fsync_after_device_recovers = sync_outcome(sync, &armed.writer);
-    seen.rewritten_after_device_recovers = stack.faults.watched_writes_ok() > 0;
+    let fsync_after_device_recovers = sync_outcome(sync, &armed.writer);
+    let rewritten_after_device_recovers = stack.faults.watched_writes_ok() > 0;
     let Armed { path, writer, opened_before, target } = armed;
     drop((writer, opened_before)); // no descriptor may keep the file system busy during the remount
     drop_page_cache()?;
-    seen.read_after_drop_caches = blocks.read_victim_fresh(&path)?;
+    let read_after_drop_caches = blocks.read_victim_fresh(&path)?;
     stack.remount().context("remounting after the error")?;
-    seen.read_after_remount = blocks.read_victim_fresh(&path)?;
-    if let Target::Range { start, len } = target {
-        let on_image = stack.read_image(start, len as usize)?;
-        seen.image_at_target = Some(BlockRead::classify(&on_image, &blocks.old, &blocks.new));
-    }
-    seen.injected_write_errors_total = stack.faults.failed_writes();
-    Ok(())
+    let read_after_remount = blocks.read_victim_fresh(&path)?;
+    let image_at_target = match target {
+        Target::Range { start, len } => {
+            let on_image = stack.read_image(start, len as usize)?;
+            Some(BlockRead::classify(&on_image, &blocks.old, &blocks.new))
+        }
+        Target::Content(_) => None,
+    };
+    Ok(AfterRecovery {
+        fsync_after_device_recovers,
+        rewritten_after_device_recovers,
+        read_after_drop_caches,
+        read_after_remount,
+        image_at_target,
+    })
 }
 
 #[cfg(test)]

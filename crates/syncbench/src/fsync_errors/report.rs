@@ -9,37 +9,47 @@ fn rows(seen: &Observations, result: &FsResult) -> Vec<[String; 3]> {
     let paper = &result.paper;
     let call = result.sync_call.name();
     let dash = || "—".to_string();
-    let first =
-        format!("{} (image writes failed so far: {})", seen.fsync_first, seen.injected_write_errors_at_first_fsync);
+    let first = format!(
+        "{} (image writes failed so far: {})",
+        seen.failing.fsync_first, seen.failing.injected_write_errors_at_first_fsync
+    );
     let recovered = format!(
         "{}, {}",
-        seen.fsync_after_device_recovers,
-        if seen.rewritten_after_device_recovers { "block written again" } else { "nothing written again" }
+        seen.recovered.fsync_after_device_recovers,
+        if seen.recovered.rewritten_after_device_recovers { "block written again" } else { "nothing written again" }
     );
     vec![
         [format!("first {call} after the failed writeback"), first, paper.fsync_first.clone()],
         [
             format!("second {call}, same descriptor (the retry)"),
-            seen.fsync_second.to_string(),
+            seen.failing.fsync_second.to_string(),
             paper.fsync_second.clone(),
         ],
         [
             format!("{call}, descriptor opened before the error"),
-            seen.fsync_fd_opened_before_error.to_string(),
+            seen.failing.fsync_fd_opened_before_error.to_string(),
             paper.other_descriptors.clone(),
         ],
-        [format!("{call}, descriptor opened after the error"), seen.fsync_fd_opened_after_error.to_string(), dash()],
-        ["read of the block, page cache".into(), seen.read_in_cache.to_string(), paper.read_in_cache.clone()],
+        [
+            format!("{call}, descriptor opened after the error"),
+            seen.failing.fsync_fd_opened_after_error.to_string(),
+            dash(),
+        ],
+        ["read of the block, page cache".into(), seen.failing.read_in_cache.to_string(), paper.read_in_cache.clone()],
         [format!("{call} once the device works again"), recovered, paper.fsync_after_recovery.clone()],
         [
             "read after dropping the page cache".into(),
-            seen.read_after_drop_caches.to_string(),
+            seen.recovered.read_after_drop_caches.to_string(),
             paper.read_after_eviction.clone(),
         ],
-        ["read after unmount and mount".into(), seen.read_after_remount.to_string(), paper.read_after_eviction.clone()],
+        [
+            "read after unmount and mount".into(),
+            seen.recovered.read_after_remount.to_string(),
+            paper.read_after_eviction.clone(),
+        ],
         [
             "the block's location on the image".into(),
-            seen.image_at_target.as_ref().map_or_else(dash, BlockRead::to_string),
+            seen.recovered.image_at_target.as_ref().map_or_else(dash, BlockRead::to_string),
             dash(),
         ],
         [
@@ -94,22 +104,24 @@ fn names_where(results: &[FsResult], test: impl Fn(&Observations) -> bool) -> Ve
 /// What application writers should take from these observations.
 pub fn conclusion(results: &[FsResult]) -> Vec<String> {
     let mut lines = Vec::new();
-    let retry_lies = names_where(results, |s| !s.fsync_first.is_ok() && s.fsync_second.is_ok());
+    let retry_lies = names_where(results, |s| !s.failing.fsync_first.is_ok() && s.failing.fsync_second.is_ok());
     if !retry_lies.is_empty() {
         lines.push(format!(
             "{}: after a failed fsync, the retry returned ok although the data never reached the disk.",
             retry_lies.join(", ")
         ));
     }
-    let late = names_where(results, |s| s.fsync_first.is_ok() && s.injected_write_errors_at_first_fsync > 0);
+    let late =
+        names_where(results, |s| s.failing.fsync_first.is_ok() && s.failing.injected_write_errors_at_first_fsync > 0);
     if !late.is_empty() {
         lines.push(format!(
             "{}: the fsync whose writeback failed returned ok (the error is reported late, or never).",
             late.join(", ")
         ));
     }
-    let cache_lies =
-        names_where(results, |s| s.read_in_cache == BlockRead::New && s.read_after_remount == BlockRead::Old);
+    let cache_lies = names_where(results, |s| {
+        s.failing.read_in_cache == BlockRead::New && s.recovered.read_after_remount == BlockRead::Old
+    });
     if !cache_lies.is_empty() {
         lines.push(format!(
             "{}: reads returned the new data from the page cache while the disk held the old; after a remount \
@@ -125,7 +137,8 @@ pub fn conclusion(results: &[FsResult]) -> Vec<String> {
             unavailable.join(", ")
         ));
     }
-    let unseen = names_where(results, |s| !s.fsync_first.is_ok() && s.fsync_fd_opened_after_error.is_ok());
+    let unseen =
+        names_where(results, |s| !s.failing.fsync_first.is_ok() && s.failing.fsync_fd_opened_after_error.is_ok());
     if !unseen.is_empty() {
         lines.push(format!(
             "{}: a descriptor opened after the error saw no error (a checkpointer that opens files later never learns of it).",
@@ -155,21 +168,23 @@ pub fn verdicts(results: &[FsResult]) -> Vec<Verdict> {
         }
     };
     add(
-        names_where(results, |s| !s.fsync_first.is_ok() && s.fsync_second.is_ok()),
+        names_where(results, |s| !s.failing.fsync_first.is_ok() && s.failing.fsync_second.is_ok()),
         Severity::Critical,
         "fsync_retry_succeeds_after_data_loss",
         "a retried fsync returned ok after a failed one, and the data was not on disk.",
         "Never retry fsync: stop and recover from the log, or rewrite from your own copy.",
     );
     add(
-        names_where(results, |s| s.read_in_cache == BlockRead::New && s.read_after_remount == BlockRead::Old),
+        names_where(results, |s| {
+            s.failing.read_in_cache == BlockRead::New && s.recovered.read_after_remount == BlockRead::Old
+        }),
         Severity::Warning,
         "page_cache_serves_lost_data",
         "after the failed fsync, reads returned data that was not on disk (gone after a remount).",
         "After an fsync error, do not recover from the page cache: restart from durable state.",
     );
     add(
-        names_where(results, |s| !s.fsync_first.is_ok() && s.fsync_fd_opened_after_error.is_ok()),
+        names_where(results, |s| !s.failing.fsync_first.is_ok() && s.failing.fsync_fd_opened_after_error.is_ok()),
         Severity::Warning,
         "fsync_error_unseen_by_later_descriptors",
         "a descriptor opened after the error saw no error on fsync.",
@@ -185,19 +200,19 @@ fn differences_from_paper(results: &[FsResult]) -> Vec<String> {
         let Some(seen) = &result.observed else { continue };
         let paper = &result.paper;
         // Compare only where the paper gives a definite answer.
-        if paper.definite_fsync_first.as_ref().is_some_and(|first| seen.fsync_first != *first) {
+        if paper.definite_fsync_first.as_ref().is_some_and(|first| seen.failing.fsync_first != *first) {
             lines.push(format!(
                 "{}: the first fsync returned {} where the ATC'20 paper reported {}.",
                 result.fs.name(),
-                seen.fsync_first,
+                seen.failing.fsync_first,
                 paper.fsync_first
             ));
         }
-        if paper.definite_read_in_cache.as_ref().is_some_and(|cache| seen.read_in_cache != *cache) {
+        if paper.definite_read_in_cache.as_ref().is_some_and(|cache| seen.failing.read_in_cache != *cache) {
             lines.push(format!(
                 "{}: the page cache held the {} data after the error where the ATC'20 paper reported {}.",
                 result.fs.name(),
-                seen.read_in_cache,
+                seen.failing.read_in_cache,
                 paper.read_in_cache
             ));
         }
@@ -217,19 +232,7 @@ mod tests {
 
     fn linux_like(fs: FsCase) -> FsResult {
         let mut result = FsResult::new(fs, SyncCall::Fsync);
-        result.observed = Some(Observations {
-            fsync_first: eio(),
-            injected_write_errors_at_first_fsync: 1,
-            fsync_second: CallOutcome::Ok,
-            fsync_fd_opened_before_error: eio(),
-            fsync_fd_opened_after_error: CallOutcome::Ok,
-            read_in_cache: BlockRead::New,
-            fsync_after_device_recovers: CallOutcome::Ok,
-            new_file_after_error: CallOutcome::Ok,
-            read_after_drop_caches: BlockRead::Old,
-            read_after_remount: BlockRead::Old,
-            ..Observations::default()
-        });
+        result.observed = Some(Observations::ext4_as_reported());
         result
     }
 
@@ -257,7 +260,8 @@ mod tests {
         );
         let mut honest = linux_like(FsCase::Xfs);
         let seen = honest.observed.as_mut().unwrap();
-        (seen.fsync_second, seen.read_in_cache, seen.fsync_fd_opened_after_error) = (eio(), BlockRead::Old, eio());
+        (seen.failing.fsync_second, seen.failing.read_in_cache, seen.failing.fsync_fd_opened_after_error) =
+            (eio(), BlockRead::Old, eio());
         assert!(verdicts(&[honest]).is_empty());
     }
 
@@ -279,7 +283,7 @@ mod tests {
     fn late_reporting_is_called_out() {
         let mut late = linux_like(FsCase::Ext4Journal);
         let seen = late.observed.as_mut().unwrap();
-        seen.fsync_first = CallOutcome::Ok;
+        seen.failing.fsync_first = CallOutcome::Ok;
         let lines = conclusion(&[late]);
         assert!(lines.iter().any(|l| l.starts_with("ext4-journal: the fsync whose writeback failed returned ok")));
     }

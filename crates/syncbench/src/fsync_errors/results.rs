@@ -61,8 +61,8 @@ impl FsResult {
     }
 }
 
-/// Every step of the experiment, in order.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+/// Every step of the experiment, in order (the JSON keeps this order: the phases are flattened into it).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Observations {
     /// How the failing write was recognised.
     pub targeting: Option<Targeting>,
@@ -70,6 +70,52 @@ pub struct Observations {
     pub target_image_offset_bytes: Option<u64>,
     /// Size of the overwritten block.
     pub block_size_bytes: u64,
+    /// While every write of the block fails.
+    #[serde(flatten)]
+    pub failing: WhileFailing,
+    /// Once the device works again.
+    #[serde(flatten)]
+    pub recovered: AfterRecovery,
+    /// Creating a new file after the error (while writes fail): `ok`, or the errno (`EROFS` once the
+    /// journal has aborted).
+    pub new_file_after_error: CallOutcome,
+    /// Writes the image server failed in total.
+    pub injected_write_errors_total: u64,
+}
+
+#[cfg(test)]
+impl Observations {
+    /// For tests: ext4 as the ATC'20 paper found it. The first fsync fails, the retry claims success, the
+    /// page cache serves the lost data while the disk holds the old.
+    pub fn ext4_as_reported() -> Observations {
+        Observations {
+            targeting: None,
+            target_image_offset_bytes: None,
+            block_size_bytes: 4096,
+            failing: WhileFailing {
+                fsync_first: CallOutcome::Failed("EIO".into()),
+                injected_write_errors_at_first_fsync: 1,
+                fsync_second: CallOutcome::Ok,
+                fsync_fd_opened_before_error: CallOutcome::Ok,
+                fsync_fd_opened_after_error: CallOutcome::Ok,
+                read_in_cache: BlockRead::New,
+            },
+            recovered: AfterRecovery {
+                fsync_after_device_recovers: CallOutcome::Ok,
+                rewritten_after_device_recovers: false,
+                read_after_drop_caches: BlockRead::Old,
+                read_after_remount: BlockRead::Old,
+                image_at_target: None,
+            },
+            new_file_after_error: CallOutcome::Ok,
+            injected_write_errors_total: 1,
+        }
+    }
+}
+
+/// The syncs and the cached read while every write of the block fails.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WhileFailing {
     /// First fsync on the writer's descriptor after the overwrite whose writeback fails.
     pub fsync_first: CallOutcome,
     /// Writes the image server had failed by the time the first fsync returned (0: the failure was not
@@ -83,6 +129,11 @@ pub struct Observations {
     pub fsync_fd_opened_after_error: CallOutcome,
     /// The block read back while the failure is still armed (from the page cache, if it kept it).
     pub read_in_cache: BlockRead,
+}
+
+/// What a sync, the disk and the image hold once writes work again.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AfterRecovery {
     /// fsync on the writer's descriptor after the device works again.
     pub fsync_after_device_recovers: CallOutcome,
     /// Whether anything wrote the block again once the device worked (false: the failed page was clean).
@@ -93,10 +144,6 @@ pub struct Observations {
     pub read_after_remount: BlockRead,
     /// The bytes at the block's location on the image, read directly (block-range targeting only).
     pub image_at_target: Option<BlockRead>,
-    /// Creating a new file after the error: `ok`, or the errno (`EROFS` once the journal has aborted).
-    pub new_file_after_error: CallOutcome,
-    /// Writes the image server failed in total.
-    pub injected_write_errors_total: u64,
 }
 
 /// What the paper (and its CuttleFS model) reported, in the same vocabulary as [`Observations`].
@@ -187,10 +234,9 @@ impl PaperFinding {
 
 /// What a call returned: written `ok`, or the errno name of its failure (`EIO`), or the failure's
 /// message when it has no errno.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CallOutcome {
-    /// It succeeded (also the placeholder of a step [`Observations`] has not reached yet).
-    #[default]
+    /// It succeeded.
     Ok,
     /// It failed: the errno name, or the message.
     Failed(String),
@@ -221,14 +267,13 @@ impl CallOutcome {
 
 /// What a read of the overwritten block found: written `new`, `old`, `other`, or the errno name of a
 /// failed read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BlockRead {
     /// The contents written before the failure (the ones whose writeback failed).
     New,
     /// The contents the block held before (synced before the failure was armed).
     Old,
-    /// Neither (also the placeholder of a read [`Observations`] has not reached yet).
-    #[default]
+    /// Neither.
     Other,
     /// The read failed: the errno name, or the message.
     Failed(String),
@@ -307,6 +352,36 @@ mod tests {
             .map(|r| serde_json::to_string(r).unwrap())
             .collect();
         assert_eq!(names, [r#""new""#, r#""old""#, r#""other""#, r#""EIO""#]);
+    }
+
+    /// The phases are flattened: the JSON has the keys of the v1 files (tests/fixtures/v1/fsync_errors.json),
+    /// in their order.
+    #[test]
+    fn observations_keep_the_v1_keys_in_order() {
+        let v1 = [
+            "targeting",
+            "target_image_offset_bytes",
+            "block_size_bytes",
+            "fsync_first",
+            "injected_write_errors_at_first_fsync",
+            "fsync_second",
+            "fsync_fd_opened_before_error",
+            "fsync_fd_opened_after_error",
+            "read_in_cache",
+            "fsync_after_device_recovers",
+            "rewritten_after_device_recovers",
+            "read_after_drop_caches",
+            "read_after_remount",
+            "image_at_target",
+            "new_file_after_error",
+            "injected_write_errors_total",
+        ];
+        let text = serde_json::to_string(&Observations::ext4_as_reported()).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value.as_object().unwrap().len(), v1.len(), "{text}");
+        let at: Vec<usize> = v1.iter().map(|k| text.find(&format!("\"{k}\":")).unwrap()).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(text.contains(r#""fsync_first":"EIO","#) && text.contains(r#""read_in_cache":"new","#), "{text}");
     }
 
     #[test]
