@@ -150,7 +150,7 @@ impl<'a> Facts<'a> {
     /// ext4 (or ext3) mounted with `data=journal`, from the mount options or the probe's verdict.
     pub fn data_journal(&self) -> bool {
         self.env.mount_options.iter().any(|o| o == "data=journal")
-            || self.verdicts.iter().any(|v| v.code == "data_journal")
+            || self.verdicts.iter().any(|v| v.is(crate::verdict::VerdictCode::DataJournal))
     }
 
     /// Why O_DIRECT is not available, when [`Facts::direct_supported`] says so (a clause to continue).

@@ -80,7 +80,7 @@ pub fn durable_commits_without_flush(results: &[CaseResult]) -> Vec<Verdict> {
     let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
     vec![Verdict {
         severity: Severity::Critical,
-        code: "durable_commits_without_flush".into(),
+        code: crate::verdict::VerdictCode::DurableCommitsWithoutFlush.name().into(),
         message: format!(
             "{} commit(s) of durable methods wrote to {disk} and no flush reached it (nor a FUA write), though its cache is \
              write-back: {}. The data was acknowledged from a volatile cache.",
@@ -120,7 +120,7 @@ pub fn flush_faster_than_device(env: &Environment, results: &[CaseResult]) -> Ve
     };
     vec![Verdict {
         severity: if rotational { Severity::Critical } else { Severity::Warning },
-        code: "flush_faster_than_device".into(),
+        code: crate::verdict::VerdictCode::FlushFasterThanDevice.name().into(),
         message: format!(
             "{disk} completed the flushes of {} in a median {:.1} µs at the device, faster than {class} can ({} µs at least).",
             case_name(r),
@@ -152,7 +152,7 @@ pub fn fsync_costs_more_at_device(results: &[CaseResult]) -> Vec<Verdict> {
     }
     vec![Verdict {
         severity: Severity::Info,
-        code: "fsync_costs_more_at_device".into(),
+        code: crate::verdict::VerdictCode::FsyncCostsMoreAtDevice.name().into(),
         message: format!(
             "Per commit of {} {} writes ({}), fsync made the device do {:.2} flushes, {:.2} write requests and {:.1} KiB; \
              fdatasync {:.2}, {:.2} and {:.1} KiB. Why: every write changes the file's modification time; fdatasync \
@@ -192,7 +192,7 @@ pub fn dsync_write_became_write_plus_flush(env: &Environment, results: &[CaseRes
     };
     vec![Verdict {
         severity: Severity::Info,
-        code: "dsync_write_became_write_plus_flush".into(),
+        code: crate::verdict::VerdictCode::DsyncWriteBecameWritePlusFlush.name().into(),
         message: format!(
             "{}: each O_DSYNC write became a write plus {flushes:.2} flush requests at the device, because {why}: \
              the block layer emulates Force Unit Access with a flush of the whole cache after the write.",

@@ -173,7 +173,7 @@ fn plan(args: &Args, targets: &[Target], background: Option<Rate>) -> anyhow::Re
 fn disturbed_measurement(verdicts: &[Verdict]) -> String {
     verdicts
         .iter()
-        .filter(|v| v.code == "cpu_steal")
+        .filter(|v| v.is(crate::verdict::VerdictCode::CpuSteal))
         .map(|v| format!("Measurement\n  !! {} The comparisons below may not repeat.\n  → {}\n\n", v.message, v.advice))
         .collect()
 }

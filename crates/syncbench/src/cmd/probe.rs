@@ -108,7 +108,7 @@ fn measure(dir: &Path, secs: f64, no_burst: bool) -> ProbeSection {
 fn flush_failed(err: &str) -> Verdict {
     Verdict {
         severity: Severity::Critical,
-        code: "flush_failed".into(),
+        code: crate::verdict::VerdictCode::FlushFailed.name().into(),
         message: format!("A write or fdatasync failed during the burst: {err}. Data written here may be lost."),
         advice: "Check the kernel log (`dmesg`) and the device's health before trusting this storage; never retry a failed fsync.".into(),
     }

@@ -318,7 +318,7 @@ pub fn verdicts(plan: &Plan, environment: &probe::Environment, points: &[CommitP
     if !plan.method.durable() {
         verdicts.push(Verdict {
             severity: Severity::Critical,
-            code: "commit_not_durable".to_string(),
+            code: crate::verdict::VerdictCode::CommitNotDurable.name().into(),
             message: "--method write never syncs: these commits would be lost on a power failure.".to_string(),
             advice: "Use it only as the upper bound; measure a durable method (e.g. fdatasync) for real numbers."
                 .to_string(),

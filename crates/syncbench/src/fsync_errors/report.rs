@@ -1,7 +1,7 @@
 //! The tables (this kernel next to the ATC'20 paper, one per file system) and the plain conclusion.
 
 use super::results::{BlockRead, FsResult, Observations};
-use crate::verdict::{Severity, Verdict};
+use crate::verdict::{Severity, Verdict, VerdictCode};
 use comfy_table::{Table, presets};
 
 /// Rows of one file system's table: step, this kernel, the paper.
@@ -157,20 +157,15 @@ pub fn conclusion(results: &[FsResult]) -> Vec<String> {
 /// The findings as verdicts for the JSON envelope: each names the file systems it was seen on.
 pub fn verdicts(results: &[FsResult]) -> Vec<Verdict> {
     let mut verdicts = Vec::new();
-    let mut add = |names: Vec<&str>, severity, code: &str, message: &str, advice: &str| {
+    let mut add = |names: Vec<&str>, severity, code: VerdictCode, message: &str, advice: &str| {
         if !names.is_empty() {
-            verdicts.push(Verdict {
-                severity,
-                code: code.to_string(),
-                message: format!("{}: {message}", names.join(", ")),
-                advice: advice.to_string(),
-            });
+            verdicts.push(Verdict::new(severity, code, format!("{}: {message}", names.join(", ")), advice));
         }
     };
     add(
         names_where(results, |s| !s.failing.fsync_first.is_ok() && s.failing.fsync_second.is_ok()),
         Severity::Critical,
-        "fsync_retry_succeeds_after_data_loss",
+        VerdictCode::FsyncRetrySucceedsAfterDataLoss,
         "a retried fsync returned ok after a failed one, and the data was not on disk.",
         "Never retry fsync: stop and recover from the log, or rewrite from your own copy.",
     );
@@ -179,14 +174,14 @@ pub fn verdicts(results: &[FsResult]) -> Vec<Verdict> {
             s.failing.read_in_cache == BlockRead::New && s.recovered.read_after_remount == BlockRead::Old
         }),
         Severity::Warning,
-        "page_cache_serves_lost_data",
+        VerdictCode::PageCacheServesLostData,
         "after the failed fsync, reads returned data that was not on disk (gone after a remount).",
         "After an fsync error, do not recover from the page cache: restart from durable state.",
     );
     add(
         names_where(results, |s| !s.failing.fsync_first.is_ok() && s.failing.fsync_fd_opened_after_error.is_ok()),
         Severity::Warning,
-        "fsync_error_unseen_by_later_descriptors",
+        VerdictCode::FsyncErrorUnseenByLaterDescriptors,
         "a descriptor opened after the error saw no error on fsync.",
         "Keep descriptors open from write to fsync, or fsync through the descriptor that wrote.",
     );

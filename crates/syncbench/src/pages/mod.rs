@@ -709,7 +709,7 @@ pub fn verdicts(rows: &[PagesRow]) -> Vec<Verdict> {
     if rows.iter().any(|r| r.mode == Mode::None) {
         out.push(Verdict {
             severity: Severity::Info,
-            code: "pages_none_unsafe".to_string(),
+            code: crate::verdict::VerdictCode::PagesNoneUnsafe.name().into(),
             message: "Mode none has no torn-page protection: a power cut during a page write can leave a page \
                       that recovery cannot repair."
                 .to_string(),
@@ -719,7 +719,7 @@ pub fn verdicts(rows: &[PagesRow]) -> Vec<Verdict> {
     if let Some(r) = rows.iter().find(|r| r.mode == Mode::Atomic && !r.supported) {
         out.push(Verdict {
             severity: Severity::Info,
-            code: "pages_atomic_unsupported".to_string(),
+            code: crate::verdict::VerdictCode::PagesAtomicUnsupported.name().into(),
             message: format!(
                 "Atomic (untorn) page writes are not available here: {}.",
                 r.error.as_deref().unwrap_or("")

@@ -4,7 +4,7 @@
 use super::{Device, DeviceKind, Environment, fs_type};
 use crate::method::SyncMethod;
 use crate::schema::CaseResult;
-use crate::verdict::{Severity, Verdict};
+use crate::verdict::{Severity, Verdict, VerdictCode};
 
 /// A spinning disk completes at most one flush per rotation: 15 000 rpm is 250 per second. More than
 /// that from a rotational device means a cache below absorbed the flushes.
@@ -55,8 +55,8 @@ pub fn all(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
     found
 }
 
-fn verdict(severity: Severity, code: &str, message: String, advice: String) -> Vec<Verdict> {
-    vec![Verdict { severity, code: code.to_string(), message, advice }]
+fn verdict(severity: Severity, code: VerdictCode, message: String, advice: String) -> Vec<Verdict> {
+    vec![Verdict::new(severity, code, message, advice)]
 }
 
 /// Physical disks in the chain (partitions, loop, dm and md devices are layers above them).
@@ -108,7 +108,7 @@ pub fn memory_fs(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     }
     verdict(
         Severity::Critical,
-        "not_durable_memory_fs",
+        VerdictCode::NotDurableMemoryFs,
         format!("{} is on {}: it lives in memory, so nothing written there survives a reboot or power loss; sync calls return at once.", env.dir, env.fs_type),
         "Measure on the file system that will hold the database (e.g. `syncbench probe /var/lib/postgresql`); numbers from here say nothing about durable writes.".into(),
     )
@@ -121,7 +121,7 @@ pub fn flushes_disabled(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     };
     verdict(
         Severity::Critical,
-        "flushes_disabled",
+        VerdictCode::FlushesDisabled,
         format!(
             "{} is mounted with `{opt}`: the file system never asks the device to flush its write cache, so fsync returns once data reaches a volatile cache.",
             env.mount_point.as_deref().unwrap_or(&env.dir)
@@ -152,7 +152,7 @@ pub fn implausible_flush_rate(env: &Environment, results: &[CaseResult]) -> Vec<
     let (absorber, severity) = flush_absorber(env);
     verdict(
         severity,
-        "implausible_flush_rate",
+        VerdictCode::ImplausibleFlushRate,
         format!(
             "{:.0} {}/s{median} from {names}, which reports itself as rotational: a spinning disk completes at most one flush per rotation (≤ 120/s at 7200 rpm, ≤ {ROTATIONAL_FLUSHES_PER_S_MAX:.0}/s at 15k rpm) and waits about half a rotation for each (≥ 2 ms at 15k rpm), so a cache below absorbs the flushes — most likely {absorber}. Writes are durable only if that cache survives power loss.",
             r.ops_per_s, r.method
@@ -194,7 +194,7 @@ pub fn virtual_machine(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     let name = v.hypervisor.as_deref().unwrap_or("hypervisor not named");
     verdict(
         Severity::Warning,
-        "virtual_machine",
+        VerdictCode::VirtualMachine,
         format!(
             "This is a virtual machine ({name}): a flush from the guest is durable only if the host passes it to stable storage (e.g. QEMU cache=none, directsync or writethrough honour flushes; cache=unsafe drops them)."
         ),
@@ -215,7 +215,7 @@ pub fn volatile_cache_without_fua(env: &Environment, _: &[CaseResult]) -> Vec<Ve
     }
     verdict(
         Severity::Info,
-        "volatile_cache_without_fua",
+        VerdictCode::VolatileCacheWithoutFua,
         format!("{} {} a volatile write cache (write back) and no FUA: every O_DSYNC/O_SYNC write costs a full cache flush, so several writes per commit are cheaper with one fdatasync at the end.", names.join(", "), if names.len() > 1 { "have" } else { "has" }),
         "Prefer write + fdatasync over open_datasync for multi-write commits; `syncbench run` shows the difference on this device.".into(),
     )
@@ -228,7 +228,7 @@ pub fn sync_mount(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     }
     verdict(
         Severity::Info,
-        "sync_mount",
+        VerdictCode::SyncMount,
         "The file system is mounted with `sync`: every write waits for the device, so buffered writes cost as much as O_SYNC ones.".into(),
         "Remove `sync` from the mount options and let the database sync what it needs; keep it only if applications here cannot sync for themselves.".into(),
     )
@@ -241,7 +241,7 @@ pub fn data_journal(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     }
     verdict(
         Severity::Info,
-        "data_journal",
+        VerdictCode::DataJournal,
         "Mounted with data=journal: every data block is written twice (journal, then home), and O_DIRECT is unavailable (ext4 falls back to buffered I/O), so `+direct` methods cannot be measured as such.".into(),
         "Expect journal-bound sync rates; for a database, data=ordered (the default) with the database's own WAL is the usual choice.".into(),
     )
@@ -252,7 +252,7 @@ pub fn atomic_writes(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     if let (Some(min), Some(max)) = (env.atomic_write_unit_min_bytes, env.atomic_write_unit_max_bytes) {
         return verdict(
             Severity::Info,
-            "atomic_writes_available",
+            VerdictCode::AtomicWritesAvailable,
             format!("Files in {} support untorn writes (RWF_ATOMIC) from {min} to {max} bytes.", env.dir),
             format!(
                 "A database whose page size is a power of two between {min} and {max} bytes, written with RWF_ATOMIC and O_DIRECT, no longer needs torn-page protection: PostgreSQL full_page_writes or InnoDB doublewrite could be turned off — `syncbench pages --mode atomic` shows the gain."
@@ -268,7 +268,7 @@ pub fn atomic_writes(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     };
     verdict(
         Severity::Info,
-        "atomic_writes_device_only",
+        VerdictCode::AtomicWritesDeviceOnly,
         format!("{} supports untorn writes up to {} bytes, but the file system does not offer them for files in {}.", d.name, d.atomic_write_unit_max_bytes.unwrap_or(0), env.dir),
         "Untorn writes through a file system need Linux ≥ 6.11 and a supporting file system (xfs or ext4, formatted for it); until then keep full_page_writes / doublewrite on.".into(),
     )
@@ -291,7 +291,7 @@ pub fn fsync_slower_than_fdatasync(_: &Environment, results: &[CaseResult]) -> V
     let Some((fdatasync, fsync, ratio)) = found else { return Vec::new() };
     verdict(
         Severity::Info,
-        "fsync_slower_than_fdatasync",
+        VerdictCode::FsyncSlowerThanFdatasync,
         format!("fsync ({:.0}/s) is {ratio:.1}× slower than fdatasync ({:.0}/s) for {} B {} writes: fsync also commits metadata (timestamps) through the journal.", fsync.ops_per_s, fdatasync.ops_per_s, fdatasync.write_size_bytes, fdatasync.file_state),
         "Use fdatasync (PostgreSQL wal_sync_method=fdatasync, InnoDB innodb_flush_method=O_DIRECT or fsync on data files) on pre-allocated, zero-filled log files; it is just as durable for the data.".into(),
     )
@@ -312,7 +312,7 @@ pub fn layered_storage(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
         };
         found.extend(verdict(
             Severity::Warning,
-            "layered_loop",
+            VerdictCode::LayeredLoop,
             format!("{} is on {dev}, backed by the file {} on {}{on}, {dio}: a flush reaches stable storage only if the backing file system and its device honour it.", env.dir, b.file, b.fs_type),
             format!("Probe the layer below too: `syncbench probe {}`; measure there for production numbers.", parent_dir(&b.file)),
         ));
@@ -325,7 +325,7 @@ pub fn layered_storage(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
         };
         found.extend(verdict(
             Severity::Warning,
-            "layered_overlay",
+            VerdictCode::LayeredOverlay,
             format!("{} is on overlayfs: writes go to {below}, and fsync is passed down to it.", env.dir),
             "Put database files on a volume (bind mount) instead of the container's overlay, and probe that volume."
                 .into(),
@@ -335,7 +335,7 @@ pub fn layered_storage(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
         let daemon = env.mount_source.as_deref().unwrap_or("unknown");
         found.extend(verdict(
             Severity::Warning,
-            "layered_fuse",
+            VerdictCode::LayeredFuse,
             format!("{} is on a FUSE file system ({}, source {daemon}): the user-space daemon decides whether fsync reaches stable storage, and some ignore it.", env.dir, env.fs_type),
             format!("Check the daemon's documentation for fsync handling, probe the storage it writes to, and {POWER_LOSS_TEST}."),
         ));
@@ -344,7 +344,7 @@ pub fn layered_storage(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
         let server = env.mount_source.as_deref().unwrap_or("unknown");
         found.extend(verdict(
             Severity::Warning,
-            "layered_network",
+            VerdictCode::LayeredNetwork,
             format!("{} is on a network file system ({}, {server}): fsync is durable only if the server commits to stable storage before replying (NFS: exported with `sync`, not `async`).", env.dir, env.fs_type),
             "Check the server's export options and its own storage; latency here includes the network round trip.".into(),
         ));
@@ -364,7 +364,7 @@ pub fn emulated_disk(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> 
     let cut = format!("`syncbench lab cut {}`", d.mount);
     let mut found = verdict(
         Severity::Info,
-        "emulated_disk",
+        VerdictCode::EmulatedDisk,
         format!(
             "{} is on a syncbench lab disk, profile {} ({}, flush {} µs, write {} µs): its timing and honesty are the lab's device model, not hardware.",
             env.dir, d.profile, d.honesty, d.flush_us, d.write_us
@@ -391,19 +391,19 @@ pub fn emulated_disk(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> 
     found.extend(match (d.rotational, fast) {
         (true, false) => verdict(
             Severity::Info,
-            "flush_rate_plausible",
+            VerdictCode::FlushRatePlausible,
             format!("{what} on the emulated {}: plausible for a rotating disk, which completes at most one flush per rotation (≤ 120/s at 7200 rpm) and waits for the platter each time.", d.profile),
             "Nothing to fix: this is what honest durability costs on a spinning disk. Group commit (several commits per flush, see `syncbench commit`) is how a database goes faster.".into(),
         ),
         (true, true) => verdict(
             Severity::Warning,
-            "implausible_flush_rate",
+            VerdictCode::ImplausibleFlushRate,
             format!("{what} on the emulated {}, a spinning disk: faster than any platter turns, so flushes are not reaching it (this lab disk is {}).", d.profile, d.honesty),
             format!("A power-cut test is the proof: {cut}."),
         ),
         (false, true) => verdict(
             Severity::Warning,
-            "fast_flush_needs_plp",
+            VerdictCode::FastFlushNeedsPlp,
             format!("{what} on the emulated {}: flushes this fast are honest only with power-loss protection (capacitors, or a battery-backed controller cache) that makes the device's cache durable; a disk without it that is this fast acknowledges flushes it has not done. Timing cannot tell the two apart (this lab disk is {}).", d.profile, d.honesty),
             format!("A power-cut test is the proof: {cut} here; on real hardware, {POWER_LOSS_TEST}."),
         ),
@@ -419,7 +419,7 @@ pub fn unknown_fs(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     }
     verdict(
         Severity::Info,
-        "unknown_fs",
+        VerdictCode::UnknownFs,
         format!(
             "syncbench does not know this file system (magic {:#x}, mount type {}): rules about it are skipped.",
             env.fs_magic,
@@ -440,7 +440,7 @@ pub fn device_unknown(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     }
     verdict(
         Severity::Info,
-        "device_unknown",
+        VerdictCode::DeviceUnknown,
         format!("No block device was found under {} ({}): write cache, FUA and rotational checks were skipped.", env.dir, env.fs_type),
         "Run as a user that can read /sys, or look the device up by hand (`lsblk -o NAME,ROTA,DISC-GRAN,MODEL`, /sys/block/*/queue/write_cache).".into(),
     )

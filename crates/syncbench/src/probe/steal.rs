@@ -71,7 +71,7 @@ impl StealMeter {
 pub fn verdict(pct: f64, what: &str) -> Option<Verdict> {
     (pct >= WARN_PCT).then(|| Verdict {
         severity: Severity::Warning,
-        code: "cpu_steal".to_string(),
+        code: crate::verdict::VerdictCode::CpuSteal.name().into(),
         message: format!(
             "The hypervisor took {pct:.0}% of this machine's CPU time during {what} (steal time in \
              /proc/stat): every wake-up, including the one that ends a flush, waited for the host, so these \
