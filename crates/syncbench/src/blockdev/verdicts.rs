@@ -73,7 +73,8 @@ pub fn durable_commits_without_flush(results: &[CaseResult]) -> Vec<Verdict> {
             let flags = r.method.open_flags();
             let maybe_fua = !traced && flags.direct && flags.sync != syncbench_sys::OpenSync::None;
             let unflushed = top.stat.write_bytes > 0 && top.stat.flushes == 0 && fua == 0 && !maybe_fua;
-            (unflushed && top.write_cache == "write back").then(|| (case_name(r), top.disk.clone()))
+            (unflushed && crate::probe::sysfs::is_write_back(&top.write_cache))
+                .then(|| (case_name(r), top.disk.clone()))
         })
         .collect();
     let Some((_, disk)) = found.first() else { return Vec::new() };
@@ -107,8 +108,10 @@ pub fn flush_faster_than_device(env: &Environment, results: &[CaseResult]) -> Ve
             let d = attributable(r)?;
             let (disk, q) = d.traced()?;
             // Only flushes that had data to write: the case's own writes reached the disk before them.
-            (q.flushes.count >= MIN_COMMITS && q.writes.count > 0 && disk.write_cache == "write back")
-                .then(|| (r, disk.disk.clone(), q.flushes.latency_ns.p50))
+            (q.flushes.count >= MIN_COMMITS
+                && q.writes.count > 0
+                && crate::probe::sysfs::is_write_back(&disk.write_cache))
+            .then(|| (r, disk.disk.clone(), q.flushes.latency_ns.p50))
         })
         .filter(|(_, _, p50)| *p50 < floor_ns)
         .min_by_key(|(_, _, p50)| *p50);

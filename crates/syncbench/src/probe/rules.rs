@@ -207,7 +207,7 @@ pub fn virtual_machine(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
 /// A volatile write cache without Force Unit Access: each O_DSYNC write turns into write + full flush.
 pub fn volatile_cache_without_fua(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
     let names: Vec<&str> = disks(env)
-        .filter(|d| d.write_cache.as_deref() == Some("write back") && d.fua == Some(false))
+        .filter(|d| d.write_cache.as_deref().is_some_and(super::sysfs::is_write_back) && d.fua == Some(false))
         .map(|d| d.name.as_str())
         .collect();
     if names.is_empty() {

@@ -59,6 +59,13 @@ pub fn read_u32(dir: &Path, name: &str) -> Option<u32> {
     read_trimmed(dir, name)?.parse().ok()
 }
 
+/// Whether a `queue/write_cache` value says the device has a volatile cache that needs flushes. The kernel
+/// writes `write back` or `write through`; the value is kept as read (a file may hold one it wrote
+/// another way), and this is the one place that reads its meaning.
+pub fn is_write_back(write_cache: &str) -> bool {
+    write_cache == "write back"
+}
+
 /// `dir/name` as a sysfs boolean (`0`/`1`).
 pub fn read_bool(dir: &Path, name: &str) -> Option<bool> {
     match read_trimmed(dir, name)?.as_str() {
