@@ -3,8 +3,9 @@
 //! Every syncbench JSON file is read by [`read_any`] with one policy: the `schema` must be
 //! `syncbench/v1` and the `version`, when present, a version number; fields this syncbench does not know
 //! are ignored (a newer syncbench adds fields within v1); fields an older file lacks take their defaults
-//! through serde. Anything else (not readable, not JSON, a field of the wrong type) is a usage error naming
-//! the file and what is wrong.
+//! through serde, except those that say what a record is (a case's `section`, `method`, `file_state`: every
+//! syncbench wrote them). Anything else (not readable, not JSON, a field of the wrong type or missing) is a
+//! usage error naming the file and what is wrong.
 
 use crate::exit::usage;
 use crate::schema::{Envelope, RunPayload, SCHEMA};

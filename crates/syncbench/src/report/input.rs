@@ -2,7 +2,7 @@
 //!
 //! Files come from other commands and other versions; they are read as every syncbench file is
 //! ([`crate::export::read_any`]: schema and version checked, unknown fields ignored, missing fields
-//! defaulted), with the payload types the commands write: `run`'s cases, and `commit`'s and `pages`'s
+//! defaulted but for a case's section, method and file state), with the payload types the commands write: `run`'s cases, and `commit`'s and `pages`'s
 //! payloads when present.
 
 use crate::commit::CommitResults;
