@@ -1,10 +1,10 @@
 //! Enums whose names in JSON, CSV, tables and messages come from one table ([`named_enum!`]), so that
 //! code compares variants where it compared strings and the files stay byte-identical.
 
-/// Declare an enum with one name per variant. Generates `ALL`, `name()`, `from_name()`, `FromStr`,
-/// `Display` and serde as the name. With `else Variant`, a name this syncbench does not know reads as
-/// that variant (a newer syncbench's file stays readable); without it, such a name is an error naming the
-/// known ones.
+/// Declare an enum with one name per variant. Generates `ALL`, `name()`, `from_name()`, `FromStr` and
+/// `Display` (through the storage crate's `name_traits!`, as every name-table enum has them) and serde as
+/// the name. With `else Variant`, a name this syncbench does not know reads from JSON as that variant (a
+/// newer syncbench's file stays readable); without it, such a name is an error naming the known ones.
 ///
 /// ```ignore
 /// named_enum! {
@@ -46,7 +46,7 @@ macro_rules! named_enum {
                 Self::ALL.iter().copied().find(|v| v.name() == text)
             }
 
-            #[allow(unused)]
+            /// The variant of a name as serde reads it (see the macro's `else`).
             fn read(text: &str) -> Result<$name, String> {
                 $( if Self::from_name(text).is_none() { return Ok($name::$fallback); } )?
                 Self::from_name(text).ok_or_else(|| {
@@ -56,19 +56,7 @@ macro_rules! named_enum {
             }
         }
 
-        impl std::str::FromStr for $name {
-            type Err = String;
-
-            fn from_str(text: &str) -> Result<Self, String> {
-                Self::read(text)
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.pad(self.name())
-            }
-        }
+        syncbench_engine::storage::name_traits!($name, $what);
 
         impl serde::Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -126,6 +114,7 @@ mod tests {
         assert!(err.contains("unknown colour \"green\"; expected red, dark blue"), "{err}");
         assert_eq!(serde_json::from_str::<Tolerant>("\"square\"").unwrap(), Tolerant::Unknown);
         assert_eq!("round".parse::<Tolerant>().unwrap(), Tolerant::Round);
+        assert_eq!("square".parse::<Tolerant>().unwrap_err(), "unknown shape 'square'", "typed names are strict");
         assert!(serde_json::from_str::<Tolerant>("7").is_err());
     }
 }
