@@ -22,7 +22,7 @@ pub use render::{answer, body, to_text};
 
 use crate::probe::Environment;
 use crate::schema::CaseResult;
-use crate::verdict::{Severity, Verdict};
+use crate::verdict::{Severity, Verdict, VerdictCode};
 use serde::{Deserialize, Serialize};
 
 /// The databases syncbench advises on.
@@ -263,9 +263,14 @@ fn storage_warning(facts: &Facts<'_>) -> Option<String> {
     ))
 }
 
-/// Verdict codes that mean "acknowledged flushes may not be durable".
+/// Verdict codes that mean "acknowledged flushes may not be durable", and the retired `not_durable_tmpfs`
+/// that older files carry. Listed by code, not by fragments of it: a fragment list once named codes that
+/// never existed ("nobarrier", "lying") and missed `flush_faster_than_device`.
 fn is_honesty_code(code: &str) -> bool {
-    ["implausible", "not_durable", "nobarrier", "barrier", "no_flush", "lying"].iter().any(|k| code.contains(k))
+    use VerdictCode::*;
+    const DOUBT_DURABILITY: [VerdictCode; 5] =
+        [NotDurableMemoryFs, FlushesDisabled, ImplausibleFlushRate, DurableCommitsWithoutFlush, FlushFasterThanDevice];
+    code == "not_durable_tmpfs" || DOUBT_DURABILITY.iter().any(|c| c.name() == code)
 }
 
 #[cfg(test)]

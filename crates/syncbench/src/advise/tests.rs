@@ -512,3 +512,15 @@ fn versions_and_names_parse() {
     assert_eq!(Database::parse("PostgreSQL"), Some(Database::Postgres));
     assert_eq!(Database::parse("oracle"), None);
 }
+
+#[test]
+fn only_verdicts_that_doubt_durability_raise_the_storage_warning() {
+    let doubts = |code: &str| is_honesty_code(code);
+    for code in ["flush_faster_than_device", "flushes_disabled", "implausible_flush_rate", "not_durable_tmpfs"] {
+        assert!(doubts(code), "{code} says acknowledged writes may not be durable");
+    }
+    for code in ["virtual_machine", "cpu_steal", "layered_loop", "fast_flush_needs_plp", "fsync_slower_than_fdatasync"]
+    {
+        assert!(!doubts(code), "{code} is about speed or layering, not honesty");
+    }
+}
