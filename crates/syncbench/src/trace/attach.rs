@@ -304,20 +304,9 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
     let mut a = Attacher::new(options, kinds);
     a.check_abi_of_running();
     ready();
-    let mut blocks_read = Instant::now();
-    loop {
-        Tracepoints::wait(&[&events], POLL_EVERY.as_millis() as i32)?;
-        a.handle_all(&mut events, false);
-        if blocks_read.elapsed() >= POLL_EVERY {
-            blocks.poll();
-            blocks_read = Instant::now();
-        }
-        let over = a.options.duration.is_some_and(|d| started.elapsed() >= d);
-        if over || stop.load(Ordering::SeqCst) || a.follow.all_gone() {
-            break;
-        }
-    }
+    let recorded = a.record(&mut events, &mut blocks, started, &stop);
     events.disable()?;
+    recorded?;
     let duration_s = started.elapsed().as_secs_f64();
     a.handle_all(&mut events, true);
     let (disk_requests, block_lost) = blocks.finish()?;
@@ -373,6 +362,35 @@ impl Attacher {
         }
         for s in &samples {
             self.handle(s);
+        }
+    }
+
+    /// Read the rings until the duration is over, `stop` is set, or (for `--pid`) every followed process
+    /// is gone.
+    fn record(
+        &mut self,
+        events: &mut Tracepoints,
+        blocks: &mut BlockTrace,
+        started: Instant,
+        stop: &AtomicBool,
+    ) -> io::Result<()> {
+        let mut ticked = Instant::now();
+        loop {
+            Tracepoints::wait(&[events], POLL_EVERY.as_millis() as i32)?;
+            self.handle_all(events, false);
+            // The rest once per POLL_EVERY, not at every wake-up: `all_gone` reads `/proc`, and that
+            // open's own exit sample (opens wake this reader at once) made the next wait return at once:
+            // a busy loop, ~10,000 rounds a second, that took a fifth of a CPU beside the program watched
+            // and made it wait for its CPU (docs/trace.md, "What attaching costs").
+            let tick = ticked.elapsed() >= POLL_EVERY;
+            if tick {
+                blocks.poll();
+                ticked = Instant::now();
+            }
+            let over = self.options.duration.is_some_and(|d| started.elapsed() >= d);
+            if over || stop.load(Ordering::SeqCst) || (tick && self.follow.all_gone()) {
+                return Ok(());
+            }
         }
     }
 
