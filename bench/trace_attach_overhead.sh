@@ -23,7 +23,12 @@
 # work shares the CPUs); per round, attached/untraced of both. The loop program waits on a FIFO until
 # the tracer says it is tracing, so the attached run is traced from its first iteration; the untraced
 # run goes through the same handshake. Each attached run's count of the traced call is checked, and that
-# no event was lost.
+# no event was lost. Also per mode: the loop's run delay per iteration (time runnable but waiting for a CPU,
+# /proc/thread-self/schedstat: where a slower wall clock with the same CPU time goes) and the tracer's own
+# CPU time per iteration of the loop (user + system, from /usr/bin/time).
+# SCHED_WAITS=1: each run also records the scheduler's switches and wake-ups (`perf record -a`, which
+# costs every mode alike) and charges each of the loop's waits for a CPU to what ran meanwhile
+# (bench/sched_waits.py): ns per iteration behind the tracer's own threads, behind everything else.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${1:-$here/../target/release/syncbench}"
@@ -39,8 +44,9 @@ trap 'rm -rf "$work"' EXIT
 exe="$work/trace_overhead"
 gcc -O2 -o "$exe" "$here/trace_overhead.c"
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-range() { tr ' ' '\n' | grep . | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / – /'; }
+# Of the numbers in a list ("-": not measured in that mode).
+median() { tr ' ' '\n' | grep -E '^[0-9]' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
+range() { tr ' ' '\n' | grep -E '^[0-9]' | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / – /'; }
 
 check() { # trace.json, mode: every call of the loop seen, and nothing lost
     python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["trace"]; c={x["call"]: x["count"] for x in t["calls"]}; n=int(sys.argv[2]); assert (not sys.argv[3] or c.get(sys.argv[3])==n or (sys.argv[4]=="all" and c.get(sys.argv[3],0)>=n)) and t["lost_events"]==0, (c, t["lost_events"])' "$1" "$n" "$call" "$2"
@@ -50,6 +56,8 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
     local mode="$1" fifo="$work/go" out="$work/out" err="$work/err" tracer_bin="$bin"
     rm -f "$fifo" "$out" "$err" "$work/go2" "$work/out2"
     [ "$mode" = base ] && tracer_bin="${BASE_BIN:?BASE_BIN: the syncbench binary to compare with}"
+    [ "$mode" = base2 ] && tracer_bin="${BASE2_BIN:?BASE2_BIN: a second syncbench binary to compare with}"
+    local timed=(/usr/bin/time -f "%U %S" -o "$work/time")
     case "$mode" in
     beside*)
         mkfifo "$fifo" "$work/go2"
@@ -84,55 +92,88 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
             perf record -q -o /dev/null "${events[@]}" -p "$pid" 2>"$err" &
             sleep 1 # perf record says nothing when it is recording
         elif [ "$mode" = all ]; then
-            "$tracer_bin" trace --all --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
+            "${timed[@]}" "$tracer_bin" trace --all --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
             tracer=$!
             until grep -q "syncbench: tracing" "$err" 2>/dev/null; do sleep 0.05; done
         elif [ "$mode" != untraced ]; then
             local per_task=()
             [ "$mode" = pertask ] && per_task=(--per-task)
-            "$tracer_bin" trace --pid "$pid" "${per_task[@]}" --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
+            "${timed[@]}" "$tracer_bin" trace --pid "$pid" "${per_task[@]}" --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
             tracer=$!
             until grep -q "syncbench: tracing" "$err" 2>/dev/null; do sleep 0.05; done
         fi
+        local recorder="" tids=""
+        if [ -n "${SCHED_WAITS:-}" ]; then
+            # The tracer's threads (the child of /usr/bin/time), to tell its share of the loop's waits.
+            [ -n "$tracer" ] && tids="$(ls "/proc/$(tr -d " " <"/proc/$tracer/task/$tracer/children")/task" | paste -sd,)"
+            perf record -q -a -e sched:sched_switch -e sched:sched_wakeup -o "$work/sched.data" 2>/dev/null &
+            recorder=$!
+            sleep 0.5 # perf record says nothing when it is recording
+        fi
         echo go >"$fifo"
         wait "$pid"
+        if [ -n "$recorder" ]; then
+            kill -INT "$recorder"
+            wait "$recorder" || true
+        fi
         if [ -n "$tracer" ]; then
-            [ "$mode" = all ] && kill -INT "$tracer"
+            [ "$mode" = all ] && kill -INT "$(tr -d " " <"/proc/$tracer/task/$tracer/children")"
             wait "$tracer" || [ "$mode" = all ]
             check "$work/trace.json" "$mode"
         fi
         ;;
     esac
-    awk '{print $2, $4}' "$out"
+    local tracer_cpu_ns=- waits="- -"
+    [ -s "$work/time" ] && tracer_cpu_ns="$(awk -v n="$n" '{printf "%.0f", ($1 + $2) * 1e9 / n}' "$work/time")"
+    if [ -s "$work/sched.data" ]; then
+        waits="$(perf script -i "$work/sched.data" -F cpu,time,event,trace 2>/dev/null |
+            python3 "$here/sched_waits.py" "$pid" "$tids" | awk -v n="$n" '{printf "%.0f %.0f", $2 / n, ($4 + $6 + $8) / n}')"
+    fi
+    rm -f "$work/time" "$work/sched.data"
+    echo "$(awk '{print $2, $4, $6}' "$out") $tracer_cpu_ns $waits"
 }
 
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), dir $dir, $rounds rounds of $n iterations of $workload, modes ${modes[*]}, trace args: ${trace_args[*]:-none}"
-declare -A wall=() cpu=()
+declare -A wall=() cpu=() delay=() tcpu=() wtracer=() wother=()
 ratios="" cpu_ratios=""
 m=${#modes[@]}
 for r in $(seq "$rounds"); do
-    declare -A w=() c=()
+    declare -A w=() c=() d=() t=() wt=() wo=()
     line="round $r (load $(cut -d' ' -f1 /proc/loadavg)):"
     for k in $(seq 0 $((m - 1))); do
         mode="${modes[$(((r + k) % m))]}"
-        read -r w[$mode] c[$mode] <<<"$(one "$mode")"
+        read -r w[$mode] c[$mode] d[$mode] t[$mode] wt[$mode] wo[$mode] <<<"$(one "$mode")"
         wall[$mode]="${wall[$mode]:-} ${w[$mode]}"
         cpu[$mode]="${cpu[$mode]:-} ${c[$mode]}"
+        delay[$mode]="${delay[$mode]:-} ${d[$mode]}"
+        tcpu[$mode]="${tcpu[$mode]:-} ${t[$mode]}"
+        wtracer[$mode]="${wtracer[$mode]:-} ${wt[$mode]}"
+        wother[$mode]="${wother[$mode]:-} ${wo[$mode]}"
     done
-    for mode in "${modes[@]}"; do line="$line $mode ${w[$mode]}/${c[$mode]}"; done
+    for mode in "${modes[@]}"; do
+        line="$line $mode ${w[$mode]}/${c[$mode]}/${d[$mode]}/${t[$mode]}"
+        [ -n "${SCHED_WAITS:-}" ] && line="$line(waits ${wt[$mode]}+${wo[$mode]})"
+    done
     if [ -n "${w[attached]:-}" ] && [ -n "${w[untraced]:-}" ]; then
         ratio="$(awk -v a="${w[attached]}" -v u="${w[untraced]}" 'BEGIN {printf "%.3f", a / u}')"
         cpu_ratio="$(awk -v a="${c[attached]}" -v u="${c[untraced]}" 'BEGIN {printf "%.3f", a / u}')"
         ratios="$ratios $ratio" cpu_ratios="$cpu_ratios $cpu_ratio"
         line="$line (attached/untraced: wall $ratio, cpu $cpu_ratio)"
     fi
-    echo "$line  [wall/cpu ns per iteration]"
-    unset w c
+    echo "$line  [wall/cpu/run-delay/tracer-cpu ns per iteration${SCHED_WAITS:+, (waits behind tracer+others)}]"
+    unset w c d t wt wo
 done
 for mode in "${modes[@]}"; do
-    printf '%-9s wall median %9s range %s   cpu median %8s range %s ns/iteration\n' "$mode" \
+    printf '%-9s wall median %9s range %s   cpu median %8s range %s   run delay median %8s range %s   tracer cpu median %s range %s ns/iteration\n' "$mode" \
         "$(echo "${wall[$mode]}" | median)" "$(echo "${wall[$mode]}" | range)" \
-        "$(echo "${cpu[$mode]}" | median)" "$(echo "${cpu[$mode]}" | range)"
+        "$(echo "${cpu[$mode]}" | median)" "$(echo "${cpu[$mode]}" | range)" \
+        "$(echo "${delay[$mode]}" | median)" "$(echo "${delay[$mode]}" | range)" \
+        "$(echo "${tcpu[$mode]}" | median)" "$(echo "${tcpu[$mode]}" | range)"
+    if [ -n "${SCHED_WAITS:-}" ]; then
+        printf '%-9s waits for a CPU behind the tracer median %s range %s, behind the rest median %s range %s ns/iteration\n' "$mode" \
+            "$(echo "${wtracer[$mode]}" | median)" "$(echo "${wtracer[$mode]}" | range)" \
+            "$(echo "${wother[$mode]}" | median)" "$(echo "${wother[$mode]}" | range)"
+    fi
 done
 if [ -n "$ratios" ]; then
     echo "attached/untraced per round, wall: median $(echo "$ratios" | median), range $(echo "$ratios" | range)"
