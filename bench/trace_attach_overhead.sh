@@ -7,8 +7,8 @@
 # disk's noise. `other`: getppid + pread, calls that are not traced (what tracing costs the rest of a
 # traced program).
 # Environment: MODES (default "untraced attached ptrace"; also `base`: attached with BASE_BIN, an older
-# build to compare with; `perf`: `perf record -p` of the workload's calls' syscalls: tracepoints to
-# /dev/null, the kernel's own cost of recording them with a consumer that does nothing; `all`: `trace
+# build to compare with, `base2` the same with BASE2_BIN; `perf`: `perf record -p` of the workload's
+# calls' syscalls: tracepoints to /dev/null, the kernel's own cost of recording them with a consumer that does nothing; `all`: `trace
 # --all` instead of `--pid`, events per CPU instead of per task, stopped by SIGINT after the loop; its
 # count is checked to be at least the loop's, as other programs' calls count too; `pertask`: `trace --pid
 # --per-task`, events on the loop's task instead of per CPU; `beside`, `beside_pertask`,
