@@ -127,7 +127,7 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
     [ -s "$work/time" ] && tracer_cpu_ns="$(awk -v n="$n" '{printf "%.0f", ($1 + $2) * 1e9 / n}' "$work/time")"
     if [ -s "$work/sched.data" ]; then
         waits="$(perf script -i "$work/sched.data" -F cpu,time,event,trace 2>/dev/null |
-            python3 "$here/sched_waits.py" "$pid" "$tids" | awk -v n="$n" '{printf "%.0f %.0f", $2 / n, ($4 + $6 + $8) / n}')"
+            python3 "$here/sched_waits.py" "$pid" "$tids" | awk -v n="$n" '$1 == "none" {print "- -"; next} {printf "%.0f %.0f", $2 / n, ($4 + $6 + $8) / n}')"
     fi
     rm -f "$work/time" "$work/sched.data"
     echo "$(awk '{print $2, $4, $6}' "$out") $tracer_cpu_ns $waits"
