@@ -8,14 +8,16 @@
 # traced program).
 # Environment: MODES (default "untraced attached ptrace"; also `base`: attached with BASE_BIN, an older
 # build to compare with, `base2` the same with BASE2_BIN; `perf`: `perf record -p` of the workload's
-# calls' syscalls: tracepoints to /dev/null, the kernel's own cost of recording them with a consumer that does nothing; `all`: `trace
-# --all` instead of `--pid`, events per CPU instead of per task, stopped by SIGINT after the loop; its
-# count is checked to be at least the loop's, as other programs' calls count too; `pertask`: `trace --pid
-# --per-task`, events on the loop's task instead of per CPU; `beside`, `beside_pertask`,
-# `beside_untraced`: the cost on a program NOT traced: the measured loop runs untraced beside a second,
-# identical loop that `trace --pid` (`beside`), `trace --pid --per-task` (`beside_pertask`) or nobody
-# (`beside_untraced`, the baseline) traces; the second loop's count is checked), TRACE_ARGS (extra flags
-# for the attached modes, e.g. --syncs-only).
+# calls' syscalls: tracepoints to /dev/null, the kernel's own cost of recording them with a consumer that
+# does nothing; `blocks`: `perf record -a` of the block-layer tracepoints syncbench records
+# (block_rq_issue, block_rq_complete) to /dev/null, their cost alone; `all`: `trace --all` instead of
+# `--pid`, events per CPU instead of per task, stopped by SIGINT after the loop; its count is checked to
+# be at least the loop's, as other programs' calls count too; `pertask`: `trace --pid --per-task`, events
+# on the loop's task instead of per CPU; `beside`, `beside_pertask`, `beside_untraced`: the cost on a
+# program NOT traced: the measured loop runs untraced beside a second, identical loop that `trace --pid`
+# (`beside`), `trace --pid --per-task` (`beside_pertask`) or nobody (`beside_untraced`, the baseline)
+# traces; the second loop's count is checked), TRACE_ARGS (extra flags for the attached modes, e.g.
+# --syncs-only).
 # Each round runs the modes back to back, in a rotating order (load drift from other work on the
 # machine hits all of them alike), and prints the load average. Per mode: the median and range of the
 # wall time per iteration and of the loop's own CPU time per iteration (user + system: includes the
@@ -25,7 +27,8 @@
 # run goes through the same handshake. Each attached run's count of the traced call is checked, and that
 # no event was lost. Also per mode: the loop's run delay per iteration (time runnable but waiting for a CPU,
 # /proc/thread-self/schedstat: where a slower wall clock with the same CPU time goes) and the tracer's own
-# CPU time per iteration of the loop (user + system, from /usr/bin/time).
+# CPU time per iteration of the loop (user + system, from /usr/bin/time), and the time the loop was
+# blocked (wall - CPU - run delay: waiting for the disk, and for its CPU to leave an idle state).
 # SCHED_WAITS=1: each run also records the scheduler's switches and wake-ups (`perf record -a`, which
 # costs every mode alike) and charges each of the loop's waits for a CPU to what ran meanwhile
 # (bench/sched_waits.py): ns per iteration behind the tracer's own threads, behind everything else.
@@ -91,6 +94,10 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
             for t in $tps; do events+=(-e "syscalls:sys_enter_$t" -e "syscalls:sys_exit_$t"); done
             perf record -q -o /dev/null "${events[@]}" -p "$pid" 2>"$err" &
             sleep 1 # perf record says nothing when it is recording
+        elif [ "$mode" = blocks ]; then
+            perf record -q -a -o /dev/null -e block:block_rq_issue -e block:block_rq_complete 2>"$err" &
+            tracer=$!
+            sleep 1
         elif [ "$mode" = all ]; then
             "${timed[@]}" "$tracer_bin" trace --all --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
             tracer=$!
@@ -116,7 +123,10 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
             kill -INT "$recorder"
             wait "$recorder" || true
         fi
-        if [ -n "$tracer" ]; then
+        if [ "$mode" = blocks ]; then
+            kill -INT "$tracer"
+            wait "$tracer" || true
+        elif [ -n "$tracer" ]; then
             [ "$mode" = all ] && kill -INT "$(tr -d " " <"/proc/$tracer/task/$tracer/children")"
             wait "$tracer" || [ "$mode" = all ]
             check "$work/trace.json" "$mode"
@@ -130,19 +140,20 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
             python3 "$here/sched_waits.py" "$pid" "$tids" | awk -v n="$n" '$1 == "none" {print "- -"; next} {printf "%.0f %.0f", $2 / n, ($4 + $6 + $8) / n}')"
     fi
     rm -f "$work/time" "$work/sched.data"
-    echo "$(awk '{print $2, $4, $6}' "$out") $tracer_cpu_ns $waits"
+    echo "$(awk '{print $2, $4, $6, $2 - $4 - $6}' "$out") $tracer_cpu_ns $waits"
 }
 
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), dir $dir, $rounds rounds of $n iterations of $workload, modes ${modes[*]}, trace args: ${trace_args[*]:-none}"
-declare -A wall=() cpu=() delay=() tcpu=() wtracer=() wother=()
+declare -A wall=() cpu=() delay=() blocked=() tcpu=() wtracer=() wother=()
 ratios="" cpu_ratios=""
 m=${#modes[@]}
 for r in $(seq "$rounds"); do
-    declare -A w=() c=() d=() t=() wt=() wo=()
+    declare -A w=() c=() d=() b=() t=() wt=() wo=()
     line="round $r (load $(cut -d' ' -f1 /proc/loadavg)):"
     for k in $(seq 0 $((m - 1))); do
         mode="${modes[$(((r + k) % m))]}"
-        read -r w[$mode] c[$mode] d[$mode] t[$mode] wt[$mode] wo[$mode] <<<"$(one "$mode")"
+        read -r w[$mode] c[$mode] d[$mode] b[$mode] t[$mode] wt[$mode] wo[$mode] <<<"$(one "$mode")"
+        blocked[$mode]="${blocked[$mode]:-} ${b[$mode]}"
         wall[$mode]="${wall[$mode]:-} ${w[$mode]}"
         cpu[$mode]="${cpu[$mode]:-} ${c[$mode]}"
         delay[$mode]="${delay[$mode]:-} ${d[$mode]}"
@@ -151,7 +162,7 @@ for r in $(seq "$rounds"); do
         wother[$mode]="${wother[$mode]:-} ${wo[$mode]}"
     done
     for mode in "${modes[@]}"; do
-        line="$line $mode ${w[$mode]}/${c[$mode]}/${d[$mode]}/${t[$mode]}"
+        line="$line $mode ${w[$mode]}/${c[$mode]}/${d[$mode]}/${b[$mode]}/${t[$mode]}"
         [ -n "${SCHED_WAITS:-}" ] && line="$line(waits ${wt[$mode]}+${wo[$mode]})"
     done
     if [ -n "${w[attached]:-}" ] && [ -n "${w[untraced]:-}" ]; then
@@ -160,14 +171,15 @@ for r in $(seq "$rounds"); do
         ratios="$ratios $ratio" cpu_ratios="$cpu_ratios $cpu_ratio"
         line="$line (attached/untraced: wall $ratio, cpu $cpu_ratio)"
     fi
-    echo "$line  [wall/cpu/run-delay/tracer-cpu ns per iteration${SCHED_WAITS:+, (waits behind tracer+others)}]"
-    unset w c d t wt wo
+    echo "$line  [wall/cpu/run-delay/blocked/tracer-cpu ns per iteration${SCHED_WAITS:+, (waits behind tracer+others)}]"
+    unset w c d b t wt wo
 done
 for mode in "${modes[@]}"; do
-    printf '%-9s wall median %9s range %s   cpu median %8s range %s   run delay median %8s range %s   tracer cpu median %s range %s ns/iteration\n' "$mode" \
+    printf '%-9s wall median %9s range %s   cpu median %8s range %s   run delay median %8s range %s   blocked median %8s range %s   tracer cpu median %s range %s ns/iteration\n' "$mode" \
         "$(echo "${wall[$mode]}" | median)" "$(echo "${wall[$mode]}" | range)" \
         "$(echo "${cpu[$mode]}" | median)" "$(echo "${cpu[$mode]}" | range)" \
         "$(echo "${delay[$mode]}" | median)" "$(echo "${delay[$mode]}" | range)" \
+        "$(echo "${blocked[$mode]}" | median)" "$(echo "${blocked[$mode]}" | range)" \
         "$(echo "${tcpu[$mode]}" | median)" "$(echo "${tcpu[$mode]}" | range)"
     if [ -n "${SCHED_WAITS:-}" ]; then
         printf '%-9s waits for a CPU behind the tracer median %s range %s, behind the rest median %s range %s ns/iteration\n' "$mode" \
