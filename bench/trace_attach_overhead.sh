@@ -134,7 +134,8 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
         ;;
     esac
     local tracer_cpu_ns=- waits="- -"
-    [ -s "$work/time" ] && tracer_cpu_ns="$(awk -v n="$n" '{printf "%.0f", ($1 + $2) * 1e9 / n}' "$work/time")"
+    # The last line: GNU time writes "Command exited with non-zero status 130" first after a SIGINT.
+    [ -s "$work/time" ] && tracer_cpu_ns="$(tail -n 1 "$work/time" | awk -v n="$n" '{printf "%.0f", ($1 + $2) * 1e9 / n}')"
     if [ -s "$work/sched.data" ]; then
         waits="$(perf script -i "$work/sched.data" -F cpu,time,event,trace 2>/dev/null |
             python3 "$here/sched_waits.py" "$pid" "$tids" | awk -v n="$n" '$1 == "none" {print "- -"; next} {printf "%.0f %.0f", $2 / n, ($4 + $6 + $8) / n}')"
