@@ -8,14 +8,16 @@ The seed table's shape (issue 23): --pools 16MiB,48MiB,256MiB is about 1/6, 1/2 
 data; run once with everything on --dir and once with --extra "--wal-dir L --dw-dir L" on another device.
 
 Usage: bench/pages_dw_design.py [--dir D] [--rounds N] [--secs S] [--pools 16MiB,256MiB] [--scale 10]
-       [--clients 8] [--out bench/results/pages_dw_design-DATE.jsonl]
+       [--clients 8] [--label one] [--out bench/results/pages_dw_design-DATE.jsonl]
+At the end it prints bench/pages_dw_table.py's table of the raw file.
 """
 
 import argparse
 import json
-import statistics
 import subprocess
 import time
+
+import pages_dw_table  # the table printed at the end (bench/pages_dw_table.py, next to this script)
 
 
 def main():
@@ -28,10 +30,10 @@ def main():
     ap.add_argument("--clients", default="8")
     ap.add_argument("--bin", default="target/release/syncbench")
     ap.add_argument("--extra", default="", help="more flags for syncbench pages, e.g. '--wal-dir /mnt'")
+    ap.add_argument("--label", default="", help="the table's devices column, e.g. 'one'")
     ap.add_argument("--out", default=time.strftime("bench/results/pages_dw_design-%Y%m%dT%H%M%SZ.jsonl", time.gmtime()))
     a = ap.parse_args()
     print(f"dir {a.dir}, scale {a.scale}, {a.clients} clients, {a.rounds} rounds x {a.secs} s per row; raw: {a.out}")
-    results = {}
     with open(a.out, "w") as raw:
         for pool in a.pools.split(","):
             for r in range(1, a.rounds + 1):
@@ -49,27 +51,13 @@ def main():
                 for row in doc["pages"]["rows"]:
                     name = row["mode"] if row["mode"] != "dw" else "dw-" + row["dw_design"]
                     rows[name] = row
-                    results.setdefault((pool, name), []).append(row)
                 fpw = rows["fpw"]["tps"]
                 print(f"{pool:>7} round {r} ({order[1]} {order[3]}): fpw {fpw:.0f}  "
                       f"2012 {rows['dw-2012']['tps']:.0f} ({rows['dw-2012']['tps'] / fpw:.2f})  "
                       f"pipelined {rows['dw-pipelined']['tps']:.0f} ({rows['dw-pipelined']['tps'] / fpw:.2f})  load {load}",
                       flush=True)
-    print("\n| pool | row | tps median (range) | vs fpw median (range) | WAL B/txn | evictions waited for dw "
-          "| dw syncs/txn | pages written ahead | rewritten before eviction |")
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|")
-    for pool in a.pools.split(","):
-        fpw = [row["tps"] for row in results[(pool, "fpw")]]
-        for name in ["fpw", "dw-2012", "dw-pipelined"]:
-            rows = results[(pool, name)]
-            tps = [row["tps"] for row in rows]
-            ratio = [t / f for t, f in zip(tps, fpw)]
-            med = lambda key: statistics.median(row[key] for row in rows)  # noqa: E731
-            print(f"| {pool} | {name} | {statistics.median(tps):.0f} ({min(tps):.0f}-{max(tps):.0f}) "
-                  f"| {statistics.median(ratio):.2f} ({min(ratio):.2f}-{max(ratio):.2f}) "
-                  f"| {med('wal_bytes_per_txn'):.0f} | {med('evictions_waited_for_dw'):.0f} "
-                  f"| {med('dw_syncs_per_txn'):.3f} | {med('dw_pages_written_ahead'):.0f} "
-                  f"| {med('dw_pages_rewritten_before_eviction'):.0f} |")
+    print()
+    pages_dw_table.print_table(a.out, a.label)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ import statistics
 import sys
 
 
-def main():
-    raw, label = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "")
+def print_table(raw, label=""):
+    """Print the table of raw file `raw` (one JSON line per round), its rows labelled `label`."""
     rows, pools, loads = {}, [], {}
     for line in open(raw):
         doc = json.loads(line)
@@ -41,6 +41,10 @@ def main():
                   f"| {med('dw_pages_rewritten_before_eviction'):,.0f} |")
     for pool in pools:
         print(f"<!-- {label} {pool} load average (1 min, before-after each round): {', '.join(loads[pool])} -->")
+
+
+def main():
+    print_table(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "")
 
 
 if __name__ == "__main__":

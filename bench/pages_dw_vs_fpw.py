@@ -36,7 +36,7 @@ def main():
         doc = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         tps = {row["mode"]: row["tps"] for row in doc["pages"]["rows"]}
         ratios.append(tps["dw"] / tps["fpw"])
-        print(f"{r:>5}  {modes.split(",")[0]:<5} {tps['fpw']:>9.0f} {tps['dw']:>9.0f} {ratios[-1]:>7.3f}", flush=True)
+        print(f"{r:>5}  {modes.split(',')[0]:<5} {tps['fpw']:>9.0f} {tps['dw']:>9.0f} {ratios[-1]:>7.3f}", flush=True)
     median, low, high = median_ci95(ratios)
     print(f"\ndw / fpw: median {median:.3f} (95% CI {low:.3f}-{high:.3f}, n={len(ratios)}); target >= 1.0")
 
