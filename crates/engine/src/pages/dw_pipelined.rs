@@ -21,12 +21,36 @@ use std::time::Duration;
 /// Batches in the ring: up to this many can be written and waiting for their sync at once.
 pub const RING_BATCHES: usize = 16;
 
-/// How far ahead of the clock hand the spooler looks, in frames: the dirty pages among them are the
-/// next evictions. A quarter of the ring, so a copy is not recycled before the hand reaches its page
-/// (measured: spooling every dirty page recycled 9 in 10 copies unused; a window of most of the ring,
-/// 7 in 10).
-pub fn spool_window_frames(batch_pages: usize) -> usize {
+/// How far down the line of next evictions (the dirty pages the clock would take, in clock order from
+/// the hand) the spooler copies pages: a quarter of the ring, so a copy is not recycled before its page
+/// goes home (measured: spooling every dirty page recycled 9 in 10 copies unused; a window of most of
+/// the ring, 7 in 10). Counted in dirty pages, not frames: the flusher keeps a quarter of the pool clean
+/// ahead of the hand, and a window of frames from the hand saw mostly those.
+pub fn spool_line_pages(batch_pages: usize) -> usize {
     RING_BATCHES / 4 * batch_pages
+}
+
+/// Ring positions recycled together when the spooler must reuse one: a quarter of the ring, so the
+/// data files are `fsync`ed once per four batches written rather than once per batch. Recycling drops
+/// the oldest copies, which the clock has used by then (a copy is taken within a quarter of the ring's
+/// capacity ahead of the hand); one whose page has not gone home yet is spooled again.
+pub const RECYCLE_BATCHES: u64 = (RING_BATCHES / 4) as u64;
+
+/// The batches a spooler about to write batch `seq` recycles: `None` while the ring has room or the
+/// position was recycled already; otherwise up to which batch (the position's previous batch and the
+/// next [`RECYCLE_BATCHES`] − 1, never past the last batch written).
+pub fn recycle_through(seq: u64, recycled: u64) -> Option<u64> {
+    let reused = seq.saturating_sub(RING_BATCHES as u64);
+    (reused > recycled).then(|| (reused + RECYCLE_BATCHES - 1).min(seq - 1))
+}
+
+/// Whether the spooler writes a batch of `ahead` candidate pages for the next evictions now, the
+/// nearest `nearest` places from the front of the line of next evictions: only a full batch — one ring write, one
+/// sync and a quarter of a recycle per `batch_pages` pages (measured before: ~20 pages per batch, so
+/// three times the syncs and recycle `fsync`s) — unless one is within half a batch of the front, when
+/// waiting would leave it to the flusher's 2012 path or a client's eviction.
+pub fn worth_spooling(ahead: usize, nearest: usize, batch_pages: usize) -> bool {
+    ahead > 0 && (ahead >= batch_pages || nearest < batch_pages.div_ceil(2))
 }
 
 /// The ring's bookkeeping (one per store in `pipelined` dw mode).
@@ -133,6 +157,11 @@ impl Pipeline {
         self.durable_changed.notify_all();
     }
 
+    /// Batches up to this one have been recycled.
+    pub fn recycled_seq(&self) -> u64 {
+        self.recycled_seq.load(Ordering::Acquire)
+    }
+
     /// Batches up to this one are durable.
     pub fn durable_seq(&self) -> u64 {
         self.durable_seq.load(Ordering::Acquire)
@@ -232,6 +261,27 @@ mod tests {
         // Already recycled: no lock needed, even with a home write in progress.
         let _home_write = p.home_write();
         assert_eq!(p.try_recycle(1, |_| Ok::<(), ()>(())), Ok(true));
+    }
+
+    #[test]
+    fn a_quarter_of_the_ring_is_recycled_at_once_and_only_when_needed() {
+        let ring = RING_BATCHES as u64;
+        assert_eq!(recycle_through(1, 0), None, "an empty ring");
+        assert_eq!(recycle_through(ring, 0), None, "the last free position");
+        assert_eq!(recycle_through(ring + 1, 0), Some(RECYCLE_BATCHES), "batch 1 and the next ones");
+        assert_eq!(recycle_through(ring + 2, RECYCLE_BATCHES), None, "recycled with batch 1");
+        assert_eq!(recycle_through(ring + 1 + RECYCLE_BATCHES, RECYCLE_BATCHES), Some(2 * RECYCLE_BATCHES));
+        assert!(RECYCLE_BATCHES < ring, "never the batch about to be written");
+    }
+
+    #[test]
+    fn only_full_batches_are_spooled_unless_the_hand_is_near() {
+        assert!(!worth_spooling(0, 0, 64), "nothing to spool");
+        assert!(!worth_spooling(20, 40, 64), "a partial batch far from the hand waits");
+        assert!(worth_spooling(64, 40, 64), "a full batch");
+        assert!(worth_spooling(1, 31, 64), "the hand is about to take a page without a copy");
+        assert!(!worth_spooling(1, 32, 64));
+        assert!(worth_spooling(1, 0, 1), "batches of one page");
     }
 
     #[test]

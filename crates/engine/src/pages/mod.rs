@@ -22,17 +22,18 @@ pub use store::{Background, DW_FLUSH_MARK, PageStore, StoreStats, Tx, data_file_
 
 use std::path::PathBuf;
 
-/// Torn-page protection.
+/// Torn-page protection. The discriminant is the control file's code (docs/format-pages.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum Mode {
     /// No protection: a torn page is detected by its checksum and recovery stops. Unsafe baseline.
-    None,
+    None = 0,
     /// Full-page writes: the first change to a page after a checkpoint logs its whole image.
-    Fpw,
+    Fpw = 1,
     /// Double-write buffer: pages are written and synced to a scratch area before going home.
-    Dw,
+    Dw = 2,
     /// O_DIRECT + RWF_ATOMIC: the device writes each page untorn.
-    Atomic,
+    Atomic = 3,
 }
 
 /// Written as the name users type, so tables and messages read `fpw`, not `Fpw`.
@@ -62,12 +63,7 @@ impl Mode {
     }
 
     fn code(self) -> u8 {
-        match self {
-            Mode::None => 0,
-            Mode::Fpw => 1,
-            Mode::Dw => 2,
-            Mode::Atomic => 3,
-        }
+        self as u8
     }
 
     fn from_code(code: u8) -> Option<Mode> {
@@ -75,17 +71,19 @@ impl Mode {
     }
 }
 
-/// How the double-write buffer (`dw` mode) writes pages: see docs/pages.md.
+/// How the double-write buffer (`dw` mode) writes pages: see docs/pages.md. The discriminant is the
+/// control file's code (byte 42; 0 in files written before designs existed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum DwDesign {
     /// The 2012 prototype (shared/seeds/003): pages are double-written when they are evicted or
     /// checkpointed, a batch or a single page at a time, each write followed by a sync.
     #[default]
-    V2012,
+    V2012 = 0,
     /// Pages are spooled into a ring of batches ahead of eviction and of the checkpoint's home writes and
     /// synced by their own thread, several batches in flight; evictions prefer pages whose copy is
     /// durable and then write only home.
-    Pipelined,
+    Pipelined = 1,
 }
 
 impl DwDesign {
@@ -105,12 +103,9 @@ impl DwDesign {
         DwDesign::ALL.into_iter().find(|d| d.name() == name)
     }
 
-    /// The control file's code (byte 42; 0 in files written before designs existed).
+    /// The control file's code.
     pub(crate) fn code(self) -> u8 {
-        match self {
-            DwDesign::V2012 => 0,
-            DwDesign::Pipelined => 1,
-        }
+        self as u8
     }
 
     pub(crate) fn from_code(code: u8) -> Option<DwDesign> {

@@ -137,6 +137,20 @@ impl Pool {
         self.map.len() == self.frames.len()
     }
 
+    /// The first `count` dirty frames the clock would take (unreferenced, unpinned, idle), in clock
+    /// order from the hand: the next evictions, and the order the flusher writes pages home in.
+    pub fn dirty_victims_in_order(&self, count: usize) -> Vec<usize> {
+        let n = self.frames.len();
+        (0..n)
+            .map(|step| (self.hand + step) % n)
+            .filter(|&idx| {
+                let f = &self.frames[idx];
+                f.dirty && !f.referenced && !f.pinned && !f.io_busy
+            })
+            .take(count)
+            .collect()
+    }
+
     /// Dirty frames among the next `window` frames from the clock hand that the hand would take:
     /// unreferenced (not used since it last passed), unpinned and idle. The clock only moves when
     /// clients evict, so these are the writes the next evictions would make clients pay.
@@ -221,8 +235,11 @@ mod tests {
         assert_eq!(pool.dirty_victims_ahead(2), 1, "only frame 1 is within two of the hand");
         assert_eq!(pool.dirty_victims_ahead(6), 2);
         assert_eq!(pool.dirty_victims_ahead(100), 2, "the window never wraps twice");
+        assert_eq!(pool.dirty_victims_in_order(6), vec![1, 4]);
+        assert_eq!(pool.dirty_victims_in_order(1), vec![1], "the first in clock order");
         pool.frames[4].io_busy = true;
         pool.frames[1].pinned = true;
+        assert!(pool.dirty_victims_in_order(6).is_empty());
         assert_eq!(pool.dirty_victims_ahead(6), 0, "pages being written or changed are not victims");
         // Replacing a page keeps the pool full.
         pool.install(3, id(9), false);

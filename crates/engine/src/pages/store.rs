@@ -96,6 +96,30 @@ struct Inner {
     redo_lsn: Lsn,
 }
 
+/// Which pages a spool step takes (`pipelined`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    /// The spooler thread: next evictions only as a full batch or when the hand is near.
+    FullBatch,
+    /// Whatever there is to spool (the flusher has nothing safe to write home).
+    Any,
+    /// A client's victim first, then whatever there is.
+    Victim(usize),
+}
+
+/// `pipelined`: note ring batch `seq` as the copy of `frame` if it can be spooled and has no current
+/// copy; returns its previous copy (batch, LSN).
+fn mark_for_spool(p: &Pipeline, frame: &mut super::pool::Frame, seq: u64) -> Option<(u64, Lsn)> {
+    let lsn = page::lsn(frame.data.as_slice());
+    let spoolable = frame.dirty && !frame.pinned && !frame.io_busy && !frame.torn;
+    if !spoolable || p.is_current(frame.dw_seq, frame.dw_lsn, lsn) {
+        return None;
+    }
+    let previous = (frame.dw_seq, frame.dw_lsn);
+    (frame.dw_seq, frame.dw_lsn) = (seq, lsn);
+    Some(previous)
+}
+
 /// A page copy on its way to disk.
 struct PageCopy {
     frame: usize,
@@ -786,8 +810,10 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             return Ok(written);
         }
         // Copies written but not yet synced: sync them now (a group sync) rather than double-write the
-        // same pages again the 2012 way.
-        if self.dw_sync_ring_now()? {
+        // same pages again the 2012 way. None: spool what there is (even less than a batch), then sync.
+        let synced = self.dw_sync_ring_now()?;
+        let spooled = !synced && self.spool_step(true)?.is_some() && self.dw_sync_ring_now()?;
+        if synced || spooled {
             let written = self.flush_batch(safe)?;
             if written > 0 {
                 return Ok(written);
@@ -820,6 +846,12 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     /// ring position's previous batch is not yet durable (several batches in flight, never more than the
     /// ring holds).
     pub fn dw_spool(&self) -> PageResult<Option<u64>> {
+        self.spool_step(false)
+    }
+
+    /// [`PageStore::dw_spool`]; `force`: spool whatever there is, even less than a batch far from the
+    /// hand (the flusher, which has nothing safe to write home).
+    fn spool_step(&self, force: bool) -> PageResult<Option<u64>> {
         let (Some(p), Some(dw)) = (&self.pipeline, &self.dw) else { return Ok(None) };
         self.check_poison()?;
         let _one_spooler = lock(&p.spool);
@@ -828,7 +860,8 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         if p.durable_seq() < reused {
             return Ok(None);
         }
-        let copies = self.pick_for_spool(&mut lock(&self.inner), p, seq, None);
+        let first = if force { Pick::Any } else { Pick::FullBatch };
+        let copies = self.pick_for_spool(&mut lock(&self.inner), p, seq, first);
         if copies.is_empty() {
             return Ok(None);
         }
@@ -845,11 +878,12 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         seq: u64,
         copies: &[(PageId, Lsn, AlignedBuf)],
     ) -> PageResult<()> {
-        let reused = seq.saturating_sub(RING_BATCHES as u64);
-        // The copies in this position protect nothing from now on: the home writes that relied on them
-        // are made durable before they are overwritten.
-        let recycled = if reused > 0 { p.recycle(reused, |file| self.sync_data_file(file)) } else { Ok(()) };
-        self.poison(recycled)?;
+        // The copies in this position (and the next few) protect nothing from now on: the home writes
+        // that relied on them are made durable before they are overwritten.
+        if let Some(through) = dw_pipelined::recycle_through(seq, p.recycled_seq()) {
+            let recycled = p.recycle(through, |file| self.sync_data_file(file));
+            self.poison(recycled)?;
+        }
         let max_lsn = copies.iter().map(|(_, lsn, _)| *lsn).max().unwrap_or(0);
         let written = self.write_ahead(max_lsn).and_then(|()| {
             let mut images = AlignedBuf::new(copies.len() * self.config.page_size, self.config.page_size);
@@ -884,63 +918,73 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         // client holds the pool lock, which everyone waits for (and crashtest, which runs a client's
         // transaction inside the flusher's page write on the same thread, deadlocked on it). Then
         // `write_spooled`'s recycle has nothing left to do.
-        if reused > 0 && !self.poison(p.try_recycle(reused, |file| self.sync_data_file(file)))? {
+        if let Some(through) = dw_pipelined::recycle_through(seq, p.recycled_seq())
+            && !self.poison(p.try_recycle(through, |file| self.sync_data_file(file)))?
+        {
             return Ok(false);
         }
-        let copies = self.pick_for_spool(inner, p, seq, Some(idx));
+        let copies = self.pick_for_spool(inner, p, seq, Pick::Victim(idx));
         self.write_spooled(p, dw, seq, &copies)?;
         self.dw_sync_ring(seq)?;
         Ok(true)
     }
 
     /// Copy up to one batch of frames to spool as ring batch `seq` and note the copy in each frame. In
-    /// order: the next evictions (unreferenced dirty pages within [`dw_pipelined::spool_window_frames`]
-    /// of the clock hand); a running checkpoint's pages (so its home writes find their copies durable);
-    /// and, when clean frames run low, the unreferenced dirty pages the flusher takes next (within twice
-    /// that window: farther on, a copy would be recycled or the page changed before the hand arrives).
-    /// `first`: a frame to take before all others (a client's victim).
-    fn pick_for_spool(
-        &self,
-        inner: &mut Inner,
-        p: &Pipeline,
-        seq: u64,
-        first: Option<usize>,
-    ) -> Vec<(PageId, Lsn, AlignedBuf)> {
-        let n = inner.pool.frames.len();
-        let start = inner.pool.hand();
-        let window = n.min(dw_pipelined::spool_window_frames(self.config.dw_batch_pages));
-        let checkpointing = p.checkpointing();
-        let low_clean = inner.pool.clean_frames() < self.clean_target(n);
-        // (frames to look at, from which frame, which of them)
-        type Wanted = fn(&super::pool::Frame) -> bool;
-        let passes: [(usize, usize, Wanted); 4] = [
-            (usize::from(first.is_some()), first.unwrap_or(0), |_| true),
-            (window, start, |f| !f.referenced),
-            (if checkpointing { n } else { 0 }, start, |f| f.checkpoint_needed),
-            (if low_clean { n.min(2 * window) } else { 0 }, start, |f| !f.referenced),
-        ];
-        let mut copies = Vec::new();
-        for (frames, from, wanted) in passes {
-            for step in 0..frames {
-                if copies.len() == self.config.dw_batch_pages {
+    /// order: a client's victim; the next evictions — the first [`dw_pipelined::spool_line_pages`]
+    /// dirty pages the clock would take (unreferenced, idle), in clock order from the hand, which is
+    /// also the order the flusher writes them home in; a running checkpoint's pages (so its home writes
+    /// find their copies durable); and, when clean frames run low, as many again further down that
+    /// line. Farther on, a copy would be recycled or the page changed before it goes home. `how`: with
+    /// [`Pick::FullBatch`] (the spooler thread) next evictions alone are spooled only as a full batch
+    /// or when one is near the front of the line ([`dw_pipelined::worth_spooling`]); nothing is picked
+    /// otherwise.
+    fn pick_for_spool(&self, inner: &mut Inner, p: &Pipeline, seq: u64, how: Pick) -> Vec<(PageId, Lsn, AlignedBuf)> {
+        let batch = self.config.dw_batch_pages;
+        let window = dw_pipelined::spool_line_pages(batch);
+        let low_clean = inner.pool.clean_frames() < self.clean_target(inner.pool.frames.len());
+        let line = inner.pool.dirty_victims_in_order(if low_clean { 2 * window } else { window });
+        let victim = if let Pick::Victim(idx) = how { vec![idx] } else { Vec::new() };
+        let checkpoint: Vec<usize> = if p.checkpointing() {
+            let frames = &inner.pool.frames;
+            (0..frames.len()).filter(|&idx| frames[idx].checkpoint_needed).collect()
+        } else {
+            Vec::new()
+        };
+        // (frame, its previous copy) for each pick; the nearest pick's place in the line.
+        let mut picked: Vec<(usize, u64, Lsn)> = Vec::new();
+        // A victim's or a checkpoint's page is spooled whatever the batch's size.
+        let (mut forced, mut nearest) = (false, usize::MAX);
+        // (frames, their first place in the line of next evictions; None: a victim's or a checkpoint's)
+        let (near, far) = line.split_at(line.len().min(window));
+        let passes = [(&victim[..], None), (near, Some(0)), (&checkpoint[..], None), (far, Some(window))];
+        for (frames, line_rank) in passes {
+            for (rank, &idx) in frames.iter().enumerate() {
+                if picked.len() == batch {
                     break;
                 }
-                let frame = &mut inner.pool.frames[(from + step) % n];
-                let lsn = page::lsn(frame.data.as_slice());
                 // A frame picked in an earlier pass is current from then on, so it is not picked twice.
-                let spoolable = frame.dirty && !frame.pinned && !frame.io_busy && !frame.torn;
-                if !spoolable || !wanted(frame) || p.is_current(frame.dw_seq, frame.dw_lsn, lsn) {
-                    continue;
+                let Some((dw_seq, dw_lsn)) = mark_for_spool(p, &mut inner.pool.frames[idx], seq) else { continue };
+                picked.push((idx, dw_seq, dw_lsn));
+                match line_rank {
+                    Some(first) => nearest = nearest.min(first + rank),
+                    None => forced = true,
                 }
-                if frame.dw_seq != 0 {
-                    add(&self.counters.dw_pages_respooled, 1);
-                }
-                frame.dw_seq = seq;
-                frame.dw_lsn = lsn;
-                let mut bytes = AlignedBuf::new(self.config.page_size, self.config.page_size);
-                bytes.as_mut_slice().copy_from_slice(frame.data.as_slice());
-                copies.push((frame.id.expect("dirty frame has a page"), lsn, bytes));
             }
+        }
+        let wait = how == Pick::FullBatch && !forced && !dw_pipelined::worth_spooling(picked.len(), nearest, batch);
+        let mut copies = Vec::with_capacity(picked.len());
+        for (idx, dw_seq, dw_lsn) in picked {
+            let frame = &mut inner.pool.frames[idx];
+            if wait {
+                (frame.dw_seq, frame.dw_lsn) = (dw_seq, dw_lsn);
+                continue;
+            }
+            if dw_seq != 0 {
+                add(&self.counters.dw_pages_respooled, 1);
+            }
+            let mut bytes = AlignedBuf::new(self.config.page_size, self.config.page_size);
+            bytes.as_mut_slice().copy_from_slice(frame.data.as_slice());
+            copies.push((frame.id.expect("dirty frame has a page"), frame.dw_lsn, bytes));
         }
         add(&self.counters.dw_pages_spooled, copies.len() as u64);
         copies
