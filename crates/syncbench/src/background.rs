@@ -246,6 +246,17 @@ mod tests {
     }
 
     #[test]
+    fn a_case_whose_sync_failed_fails_the_part_under_writes_an_unsupported_one_does_not() {
+        use crate::schema::CaseResult;
+        let ok = CaseResult { supported: true, ops: 10, label: "1 × 8192 B fdatasync".into(), ..Default::default() };
+        let unsupported = CaseResult { supported: false, error: Some("EINVAL: O_DIRECT".into()), ..Default::default() };
+        let failed = CaseResult { supported: true, error: Some("fdatasync: Input/output error".into()), ..ok.clone() };
+        assert_eq!(no_failed_case(vec![ok.clone(), unsupported.clone()]).unwrap().len(), 2);
+        let error = no_failed_case(vec![ok, unsupported, failed]).unwrap_err().to_string();
+        assert!(error.ends_with("1 × 8192 B fdatasync: fdatasync: Input/output error"), "{error}");
+    }
+
+    #[test]
     fn a_failed_part_is_reported_as_failed_not_as_a_table() {
         let writer = BackgroundStats::not_started(Rate::Max, "cannot start the background writer: x".into());
         let run = BackgroundRun { writer: writer.clone(), results: Vec::new() };
@@ -287,9 +298,20 @@ pub fn run_cases(
     rate: Rate,
 ) -> BackgroundRun {
     let target = crate::runner::Target::Disk(prepared);
-    let (results, writer) =
-        measure_under(dir, rate, || Ok(crate::runner::run_plan(cases, rounds, budget, &target, None, &mut |_| {})));
+    let (results, writer) = measure_under(dir, rate, || {
+        no_failed_case(crate::runner::run_plan(cases, rounds, budget, &target, None, &mut |_| {}))
+    });
     BackgroundRun { writer, results: results.unwrap_or_default() }
+}
+
+/// A case whose sync failed under background writes fails the part under writes (marked FAILED, exit 1),
+/// as it does idle: a failed sync is an error, never a row left out of the table. A case the file system
+/// does not support (O_DIRECT on tmpfs) is not a failure.
+pub fn no_failed_case(results: Vec<crate::schema::CaseResult>) -> anyhow::Result<Vec<crate::schema::CaseResult>> {
+    match results.iter().find(|c| c.supported && c.error.is_some()) {
+        Some(c) => Err(anyhow::anyhow!("{} {}: {}", c.section, c.label.trim(), c.error.as_deref().unwrap_or_default())),
+        None => Ok(results),
+    }
 }
 
 /// Run `measure` while a background writer dirties data in `dir` at `rate`; the writer is stopped (and its

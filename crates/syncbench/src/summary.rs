@@ -76,7 +76,13 @@ pub fn commit_answer(results: &crate::commit::CommitResults, verdicts: &[Verdict
     }
     let rounds = results.points.first().map_or(0, |p| p.rounds_commits_per_s.len());
     let min = crate::commit::MIN_INTERVAL_ROUNDS;
-    out.push_str(&if rounds >= min as usize {
+    let without: usize =
+        results.points.iter().filter(|p| p.ci95_rel.is_none() && !p.lower_bound && p.commits > 0).count();
+    out.push_str(&if rounds >= min as usize && without > 0 {
+        format!(
+            "  noise: each point in {rounds} rounds, ± from their spread; {without} point(s) with fewer than {min} rounds that acknowledged commits: no interval\n"
+        )
+    } else if rounds >= min as usize {
         format!("  noise: each point in {rounds} rounds, the points in a new order every round; ± from their spread\n")
     } else if rounds == 0 {
         "  noise: no rounds recorded (a file from before them), no interval\n".to_string()
@@ -355,6 +361,17 @@ mod tests {
             text.contains("noise: 2 round(s) per point (--secs under 0.9 s), too few for an interval (3 at least)")
         );
         assert!(text.contains("one client: 156 commits/s with"), "no ± without an interval: {text}");
+        // Three rounds recorded, but one point's interval could not be computed (rounds that acknowledged
+        // nothing): the noise line says so instead of claiming ± for every point.
+        let mut three = results.clone();
+        three.points.iter_mut().for_each(|p| {
+            p.rounds_commits_per_s = vec![p.commits_per_s; 3];
+            p.commits = 100;
+            p.ci95_rel = Some(0.1);
+        });
+        three.points[1].ci95_rel = None;
+        let text = commit_answer(&three, &[]);
+        assert!(text.contains("1 point(s) with fewer than 3 rounds that acknowledged commits: no interval"), "{text}");
         let row = |mode: &str, tps, checkpoints| crate::pages::PagesRow {
             mode: Mode::from_name(mode).expect("a mode name"),
             supported: true,

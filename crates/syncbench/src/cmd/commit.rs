@@ -45,7 +45,7 @@ pub struct Args {
     /// instead of waking another thread to lead (0 = PostgreSQL's behaviour).
     #[arg(long, default_value_t = 0)]
     pub leader_extra_batches: u32,
-    /// Seconds to time each point (after a short warm-up), split into rounds of 0.5 s (3 to 6; under 0.9 s
+    /// Seconds to time each point (after a short warm-up), split into rounds of 0.3–0.5 s (3 to 6; under 0.9 s
     /// fewer, and no interval: two rounds would give ±1000%). Default 3, or 1 with --quick.
     #[arg(long)]
     pub secs: Option<f64>,

@@ -294,7 +294,9 @@ fn pool(rounds: &[CommitPoint]) -> CommitPoint {
         latency_ns: by_rate[by_rate.len() / 2].latency_ns,
         duration_s,
         cpu_steal_pct: (steal_time > 0.0).then(|| steal.iter().map(|(s, d)| s * d).sum::<f64>() / steal_time),
-        ci95_rel: (rates.len() >= MIN_INTERVAL_ROUNDS as usize)
+        // Rounds without a rate (no commit acknowledged in a short window) carry no information: the
+        // interval needs three rounds with one, or t(1) gives ±1000% again.
+        ci95_rel: (rates.iter().filter(|r| **r > 0.0 && r.is_finite()).count() >= MIN_INTERVAL_ROUNDS as usize)
             .then(|| crate::rounds::prediction_rel(&rates, commits_per_s))
             .flatten(),
         rounds_commits_per_s: rates,
@@ -374,6 +376,9 @@ mod tests {
         assert_eq!(two.rounds_commits_per_s, vec![100.0, 130.0]);
         let three = pool(&[round(100), round(130), round(115)]);
         assert!(three.ci95_rel.is_some_and(|c| c > 0.0 && c < 1.0), "{:?}", three.ci95_rel);
+        // Three rounds, one of which acknowledged nothing: two rates, so no interval either.
+        let one_empty = pool(&[round(100), round(0), round(130)]);
+        assert_eq!(one_empty.ci95_rel, None, "a round without a rate is no information");
     }
 
     #[test]

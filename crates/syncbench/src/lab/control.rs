@@ -226,7 +226,13 @@ impl Client {
 
     /// The device's counters.
     pub fn stats(&self) -> anyhow::Result<Stats> {
-        Ok(serde_json::from_value(self.call(&Request::Stats)?)?)
+        // A lab started by another syncbench version may answer in another shape: say what to do.
+        serde_json::from_value(self.call(&Request::Stats)?).with_context(|| {
+            format!(
+                "the lab server on {} answers in a shape this syncbench does not read (started by another version?): `syncbench lab down` it and bring it up again",
+                self.dir.display()
+            )
+        })
     }
 
     /// Tear the lab down; returns once the server confirmed everything is gone.
