@@ -6,7 +6,7 @@
 /// the name. With `else Variant`, a name this syncbench does not know reads from JSON as that variant (a
 /// newer syncbench's file stays readable); without it, such a name is an error naming the known ones.
 ///
-/// ```ignore
+/// ```text
 /// named_enum! {
 ///     /// What a device is.
 ///     pub enum DeviceKind ("device kind") else Unknown {
