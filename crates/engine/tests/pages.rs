@@ -661,3 +661,39 @@ fn a_pipelined_checkpoint_writes_through_the_ring_when_nothing_is_evicted() {
     // 2012: a data-file sync per batch of 8 and the checkpoint's own; pipelined: the checkpoint's only.
     assert_eq!(syncs_besides_dw, vec![6, 1]);
 }
+
+/// Fail-stop for the ring: after a failed ring sync, a later one (a client needing a copy, the sync thread)
+/// must not sync again and mark the batch durable — fsync reports an error once, so a retry could
+/// "succeed" on copies that were lost, and a page would go home relying on them.
+#[test]
+fn a_ring_sync_after_a_failed_one_refuses_and_marks_nothing_durable() {
+    use std::sync::atomic::Ordering;
+    use syncbench_engine::pages::PageStore;
+    let dir = tempfile::tempdir().unwrap();
+    let storage = wal_common::FaultyStorage::default();
+    let store = PageStore::create(storage.clone(), dir.path(), pipelined_pool(Default::default())).unwrap();
+    store.finish_load().unwrap();
+    let batch = pipelined_pool(Default::default()).dw_batch_pages as u32;
+    let write = |pages: std::ops::Range<u32>| {
+        store
+            .update(1, |tx| {
+                pages.clone().try_for_each(|n| tx.write(PageId { file: 0, page_no: n }, page::HEADER_BYTES, &[3; 8]))
+            })
+            .unwrap()
+    };
+    // As in the eviction test above: every frame dirty, then evictions until the next batch can be spooled.
+    write(0..64);
+    store.checkpoint().unwrap();
+    write(0..64);
+    write(64..64 + batch);
+    let seq = store.dw_spool().unwrap().expect("a batch of dirty pages to spool");
+    storage.faults.fail_syncs.store(true, Ordering::SeqCst);
+    let failed = store.dw_sync_ring(seq);
+    assert!(failed.is_err(), "the ring sync fails: {failed:?}");
+    storage.faults.fail_syncs.store(false, Ordering::SeqCst);
+    let syncs = store.stats().dw_syncs;
+    let retried = store.dw_sync_ring(seq).unwrap_err();
+    assert!(matches!(retried, PageError::Poisoned { .. }), "no second ring sync: {retried}");
+    assert_eq!(store.stats().dw_syncs, syncs, "nothing synced, nothing marked durable");
+    assert!(store.dw_spool().unwrap_err().is_poisoned(), "and nothing spooled over the ring");
+}

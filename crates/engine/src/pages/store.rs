@@ -148,6 +148,12 @@ pub struct PageStore<S: Storage> {
     batch_io: Mutex<()>,
     checkpoint_lock: Mutex<()>,
     poisoned: Mutex<Option<String>>,
+    /// Held across a sync and the poisoning of its failure: a sync that starts after another failed sees the
+    /// poison and refuses, instead of succeeding on data the failed one lost (fsync reports an error once).
+    data_sync: Mutex<()>,
+    /// The same for the double-write ring's syncs: a ring batch is marked durable only by a sync that began
+    /// on an unpoisoned store and succeeded.
+    ring_sync: Mutex<()>,
     counters: Counters,
 }
 
@@ -306,6 +312,8 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             batch_io: Mutex::new(()),
             checkpoint_lock: Mutex::new(()),
             poisoned: Mutex::new(None),
+            data_sync: Mutex::new(()),
+            ring_sync: Mutex::new(()),
             counters: Counters::default(),
         }
     }
@@ -389,8 +397,12 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(())
     }
 
+    /// Fail-stop: never syncs after a failed sync (of any file: a retried fsync can succeed with the data
+    /// lost), and poisons the store on its own failure before another sync can start.
     fn sync_data_file(&self, file: u32) -> PageResult<()> {
-        self.files[file as usize].sync_all()?;
+        let _one_at_a_time = lock(&self.data_sync);
+        self.check_poison()?;
+        self.poison(self.files[file as usize].sync_all().map_err(PageError::from))?;
         add(&self.counters.data_syncs, 1);
         Ok(())
     }
@@ -574,7 +586,10 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
                 // Its copy is written but not yet synced: one sync of the ring (which makes every batch
                 // written so far durable) instead of a double-write of its own and two syncs.
                 if p.is_current(frame.dw_seq, frame.dw_lsn, lsn) {
-                    if !p.is_safe(frame.dw_seq, frame.dw_lsn, lsn) && self.poison(self.dw_sync_ring_now())? {
+                    // Only a batch already written can be made durable by a sync; one still being written
+                    // (a spool in progress) leaves this page to the 2012 path below, counted there once.
+                    let written = frame.dw_seq <= p.written_seq();
+                    if !p.is_safe(frame.dw_seq, frame.dw_lsn, lsn) && written && self.poison(self.dw_sync_ring_now())? {
                         add(&self.counters.evictions_waited_for_dw, 1);
                     }
                 } else if self.poison(self.spool_for_eviction(inner, idx))? {
@@ -840,8 +855,8 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(true)
     }
 
-    /// `pipelined`: spool one batch of dirty pages the clock is coming to (unreferenced ones within
-    /// [`dw_pipelined::spool_window_frames`] of the hand) that have no current copy in the ring, into the next ring
+    /// `pipelined`: spool one batch of dirty pages the clock is coming to (unreferenced ones on the line of
+    /// next evictions, in clock order from the hand) that have no current copy in the ring, into the next ring
     /// position, without syncing; [`PageStore::dw_sync_ring`] makes it durable. Returns the batch's
     /// sequence number, or `None` when there is nothing to spool, the store is not `pipelined`, or the
     /// ring position's previous batch is not yet durable (several batches in flight, never more than the
@@ -877,6 +892,9 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         seq: u64,
         copies: &[(PageId, Lsn, AlignedBuf)],
     ) -> PageResult<()> {
+        // Under `p.spool`: a spooler that waited for the lock while another's recycle fsync failed must not
+        // overwrite the position that fsync was to free (its `recycled_seq` already moved on).
+        self.check_poison()?;
         // The copies in this position (and the next few) protect nothing from now on: the home writes
         // that relied on them are made durable before they are overwritten.
         if let Some(through) = dw_pipelined::recycle_through(seq, p.recycled_seq()) {
@@ -998,6 +1016,13 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     /// written before this call: the spooler hands them over in order).
     pub fn dw_sync_ring(&self, seq: u64) -> PageResult<()> {
         let (Some(p), Some(dw)) = (&self.pipeline, &self.dw) else { return Ok(()) };
+        // A ring sync after a failed one could succeed on copies the failed one lost: refuse once poisoned,
+        // and poison before another ring sync can start.
+        let _one_at_a_time = lock(&self.ring_sync);
+        self.check_poison()?;
+        if p.durable_seq() >= seq {
+            return Ok(()); // the sync this one waited behind covered it
+        }
         if !self.config.faults.dw_skip_fsync {
             self.poison(dw.sync().map_err(PageError::from))?;
             add(&self.counters.data_syncs, 1);
