@@ -351,12 +351,20 @@ impl Attacher {
     /// (`all`: including the youngest, after the events were disabled).
     fn handle_all(&mut self, events: &mut Tracepoints, all: bool) {
         let kinds = &self.kinds;
-        let mut opened = Vec::new();
-        let samples = events.drain_ordered_seeing(all, |s| {
-            if let Some(Kind::Exit { open: true } | Kind::Opened) = kinds.get(&s.event_id()) {
+        let (mut opened, mut forks) = (Vec::new(), Vec::new());
+        let samples = events.drain_ordered_seeing(all, |s| match kinds.get(&s.event_id()) {
+            Some(Kind::Exit { open: true } | Kind::Opened) => {
                 opened.push((s.pid, word(&s.raw, ARGS_OFFSET) as i64 as i32));
             }
+            Some(Kind::Fork { child_pid }) => forks.push((s.pid, child_pid.int(&s.raw) as Pid)),
+            _ => {}
         });
+        // A child forked a moment ago is followed at once, so the descriptors it opens are named while they
+        // are surely open; its fork is handled again in time order below (a reused pid's exit held back in
+        // the reorder window is then replayed before it).
+        for (parent, child) in forks {
+            self.follow.forked(parent, child);
+        }
         for (tgid, fd) in opened {
             self.name_early(tgid, fd);
         }
