@@ -12,6 +12,8 @@
 #![deny(missing_docs)]
 
 mod aligned;
+#[cfg(target_os = "linux")]
+pub mod bpf;
 mod fiemap;
 #[cfg(target_os = "linux")]
 pub mod perf;
