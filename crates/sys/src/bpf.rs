@@ -21,7 +21,6 @@ const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-const IOC_ENABLE: libc::c_ulong = 0x2400;
 /// `_IOW('$', 8, __u32)`.
 const IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
 
@@ -483,10 +482,10 @@ impl Program {
     }
 
     /// Run this program at every hit of tracepoint `id` (from tracefs), on every CPU, until the returned
-    /// attachment is dropped.
+    /// attachment is dropped. The program should return 1: 0 discards the hit for every perf event on
+    /// that CPU, other tools' included.
     pub fn attach_tracepoint(&self, id: u64) -> io::Result<Attachment> {
-        // perf_event_attr: type, size, config, sample_period = 1; the rest zero (no samples are written
-        // unless the program asks: it returns 0).
+        // perf_event_attr: type, size, config, sample_period = 1; the rest zero.
         let mut a = [0u64; 17];
         a[0] = u64::from(PERF_TYPE_TRACEPOINT) | (136u64 << 32);
         a[1] = id;
@@ -498,12 +497,13 @@ impl Program {
         }
         // SAFETY: a new fd returned by the kernel, owned by nobody else.
         let event = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        // SAFETY: ioctls on our perf fd; SET_BPF takes the program fd as its argument.
+        // The event is never enabled: the kernel runs the program at every hit once it is attached (the
+        // tracepoint is registered when the event is opened), and a disabled event is in no CPU's list,
+        // so a program returning 1 lets other perf users of the tracepoint (`perf record`, a second
+        // syncbench) record their samples while none is written for this event. (Returning 0 would
+        // discard theirs too.)
+        // SAFETY: ioctl on our perf fd; SET_BPF takes the program fd as its argument.
         if unsafe { libc::ioctl(event.as_raw_fd(), IOC_SET_BPF, self.fd.as_raw_fd()) } == -1 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: as above.
-        if unsafe { libc::ioctl(event.as_raw_fd(), IOC_ENABLE, 0) } == -1 {
             return Err(io::Error::last_os_error());
         }
         Ok(Attachment { _event: event })
@@ -712,9 +712,17 @@ mod tests {
             .mov_imm(Reg::R4, 0)
             .call(helper::RINGBUF_OUTPUT)
             .label("out")
-            .mov_imm(Reg::R0, 0)
+            .mov_imm(Reg::R0, 1) // 0 would discard `other`'s samples: this test fails then (tried)
             .exit();
         let prog = Program::load_tracepoint(&a.finish().unwrap(), "Dual MIT/GPL").unwrap();
+        // A perf user of the same tracepoint (another tool) keeps its samples while the program runs.
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let point = crate::perf::Tracepoint { id, filter: None, wake_each: false };
+        let cpus = crate::perf::online_cpus().unwrap();
+        let mut other =
+            crate::perf::Tracepoints::open(&[point], &crate::perf::Scope::Tasks(vec![tid]), &cpus, 8).unwrap();
+        other.enable().unwrap();
         let attached = prog.attach_tracepoint(id).unwrap();
         for _ in 0..5 {
             // SAFETY: getppid has no preconditions.
@@ -723,6 +731,7 @@ mod tests {
         drop(attached);
         // SAFETY: as above: after detaching, not counted.
         unsafe { libc::getppid() };
+        assert_eq!(other.drain().len(), 6, "the program discarded another perf user's samples");
         let count = u64::from_ne_bytes(counts.lookup(&0u32.to_ne_bytes()).unwrap().unwrap().try_into().unwrap());
         assert_eq!(count, 5);
         let mut records = Vec::new();

@@ -52,6 +52,12 @@ pub struct Args {
     /// calls are not sampled; the traced tasks pay more at each context switch).
     #[arg(long, conflicts_with_all = ["all", "command"])]
     pub per_task: bool,
+    /// What records an attached trace: `bpf` (the default: eBPF programs filter and pair the calls in
+    /// the kernel, one record per call; falls back to perf with one line on stderr when the kernel refuses
+    /// them) or `perf` (perf events: one sample per call entry and exit, filtered here). Given
+    /// explicitly, `bpf` does not fall back.
+    #[arg(long, value_name = "bpf|perf", value_parser = ["bpf", "perf"], conflicts_with = "command")]
+    pub tracer: Option<String>,
     /// Stop an attached trace after N seconds (default: at Ctrl-C).
     #[arg(long, value_name = "N")]
     pub secs: Option<f64>,
@@ -84,7 +90,7 @@ fn platform_main(_args: Args) -> Outcome {
 mod imp {
     use super::*;
     use crate::schema::Envelope;
-    use crate::trace::attach::AttachOptions;
+    use crate::trace::attach::{AttachOptions, Backend};
     use crate::trace::baseline;
     use crate::trace::follow::{self, Selection};
     use crate::trace::report::{self, TracePayload};
@@ -157,7 +163,18 @@ mod imp {
             ));
         }
         let per_task = args.per_task;
-        Ok(Some(AttachOptions { selection, duration, track_writes: !args.syncs_only, per_task }))
+        let backend = match args.tracer.as_deref() {
+            Some("bpf") if per_task => {
+                return Err(usage(
+                    "--per-task records with perf events per task: give --tracer perf or leave --tracer out",
+                ));
+            }
+            Some("bpf") => Backend::Bpf,
+            Some(_) => Backend::Perf,
+            None if per_task => Backend::Perf,
+            None => Backend::Default,
+        };
+        Ok(Some(AttachOptions { selection, duration, track_writes: !args.syncs_only, per_task, backend }))
     }
 
     fn parse_pids(text: &str) -> anyhow::Result<Vec<i32>> {

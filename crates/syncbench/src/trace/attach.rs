@@ -10,6 +10,7 @@
 use super::calls::{self, Entry, OpenSyncFlag, SyncCall};
 use super::fds::{self, FdTable};
 use super::follow::{self, Follow, Selection};
+use super::inkernel::{self, InKernel};
 use super::stats::Recorder;
 use super::tracer::Unseen;
 use crate::blockdev::requests::{BlockTrace, RequestReport};
@@ -25,7 +26,7 @@ use syncbench_sys::tracefs::{EventFormat, Field, Tracefs};
 
 /// Calls whose entry and exit are both recorded (timed, or their result names a descriptor), with the
 /// name of their tracepoints (`syscalls:sys_enter_NAME`, `sys_exit_NAME`).
-const TIMED: [(i64, &str); 14] = [
+pub(crate) const TIMED: [(i64, &str); 14] = [
     (libc::SYS_fsync, "fsync"),
     (libc::SYS_fdatasync, "fdatasync"),
     (libc::SYS_sync_file_range, "sync_file_range"),
@@ -42,7 +43,7 @@ const TIMED: [(i64, &str); 14] = [
     (libc::SYS_openat2, "openat2"),
 ];
 /// Calls whose entry alone matters (a descriptor number stops meaning what it meant; io_uring warning).
-const ENTRY_ONLY: [(i64, &str); 5] = [
+pub(crate) const ENTRY_ONLY: [(i64, &str); 5] = [
     (libc::SYS_close, "close"),
     (libc::SYS_dup2, "dup2"),
     (libc::SYS_dup3, "dup3"),
@@ -50,9 +51,9 @@ const ENTRY_ONLY: [(i64, &str); 5] = [
     (libc::SYS_io_uring_setup, "io_uring_setup"),
 ];
 /// The writes (left out with `--syncs-only`, except `pwritev2`, whose flags can make it durable).
-const PLAIN_WRITES: [i64; 4] = [libc::SYS_write, libc::SYS_pwrite64, libc::SYS_writev, libc::SYS_pwritev];
+pub(crate) const PLAIN_WRITES: [i64; 4] = [libc::SYS_write, libc::SYS_pwrite64, libc::SYS_writev, libc::SYS_pwritev];
 /// The opens, whose exits wake the reader at once so the new descriptor is named while surely open.
-const OPENS: [i64; 3] = [libc::SYS_open, libc::SYS_openat, libc::SYS_openat2];
+pub(crate) const OPENS: [i64; 3] = [libc::SYS_open, libc::SYS_openat, libc::SYS_openat2];
 
 /// The kernel-side filter keeping only these system calls (`id == 74 || id == 75 ...`).
 pub fn id_filter(nrs: &[i64]) -> String {
@@ -72,7 +73,25 @@ pub struct AttachOptions {
     /// instead of on every CPU: other programs' calls are not sampled, but the traced tasks pay for
     /// switching their events at every context switch (see `open_events`).
     pub per_task: bool,
+    /// What records the calls (`per_task` implies perf events).
+    pub backend: Backend,
 }
+
+/// What records an attached trace's calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// eBPF programs (`inkernel`), or perf events when they cannot be loaded (one line on stderr says why).
+    Default,
+    /// eBPF programs only (`--tracer bpf`): an error when they cannot be loaded.
+    Bpf,
+    /// perf events: one sample per call entry and exit, filtered and paired here (`--tracer perf`).
+    Perf,
+}
+
+/// The report's `mechanism` for each backend.
+pub const MECHANISM_BPF: &str = "eBPF programs on the syscall tracepoints";
+/// The perf backend's.
+pub const MECHANISM_PERF: &str = "perf_event syscall tracepoints";
 
 /// What an attached trace produced.
 #[derive(Debug)]
@@ -95,6 +114,91 @@ pub struct Attached {
     pub disk_stats: BTreeMap<Disk, stat::StatDelta>,
     /// Every disk's requests over the window, by kernel dev_t.
     pub disk_requests: BTreeMap<u64, RequestReport>,
+    /// [`MECHANISM_BPF`] or [`MECHANISM_PERF`].
+    pub mechanism: &'static str,
+}
+
+/// The events being recorded: perf rings (read in time order across CPUs) or the eBPF programs' ring
+/// (one record per call, in commit order, turned into the same samples).
+enum Recording {
+    Perf(Tracepoints),
+    Bpf(InKernel),
+}
+
+impl Recording {
+    fn wait(&self, timeout_ms: i32) -> io::Result<()> {
+        match self {
+            Recording::Perf(events) => Tracepoints::wait(&[events], timeout_ms),
+            Recording::Bpf(k) => k.wait(timeout_ms),
+        }
+    }
+
+    /// The samples ready to be handled (`all`: everything, after `stop`); `fresh` sees each new one first.
+    fn drain(&mut self, all: bool, fresh: impl FnMut(&Sample)) -> Vec<Sample> {
+        match self {
+            Recording::Perf(events) => events.drain_ordered_seeing(all, fresh),
+            Recording::Bpf(k) => {
+                let samples = k.drain();
+                samples.iter().for_each(fresh);
+                samples
+            }
+        }
+    }
+
+    fn stop(&mut self) -> io::Result<()> {
+        match self {
+            Recording::Perf(events) => events.disable(),
+            Recording::Bpf(k) => {
+                k.stop();
+                Ok(())
+            }
+        }
+    }
+
+    fn lost(&self) -> u64 {
+        match self {
+            Recording::Perf(events) => events.lost(),
+            Recording::Bpf(k) => k.lost(),
+        }
+    }
+}
+
+/// What the samples made from eBPF records mean (see `inkernel`).
+fn bpf_kinds() -> HashMap<u64, Kind> {
+    HashMap::from([
+        (inkernel::ENTER_ID, Kind::Enter),
+        (inkernel::EXIT_ID, Kind::Exit { open: false }),
+        (inkernel::EXIT_OPEN_ID, Kind::Exit { open: true }),
+        (inkernel::FORK_ID, Kind::Fork { child_pid: inkernel::FORK_CHILD }),
+        (inkernel::EXEC_ID, Kind::Exec),
+        (inkernel::TASK_EXIT_ID, Kind::TaskExit),
+    ])
+}
+
+/// Start recording with the backend asked for: the eBPF programs (recording from now on), or the perf
+/// events (opened disabled: `enable` starts them).
+fn open_recording(
+    tracefs: &Tracefs,
+    options: &AttachOptions,
+) -> io::Result<(Recording, HashMap<u64, Kind>, &'static str)> {
+    let bpf = || InKernel::start(tracefs, &options.selection, options.track_writes);
+    let in_kernel = match options.backend {
+        _ if options.per_task => None,
+        Backend::Perf => None,
+        Backend::Bpf => Some(bpf().map_err(|e| io::Error::new(e.kind(), format!("--tracer bpf: {e}")))?),
+        Backend::Default => bpf()
+            .inspect_err(|e| {
+                eprintln!("syncbench: eBPF unavailable ({e}); tracing with perf events instead (see --tracer)")
+            })
+            .ok(),
+    };
+    if let Some(k) = in_kernel {
+        return Ok((Recording::Bpf(k), bpf_kinds(), MECHANISM_BPF));
+    }
+    let scope = scope_of(&options.selection, options.per_task);
+    let (points, kinds) = open_events(tracefs, options.track_writes, &scope)?;
+    let events = open_for(&points, &options.selection, options.per_task)?;
+    Ok((Recording::Perf(events), kinds, MECHANISM_PERF))
 }
 
 /// What a tracepoint id means.
@@ -233,7 +337,7 @@ fn open_events(
 
 /// `syscalls:{sys_enter,sys_exit}_NAME`, checked to have the layout decoded here: the call number at 8,
 /// then the arguments (enter) or `ret` (exit) as 8-byte words from 16.
-fn syscall_event(tracefs: &Tracefs, which: &str, name: &str) -> io::Result<EventFormat> {
+pub(crate) fn syscall_event(tracefs: &Tracefs, which: &str, name: &str) -> io::Result<EventFormat> {
     let format = tracefs.event("syscalls", &format!("{which}_{name}"))?;
     let first = format.fields.values().filter(|f| f.offset > NR_OFFSET).map(|f| (f.offset, f.size)).min();
     let nr = format.field("__syscall_nr")?;
@@ -292,22 +396,22 @@ const POLL_EVERY: Duration = Duration::from_millis(50);
 /// `ready` is called once recording has started.
 pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce()) -> io::Result<Attached> {
     let tracefs = Tracefs::open(&std::env::temp_dir())?;
-    let scope = scope_of(&options.selection, options.per_task);
-    let (points, kinds) = open_events(&tracefs, options.track_writes, &scope)?;
-    let mut events = open_for(&points, &options.selection, options.per_task)?;
+    let (mut events, kinds, mechanism) = open_recording(&tracefs, &options)?;
     let all_disks: Vec<Disk> = disk::all_disks();
     let before = stat::Snapshot::take(&all_disks);
     let mut blocks = BlockTrace::start(&tracefs)?;
     drop(tracefs); // every id is known: unmount now if it was mounted for us
-    events.enable()?;
+    if let Recording::Perf(perf) = &events {
+        perf.enable()?;
+    }
     let started = Instant::now();
     let mut a = Attacher::new(options, kinds);
     a.check_abi_of_running();
     ready();
     let recorded = a.record(&mut events, &mut blocks, started, &stop);
-    events.disable()?;
-    recorded?;
     let duration_s = started.elapsed().as_secs_f64();
+    events.stop()?;
+    recorded?;
     a.handle_all(&mut events, true);
     let (disk_requests, block_lost) = blocks.finish()?;
     let disk_stats = stat::Snapshot::take(&all_disks).since(&before);
@@ -321,6 +425,7 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
         file_devs: a.file_devs,
         disk_stats,
         disk_requests,
+        mechanism,
     })
 }
 
@@ -349,10 +454,10 @@ impl Attacher {
 
     /// Read the rings: name each opened descriptor at once, then handle every sample in time order
     /// (`all`: including the youngest, after the events were disabled).
-    fn handle_all(&mut self, events: &mut Tracepoints, all: bool) {
+    fn handle_all(&mut self, events: &mut Recording, all: bool) {
         let kinds = &self.kinds;
         let (mut opened, mut forks) = (Vec::new(), Vec::new());
-        let samples = events.drain_ordered_seeing(all, |s| match kinds.get(&s.event_id()) {
+        let samples = events.drain(all, |s| match kinds.get(&s.event_id()) {
             Some(Kind::Exit { open: true } | Kind::Opened) => {
                 opened.push((s.pid, word(&s.raw, ARGS_OFFSET) as i64 as i32));
             }
@@ -377,14 +482,14 @@ impl Attacher {
     /// is gone.
     fn record(
         &mut self,
-        events: &mut Tracepoints,
+        events: &mut Recording,
         blocks: &mut BlockTrace,
         started: Instant,
         stop: &AtomicBool,
     ) -> io::Result<()> {
         let mut ticked = Instant::now();
         loop {
-            Tracepoints::wait(&[events], POLL_EVERY.as_millis() as i32)?;
+            events.wait(POLL_EVERY.as_millis() as i32)?;
             self.handle_all(events, false);
             // The rest once per POLL_EVERY, not at every wake-up: `all_gone` reads `/proc`, and that
             // open's own exit sample (opens wake this reader at once) made the next wait return at once:

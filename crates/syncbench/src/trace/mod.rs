@@ -1,6 +1,6 @@
 //! `syncbench trace`: watch a real program's durability calls, either by starting it under ptrace with a
 //! seccomp filter (`tracer`) or by attaching to running processes through the kernel's syscall
-//! tracepoints (`attach`, `follow`).
+//! tracepoints (`attach`, `follow`), through eBPF programs built here (`inkernel`) or perf events.
 //!
 //! `calls` decodes a system call from its number and arguments (for both tracers), `filter` says which
 //! calls stop under ptrace, `fds` knows what a descriptor is, `stats` aggregates, `devices` sets the disks
@@ -14,6 +14,7 @@ pub mod devices;
 pub mod fds;
 pub mod filter;
 pub mod follow;
+pub mod inkernel;
 pub mod report;
 pub mod session;
 pub mod stats;

@@ -34,10 +34,10 @@ pub fn attached(options: AttachOptions, done: Done) -> anyhow::Result<TraceRepor
     let traced = attach::attach(options, stop, || {
         eprintln!("syncbench: tracing {what} (kernel tracepoints, nothing is stopped) until {until}");
     })
-    .map_err(|e| anyhow::Error::new(e).context("attaching through perf events failed"))?;
+    .map_err(|e| anyhow::Error::new(e).context("attaching to the kernel tracepoints failed"))?;
     let meta = Meta {
         attached_to: Some(what),
-        mechanism: "perf_event syscall tracepoints",
+        mechanism: traced.mechanism,
         duration_s: traced.duration_s,
         processes: traced.processes_seen,
         tasks: traced.tasks_seen,
