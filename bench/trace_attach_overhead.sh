@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Overhead of `syncbench trace --pid` (perf events, nothing stopped) on a write+fdatasync loop, against the
-# same loop untraced and under ptrace (`trace -- CMD`). Root needed for the attached mode.
+# Overhead of `syncbench trace --pid` (eBPF programs or perf events, nothing stopped) on a write+fdatasync
+# loop, against the same loop untraced and under ptrace (`trace -- CMD`). Root needed for the attached modes.
 # Usage: bench/trace_attach_overhead.sh [SYNCBENCH_BINARY] [DIR] [ROUNDS] [ITERATIONS] [sync|sfr|other]
 # `sync` (default): 8 KiB pwrite + fdatasync per iteration. `sfr`: sync_file_range of a clean range, a
 # traced call that does no I/O, so attached - untraced is the tracer's cost per traced call, free of the
 # disk's noise. `other`: getppid + pread, calls that are not traced (what tracing costs the rest of a
 # traced program).
-# Environment: MODES (default "untraced attached ptrace"; also `base`: attached with BASE_BIN, an older
+# Environment: MODES (default "untraced attached ptrace"; `attached` is the default backend (eBPF, perf
+# if it cannot load), `attached-bpf` and `attached-perf` the same with `--tracer bpf` / `--tracer perf`;
+# each attached mode gets its own per-round ratio to `untraced`. Also `base`: attached with BASE_BIN, an older
 # build to compare with, `base2` the same with BASE2_BIN; `perf`: `perf record -p` of the workload's
 # calls' syscalls: tracepoints to /dev/null, the kernel's own cost of recording them with a consumer that
 # does nothing; `blocks`: `perf record -a` of the block-layer tracepoints syncbench records
@@ -105,6 +107,8 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
         elif [ "$mode" != untraced ]; then
             local per_task=()
             [ "$mode" = pertask ] && per_task=(--per-task)
+            [ "$mode" = attached-bpf ] && per_task=(--tracer bpf)
+            [ "$mode" = attached-perf ] && per_task=(--tracer perf)
             "${timed[@]}" "$tracer_bin" trace --pid "$pid" "${per_task[@]}" --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
             tracer=$!
             until grep -q "syncbench: tracing" "$err" 2>/dev/null; do sleep 0.05; done
@@ -145,8 +149,7 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
 }
 
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), dir $dir, $rounds rounds of $n iterations of $workload, modes ${modes[*]}, trace args: ${trace_args[*]:-none}"
-declare -A wall=() cpu=() delay=() blocked=() tcpu=() wtracer=() wother=()
-ratios="" cpu_ratios=""
+declare -A wall=() cpu=() delay=() blocked=() tcpu=() wtracer=() wother=() ratios=() cpu_ratios=()
 m=${#modes[@]}
 for r in $(seq "$rounds"); do
     declare -A w=() c=() d=() b=() t=() wt=() wo=()
@@ -166,12 +169,14 @@ for r in $(seq "$rounds"); do
         line="$line $mode ${w[$mode]}/${c[$mode]}/${d[$mode]}/${b[$mode]}/${t[$mode]}"
         [ -n "${SCHED_WAITS:-}" ] && line="$line(waits ${wt[$mode]}+${wo[$mode]})"
     done
-    if [ -n "${w[attached]:-}" ] && [ -n "${w[untraced]:-}" ]; then
-        ratio="$(awk -v a="${w[attached]}" -v u="${w[untraced]}" 'BEGIN {printf "%.3f", a / u}')"
-        cpu_ratio="$(awk -v a="${c[attached]}" -v u="${c[untraced]}" 'BEGIN {printf "%.3f", a / u}')"
-        ratios="$ratios $ratio" cpu_ratios="$cpu_ratios $cpu_ratio"
-        line="$line (attached/untraced: wall $ratio, cpu $cpu_ratio)"
-    fi
+    for mode in "${modes[@]}"; do
+        case "$mode" in attached*) ;; *) continue ;; esac
+        [ -n "${w[untraced]:-}" ] || continue
+        ratio="$(awk -v a="${w[$mode]}" -v u="${w[untraced]}" 'BEGIN {printf "%.3f", a / u}')"
+        cpu_ratio="$(awk -v a="${c[$mode]}" -v u="${c[untraced]}" 'BEGIN {printf "%.3f", a / u}')"
+        ratios[$mode]="${ratios[$mode]:-} $ratio" cpu_ratios[$mode]="${cpu_ratios[$mode]:-} $cpu_ratio"
+        line="$line ($mode/untraced: wall $ratio, cpu $cpu_ratio)"
+    done
     echo "$line  [wall/cpu/run-delay/blocked/tracer-cpu ns per iteration${SCHED_WAITS:+, (waits behind tracer+others)}]"
     unset w c d b t wt wo
 done
@@ -188,8 +193,9 @@ for mode in "${modes[@]}"; do
             "$(echo "${wother[$mode]}" | median)" "$(echo "${wother[$mode]}" | range)"
     fi
 done
-if [ -n "$ratios" ]; then
-    echo "attached/untraced per round, wall: median $(echo "$ratios" | median), range $(echo "$ratios" | range)"
-    echo "attached/untraced per round, cpu:  median $(echo "$cpu_ratios" | median), range $(echo "$cpu_ratios" | range)"
-fi
+for mode in "${modes[@]}"; do
+    [ -n "${ratios[$mode]:-}" ] || continue
+    echo "$mode/untraced per round, wall: median $(echo "${ratios[$mode]}" | median), range $(echo "${ratios[$mode]}" | range)"
+    echo "$mode/untraced per round, cpu:  median $(echo "${cpu_ratios[$mode]}" | median), range $(echo "${cpu_ratios[$mode]}" | range)"
+done
 echo "# end $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"

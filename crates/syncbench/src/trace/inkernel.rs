@@ -203,11 +203,12 @@ impl Maps<'_> {
         a
     }
 
-    /// `sys_exit_*` of a timed call: pair with `inflight[tid]` and write one call record.
+    /// `sys_exit_*` of a timed call: pair with `inflight[tid]` and write one call record. No `followed`
+    /// test: an entry in `inflight` says the entry program found the process followed.
     fn exit(&self, nr: i64, wake: Wake) -> Asm {
         const REC: i16 = -96; // the record: r10 - 96 .. r10 - 8
         let mut a = Asm::new();
-        self.prologue(&mut a);
+        a.mov(Reg::R6, Reg::R1).call(helper::GET_CURRENT_PID_TGID).mov(Reg::R7, Reg::R0);
         a.stx(Size::W, Reg::R10, -4, Reg::R7); // key: tid
         self.lookup(&mut a, self.inflight, -4);
         a.jmp_imm(Cond::Eq, Reg::R0, 0, "out"); // entry not seen (before the trace, or not followed)
