@@ -270,6 +270,8 @@ struct Attacher {
     early_names: HashMap<(Pid, i32), std::collections::VecDeque<Option<fds::FdInfo>>>,
     /// When each cached descriptor's name was last checked against `/proc` (sample clock, ns).
     checked_ns: HashMap<(Pid, i32), u64>,
+    /// The kernel kept only the followed processes' calls (eBPF backend): every call seen is followed.
+    kernel_filtered: bool,
 }
 
 /// How often a cached descriptor's name is checked against `/proc` for a rename.
@@ -405,7 +407,7 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
         perf.enable()?;
     }
     let started = Instant::now();
-    let mut a = Attacher::new(options, kinds);
+    let mut a = Attacher::new(options, kinds, mechanism == MECHANISM_BPF);
     a.check_abi_of_running();
     ready();
     let recorded = a.record(&mut events, &mut blocks, started, &stop);
@@ -434,7 +436,7 @@ fn word(raw: &[u8], at: usize) -> u64 {
 }
 
 impl Attacher {
-    fn new(options: AttachOptions, kinds: HashMap<u64, Kind>) -> Attacher {
+    fn new(options: AttachOptions, kinds: HashMap<u64, Kind>, kernel_filtered: bool) -> Attacher {
         Attacher {
             follow: Follow::new(options.selection.clone(), std::process::id() as Pid),
             recorder: Recorder::new(options.track_writes),
@@ -449,7 +451,17 @@ impl Attacher {
             abi_32: HashMap::new(),
             early_names: HashMap::new(),
             checked_ns: HashMap::new(),
+            kernel_filtered,
         }
+    }
+
+    /// Whether process `tgid`'s calls are counted: decided by the kernel (eBPF) or by [`Follow`] (perf).
+    fn followed(&mut self, tgid: Pid) -> bool {
+        if self.kernel_filtered {
+            self.follow.adopt(tgid);
+            return true;
+        }
+        self.follow.wants(tgid)
     }
 
     /// Read the rings: name each opened descriptor at once, then handle every sample in time order
@@ -528,7 +540,7 @@ impl Attacher {
                 }
             }
             Kind::Opened => {}
-            Kind::Enter | Kind::Exit { .. } if !self.follow.wants(s.pid) || self.is_32_bit(s.pid) => {}
+            Kind::Enter | Kind::Exit { .. } if !self.followed(s.pid) || self.is_32_bit(s.pid) => {}
             Kind::Enter => self.on_enter(s),
             Kind::Exit { .. } => self.on_exit(s),
         }
@@ -673,7 +685,7 @@ impl Attacher {
     /// An open returned `fd`: name it now, from `/proc`, while it is surely open (the time-ordered
     /// handling comes up to 50 ms later, when a short-lived file or process may be gone).
     fn name_early(&mut self, tgid: Pid, fd: i32) {
-        if fd >= 0 && self.follow.wants(tgid) {
+        if fd >= 0 && self.followed(tgid) {
             self.early_names.entry((tgid, fd)).or_default().push_back(fds::read_fd(tgid, fd));
         }
     }

@@ -82,6 +82,15 @@ impl Follow {
         }
     }
 
+    /// Process `tgid` is followed because the kernel says so (the eBPF backend keeps only followed
+    /// processes' calls, deciding at fork and exec: a process that took NAME by exec and is gone before
+    /// its calls are read would be refused by [`Self::wants`], which reads its name from `/proc`).
+    pub fn adopt(&mut self, tgid: Pid) {
+        if self.decided.get(&tgid) != Some(&true) {
+            self.decide(tgid, true);
+        }
+    }
+
     /// Process `tgid` ran exec: for `--comm`, a process not followed is decided again at its next call, as
     /// its name may now be NAME (a new `postgres` started by a shell).
     pub fn execed(&mut self, tgid: Pid) {
@@ -187,6 +196,18 @@ mod tests {
         let stat = "42 (a) b (c)) S 7 42 42 0";
         assert_eq!(stat_field(stat, 3), Some("S"));
         assert_eq!(stat_field(stat, 4), Some("7"));
+    }
+
+    #[test]
+    fn a_process_the_kernel_followed_is_followed_even_when_gone_from_proc() {
+        // A pid that cannot exist: `wants` would read its name from /proc and refuse it.
+        let gone: Pid = i32::MAX - 7;
+        let mut follow = Follow::new(Selection::Comm("postgres".into()), 1);
+        follow.adopt(gone);
+        assert!(follow.wants(gone));
+        assert!(follow.followed().any(|p| p == gone));
+        let mut refused = Follow::new(Selection::Comm("postgres".into()), 1);
+        assert!(!refused.wants(gone));
     }
 
     #[test]
