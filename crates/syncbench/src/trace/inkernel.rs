@@ -336,6 +336,11 @@ fn copy_args(a: &mut Asm, nargs: usize, at: i16) {
     }
 }
 
+/// An error of the step `what` (creating a map, attaching a program), saying so.
+fn step(what: &'static str) -> impl Fn(io::Error) -> io::Error {
+    move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
 fn load(asm: &Asm, what: &str) -> io::Result<Program> {
     Program::load_tracepoint(&asm.finish()?, LICENSE)
         .map_err(|e| io::Error::new(e.error.kind(), format!("the kernel refused the {what} program: {e}")))
@@ -345,10 +350,10 @@ impl InKernel {
     /// Load and attach every program for `selection`; recording starts at once. Errors say which step
     /// failed (no BPF, the verifier's last line, ...).
     pub fn start(tracefs: &Tracefs, selection: &Selection, track_writes: bool) -> io::Result<InKernel> {
-        let followed = Map::create(MapType::Hash, 4, 4, FOLLOWED_MAX)?;
-        let inflight = Map::create(MapType::Hash, 4, 64, INFLIGHT_MAX)?;
-        let lost = Map::create(MapType::Array, 4, 8, 1)?;
-        let ring = RingBuf::create(RING_BYTES)?;
+        let followed = Map::create(MapType::Hash, 4, 4, FOLLOWED_MAX).map_err(step("creating a BPF hash map"))?;
+        let inflight = Map::create(MapType::Hash, 4, 64, INFLIGHT_MAX).map_err(step("creating a BPF hash map"))?;
+        let lost = Map::create(MapType::Array, 4, 8, 1).map_err(step("creating a BPF array map"))?;
+        let ring = RingBuf::create(RING_BYTES).map_err(step("creating a BPF ring buffer (Linux 5.8 or later)"))?;
         let me = std::process::id();
         let who = if *selection == Selection::All { Who::AllBut(me) } else { Who::Followed };
         let maps = Maps { followed: &followed, inflight: &inflight, lost: &lost, ring: ring.map(), who };
@@ -391,7 +396,7 @@ impl InKernel {
         }
         let mut attachments = Vec::new();
         for (program, id) in programs.iter().zip(ids) {
-            attachments.push(program.attach_tracepoint(id)?);
+            attachments.push(program.attach_tracepoint(id).map_err(step("attaching a BPF program to a tracepoint"))?);
         }
         if let Who::Followed = who {
             fill_followed(&followed, selection)?;
