@@ -578,3 +578,81 @@ mod tests {
         assert_eq!(FORK_CHILD.int(&out[0].raw), 4242);
     }
 }
+
+/// Where the eBPF backend's cost per traced call goes (not a test: a measurement, run by hand as root:
+/// `cargo test --release -p syncbench --lib inkernel::cost -- --ignored --nocapture`): the thread's CPU
+/// time per call of
+/// `sync_file_range` (a traced call that does no I/O) untraced, with programs that only return (what the
+/// kernel's syscall tracepoint and BPF dispatch cost), with programs that also read the clock, and with
+/// syncbench's own entry and exit programs (this process followed, the ring drained between rounds).
+#[cfg(test)]
+mod cost {
+    use super::*;
+    /// This thread's CPU time (the kernel's work for its calls included), ns: less disturbed by other
+    /// work on the machine than the wall clock.
+    fn thread_cpu_ns() -> u64 {
+        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: a valid timespec to fill.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    }
+
+    fn ns_per_sfr(fd: i32, n: u32) -> f64 {
+        let start = thread_cpu_ns();
+        for _ in 0..n {
+            // SAFETY: a valid fd; the return value does not matter for timing.
+            unsafe { libc::sync_file_range(fd, 0, 8192, libc::SYNC_FILE_RANGE_WRITE) };
+        }
+        (thread_cpu_ns() - start) as f64 / f64::from(n)
+    }
+
+    fn with_programs(fd: i32, n: u32, enter: &Asm, exit: &Asm) -> f64 {
+        let tracefs = Tracefs::open(&std::env::temp_dir()).unwrap();
+        let ids = [
+            syscall_event(&tracefs, "sys_enter", "sync_file_range").unwrap().id,
+            syscall_event(&tracefs, "sys_exit", "sync_file_range").unwrap().id,
+        ];
+        let programs = [load(enter, "enter").unwrap(), load(exit, "exit").unwrap()];
+        let attached: Vec<Attachment> =
+            programs.iter().zip(ids).map(|(p, id)| p.attach_tracepoint(id).unwrap()).collect();
+        let ns = ns_per_sfr(fd, n);
+        drop(attached);
+        ns
+    }
+
+    #[test]
+    #[ignore]
+    fn per_call_by_part() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let file = std::fs::File::create(dir.path().join("f")).unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        // Fewer calls than a quarter of the ring holds: no wake-up, nothing lost.
+        let n = 20_000;
+        let followed = Map::create(MapType::Hash, 4, 4, FOLLOWED_MAX).unwrap();
+        let inflight = Map::create(MapType::Hash, 4, 64, INFLIGHT_MAX).unwrap();
+        let lost = Map::create(MapType::Array, 4, 8, 1).unwrap();
+        let mut ring = RingBuf::create(RING_BYTES).unwrap();
+        followed.update(&std::process::id().to_ne_bytes(), &1u32.to_ne_bytes()).unwrap();
+        let mut nothing = Asm::new();
+        nothing.mov_imm(Reg::R0, 1).exit();
+        let mut clock = Asm::new();
+        clock.call(helper::KTIME_GET_NS).mov_imm(Reg::R0, 1).exit();
+        for round in 1..=9 {
+            let untraced = ns_per_sfr(fd, n);
+            let bare = with_programs(fd, n, &nothing, &nothing);
+            let clocked = with_programs(fd, n, &clock, &clock);
+            let maps =
+                Maps { followed: &followed, inflight: &inflight, lost: &lost, ring: ring.map(), who: Who::Followed };
+            let (enter, exit) =
+                (maps.enter(libc::SYS_sync_file_range, 4), maps.exit(libc::SYS_sync_file_range, Wake::QuarterFull));
+            let ours = with_programs(fd, n, &enter, &exit);
+            let mut records = 0;
+            ring.drain(|_| records += 1);
+            eprintln!(
+                "round {round} (load {}): CPU ns per sync_file_range: untraced {untraced:.0}, programs that only return {bare:.0}, \
+                 that read the clock {clocked:.0}, syncbench's {ours:.0} ({records} records)",
+                std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split(' ').next().unwrap_or("?")
+            );
+        }
+    }
+}
