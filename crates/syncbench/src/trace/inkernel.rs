@@ -546,6 +546,8 @@ mod tests {
     fn a_process_taking_the_name_by_exec_is_followed_from_the_kernel() {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
+            let required = std::env::var_os("SYNCBENCH_REQUIRE_ALL_TESTS").is_some_and(|v| !v.is_empty() && v != "0");
+            assert!(!required, "SYNCBENCH_REQUIRE_ALL_TESTS is set but this test needs root");
             eprintln!("skipped: needs root");
             return;
         }
@@ -579,15 +581,16 @@ mod tests {
     }
 }
 
-/// Where the eBPF backend's cost per traced call goes (not a test: a measurement, run by hand as root:
-/// `cargo test --release -p syncbench --lib inkernel::cost -- --ignored --nocapture`): the thread's CPU
-/// time per call of
-/// `sync_file_range` (a traced call that does no I/O) untraced, with programs that only return (what the
-/// kernel's syscall tracepoint and BPF dispatch cost), with programs that also read the clock, and with
-/// syncbench's own entry and exit programs (this process followed, the ring drained between rounds).
+/// A tight loop of one traced call, and where the eBPF backend's cost per call goes. The test: every
+/// call of this process makes exactly one record, `inflight` is empty afterwards, nothing is lost. The
+/// measurement, printed (run as root with `--nocapture`, `SYNCBENCH_BPF_COST_ROUNDS=9` for more rounds):
+/// the thread's CPU time per `sync_file_range` (a traced call that does no I/O) untraced, with programs
+/// that only return (the kernel's syscall tracepoint and BPF dispatch), with programs that also read the
+/// clock, and with syncbench's own entry and exit programs.
 #[cfg(test)]
 mod cost {
     use super::*;
+
     /// This thread's CPU time (the kernel's work for its calls included), ns: less disturbed by other
     /// work on the machine than the wall clock.
     fn thread_cpu_ns() -> u64 {
@@ -600,8 +603,8 @@ mod cost {
     fn ns_per_sfr(fd: i32, n: u32) -> f64 {
         let start = thread_cpu_ns();
         for _ in 0..n {
-            // SAFETY: a valid fd; the return value does not matter for timing.
-            unsafe { libc::sync_file_range(fd, 0, 8192, libc::SYNC_FILE_RANGE_WRITE) };
+            // SAFETY: a valid fd.
+            assert_eq!(unsafe { libc::sync_file_range(fd, 0, 8192, libc::SYNC_FILE_RANGE_WRITE) }, 0);
         }
         (thread_cpu_ns() - start) as f64 / f64::from(n)
     }
@@ -621,13 +624,20 @@ mod cost {
     }
 
     #[test]
-    #[ignore]
-    fn per_call_by_part() {
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    fn every_call_of_a_tight_loop_is_one_record_and_what_each_part_costs() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            let required = std::env::var_os("SYNCBENCH_REQUIRE_ALL_TESTS").is_some_and(|v| !v.is_empty() && v != "0");
+            assert!(!required, "SYNCBENCH_REQUIRE_ALL_TESTS is set but this test needs root");
+            eprintln!("skipped: needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
         let file = std::fs::File::create(dir.path().join("f")).unwrap();
         let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-        // Fewer calls than a quarter of the ring holds: no wake-up, nothing lost.
+        // Fewer calls than a quarter of the ring holds: no wake-up needed, nothing lost.
         let n = 20_000;
+        let rounds: u32 = std::env::var("SYNCBENCH_BPF_COST_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
         let followed = Map::create(MapType::Hash, 4, 4, FOLLOWED_MAX).unwrap();
         let inflight = Map::create(MapType::Hash, 4, 64, INFLIGHT_MAX).unwrap();
         let lost = Map::create(MapType::Array, 4, 8, 1).unwrap();
@@ -637,7 +647,7 @@ mod cost {
         nothing.mov_imm(Reg::R0, 1).exit();
         let mut clock = Asm::new();
         clock.call(helper::KTIME_GET_NS).mov_imm(Reg::R0, 1).exit();
-        for round in 1..=9 {
+        for round in 1..=rounds {
             let untraced = ns_per_sfr(fd, n);
             let bare = with_programs(fd, n, &nothing, &nothing);
             let clocked = with_programs(fd, n, &clock, &clock);
@@ -646,11 +656,16 @@ mod cost {
             let (enter, exit) =
                 (maps.enter(libc::SYS_sync_file_range, 4), maps.exit(libc::SYS_sync_file_range, Wake::QuarterFull));
             let ours = with_programs(fd, n, &enter, &exit);
-            let mut records = 0;
-            ring.drain(|_| records += 1);
+            let mut calls = Vec::new();
+            ring.drain(|r| samples_of(r, &mut calls));
+            let me = std::process::id() as i32;
+            let mine = calls.iter().filter(|s| s.event_id() == EXIT_ID && s.pid == me).count();
+            assert_eq!(mine, n as usize, "one record per call");
+            assert!(inflight.keys().unwrap().is_empty(), "every entry paired with its exit");
+            assert_eq!(lost.lookup(&0u32.to_ne_bytes()).unwrap(), Some(0u64.to_ne_bytes().to_vec()));
             eprintln!(
-                "round {round} (load {}): CPU ns per sync_file_range: untraced {untraced:.0}, programs that only return {bare:.0}, \
-                 that read the clock {clocked:.0}, syncbench's {ours:.0} ({records} records)",
+                "round {round} (load {}): CPU ns per sync_file_range: untraced {untraced:.0}, programs that only return \
+                 {bare:.0}, that read the clock {clocked:.0}, syncbench's {ours:.0}",
                 std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split(' ').next().unwrap_or("?")
             );
         }
