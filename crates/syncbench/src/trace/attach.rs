@@ -395,8 +395,8 @@ fn open_for(points: &[Tracepoint], selection: &Selection, per_task: bool) -> io:
 const POLL_EVERY: Duration = Duration::from_millis(50);
 
 /// Trace until the duration is over, `stop` is set, or (for `--pid`) every followed process is gone.
-/// `ready` is called once recording has started.
-pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce()) -> io::Result<Attached> {
+/// `ready` is called once recording has started, with the mechanism recording.
+pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(&'static str)) -> io::Result<Attached> {
     let tracefs = Tracefs::open(&std::env::temp_dir())?;
     let (mut events, kinds, mechanism) = open_recording(&tracefs, &options)?;
     let all_disks: Vec<Disk> = disk::all_disks();
@@ -409,7 +409,7 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
     let started = Instant::now();
     let mut a = Attacher::new(options, kinds, mechanism == MECHANISM_BPF);
     a.check_abi_of_running();
-    ready();
+    ready(mechanism);
     let recorded = a.record(&mut events, &mut blocks, started, &stop);
     let duration_s = started.elapsed().as_secs_f64();
     events.stop()?;

@@ -31,8 +31,8 @@ pub fn attached(options: AttachOptions, done: Done) -> anyhow::Result<TraceRepor
     let what = options.selection.describe();
     let until = options.duration.map_or("Ctrl-C".to_string(), |d| format!("{:.0} s or Ctrl-C", d.as_secs_f64()));
     let writes_tracked = options.track_writes;
-    let traced = attach::attach(options, stop, || {
-        eprintln!("syncbench: tracing {what} (kernel tracepoints, nothing is stopped) until {until}");
+    let traced = attach::attach(options, stop, |mechanism| {
+        eprintln!("syncbench: tracing {what} ({mechanism}, nothing is stopped) until {until}");
     })
     .map_err(|e| anyhow::Error::new(e).context("attaching to the kernel tracepoints failed"))?;
     let meta = Meta {
