@@ -1,8 +1,9 @@
 //! Kernel tracepoints through `perf_event_open(2)`: one ring buffer per CPU, every tracepoint of a set
 //! writing into it, samples read back as (pid, tid, time, cpu, raw tracepoint record).
 //!
-//! Why perf and not eBPF: a tracepoint sample needs nothing but this syscall and `mmap`, no BPF program,
-//! no compiler, no BTF at build time; filtering by process happens in user space (see docs/trace.md).
+//! Used by `trace --tracer perf` (and `--per-task`, and as the fallback when the kernel refuses the eBPF
+//! programs of `bpf`), and for the block-layer tracepoints: a sample needs nothing but this syscall and
+//! `mmap`; filtering by process happens in user space (see docs/trace.md).
 
 use rustix::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::io;

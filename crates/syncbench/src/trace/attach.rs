@@ -1,11 +1,15 @@
 //! `syncbench trace --pid/--comm/--all`: the same durability calls as the ptrace tracer, seen without
-//! stopping anybody, from the kernel's syscall tracepoints (`syscalls:sys_enter_*`/`sys_exit_*`, or
-//! `raw_syscalls` with `--per-task`: see `open_events`) recorded through perf events on every CPU, plus
-//! `sched:sched_process_{fork,exec,exit}` to follow new processes and forget descriptors. By default the
-//! events are per CPU for `--pid`/`--comm` too: the kernel records every program's traced calls and
-//! [`Follow`] keeps the chosen processes' (new children, threads and execs included). The traced program
-//! pays one perf sample per traced call entry and exit (about 1.2–1.6 µs of its CPU per call on the
-//! project VM); all decoding happens here, afterwards, in time order.
+//! stopping anybody, from the kernel's syscall tracepoints, plus `sched:sched_process_{fork,exec,exit}`
+//! to follow new processes and forget descriptors. Two backends feed the same decoding here:
+//! - eBPF (the default, `inkernel`): programs keep the followed processes' calls and pair entry with exit
+//!   in the kernel, one record per call, turned back into the entry and exit samples decoded below;
+//! - perf events (`--tracer perf`, `--per-task`, and the fallback): one sample per traced call entry and
+//!   exit, `syscalls:sys_enter_*`/`sys_exit_*` on every CPU (or `raw_syscalls` per task: see
+//!   `open_events`), every program's; [`Follow`] keeps the chosen processes' (new children, threads and
+//!   execs included), and the samples are handled in time order.
+//!
+//! The traced program pays about 1.0 µs (eBPF) or 1.3 µs (perf) of its CPU per traced call on the project
+//! VM (docs/benchmarks.md, "trace (attach)").
 
 use super::calls::{self, Entry, OpenSyncFlag, SyncCall};
 use super::fds::{self, FdTable};
