@@ -66,7 +66,7 @@ pub const FORK_CHILD: Field = Field { offset: 12, size: 4, data_loc: false };
 /// License of the programs (the helpers used are not GPL-only; the kernel accepts this string as
 /// GPL-compatible should one ever be).
 const LICENSE: &str = "Dual MIT/GPL";
-/// Ring size: ~95,000 call records.
+/// Ring size: ~87,000 call records (88 bytes and an 8-byte header each).
 const RING_BYTES: u32 = 8 << 20;
 /// Calls in flight at once (threads inside a traced call), machine-wide with `--all`.
 const INFLIGHT_MAX: u32 = 32768;
