@@ -18,7 +18,7 @@
 # on the loop's task instead of per CPU; `beside`, `beside_pertask`, `beside_untraced`: the cost on a
 # program NOT traced: the measured loop runs untraced beside a second, identical loop that `trace --pid`
 # (`beside`), `trace --pid --per-task` (`beside_pertask`) or nobody (`beside_untraced`, the baseline)
-# traces; the second loop's count is checked), TRACE_ARGS (extra flags for the attached modes, e.g.
+# traces, `beside_base` the same as `beside` traced by BASE_BIN; the second loop's count is checked), TRACE_ARGS (extra flags for the attached modes, e.g.
 # --syncs-only).
 # Each round runs the modes back to back, in a rotating order (load drift from other work on the
 # machine hits all of them alike), and prints the load average. Per mode: the median and range of the
@@ -61,6 +61,7 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
     local mode="$1" fifo="$work/go" out="$work/out" err="$work/err" tracer_bin="$bin"
     rm -f "$fifo" "$out" "$err" "$work/go2" "$work/out2"
     [ "$mode" = base ] && tracer_bin="${BASE_BIN:?BASE_BIN: the syncbench binary to compare with}"
+    [ "$mode" = beside_base ] && tracer_bin="${BASE_BIN:?BASE_BIN: the syncbench binary to compare with}"
     [ "$mode" = base2 ] && tracer_bin="${BASE2_BIN:?BASE2_BIN: a second syncbench binary to compare with}"
     local timed=(/usr/bin/time -f "%U %S" -o "$work/time")
     case "$mode" in
@@ -72,7 +73,7 @@ one() { # mode -> "wall_ns cpu_ns" per iteration
         local traced=$! tracer="" per_task=()
         [ "$mode" = beside_pertask ] && per_task=(--per-task)
         if [ "$mode" != beside_untraced ]; then
-            "$bin" trace --pid "$traced" "${per_task[@]}" --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
+            "$tracer_bin" trace --pid "$traced" "${per_task[@]}" --json "$work/trace.json" "${trace_args[@]}" 2>"$err" &
             tracer=$!
             until grep -q "syncbench: tracing" "$err" 2>/dev/null; do sleep 0.05; done
         fi
