@@ -18,8 +18,8 @@
 # on the loop's task instead of per CPU; `beside`, `beside_pertask`, `beside_untraced`: the cost on a
 # program NOT traced: the measured loop runs untraced beside a second, identical loop that `trace --pid`
 # (`beside`), `trace --pid --per-task` (`beside_pertask`) or nobody (`beside_untraced`, the baseline)
-# traces, `beside_base` the same as `beside` traced by BASE_BIN; the second loop's count is checked), TRACE_ARGS (extra flags for the attached modes, e.g.
-# --syncs-only).
+# traces, `beside_base` the same as `beside` traced by BASE_BIN; the second loop's count is checked),
+# TRACE_ARGS (extra flags for the attached modes, e.g. --syncs-only).
 # Each round runs the modes back to back, in a rotating order (load drift from other work on the
 # machine hits all of them alike), and prints the load average. Per mode: the median and range of the
 # wall time per iteration and of the loop's own CPU time per iteration (user + system: includes the
