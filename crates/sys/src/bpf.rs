@@ -485,11 +485,12 @@ impl Program {
     /// attachment is dropped. The program should return 1: 0 discards the hit for every perf event on
     /// that CPU, other tools' included.
     pub fn attach_tracepoint(&self, id: u64) -> io::Result<Attachment> {
-        // perf_event_attr: type, size, config, sample_period = 1; the rest zero.
+        // perf_event_attr: type, size, config, sample_period = 1, flags = disabled; the rest zero.
         let mut a = [0u64; 17];
         a[0] = u64::from(PERF_TYPE_TRACEPOINT) | (136u64 << 32);
         a[1] = id;
         a[2] = 1;
+        a[5] = 1; // bit 0: disabled (an enabled cpu-0 event would also run perf's sample path at every hit)
         // SAFETY: a valid perf_event_attr (136 bytes, PERF_ATTR_SIZE_VER8) that outlives the call.
         let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, a.as_ptr(), -1, 0, -1, PERF_FLAG_FD_CLOEXEC) };
         if fd < 0 {
@@ -497,11 +498,11 @@ impl Program {
         }
         // SAFETY: a new fd returned by the kernel, owned by nobody else.
         let event = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        // The event is never enabled: the kernel runs the program at every hit once it is attached (the
-        // tracepoint is registered when the event is opened), and a disabled event is in no CPU's list,
-        // so a program returning 1 lets other perf users of the tracepoint (`perf record`, a second
-        // syncbench) record their samples while none is written for this event. (Returning 0 would
-        // discard theirs too.)
+        // The event is opened disabled and never enabled: the kernel runs the program at every hit once
+        // it is attached (the tracepoint is registered when the event is opened and the program sits in
+        // the tracepoint's program array), while a disabled event is in no CPU's list, so perf neither
+        // counts nor samples its hits. A program returning 1 lets other perf users of the tracepoint
+        // (`perf record`, a second syncbench) record their samples. (Returning 0 would discard theirs too.)
         // SAFETY: ioctl on our perf fd; SET_BPF takes the program fd as its argument.
         if unsafe { libc::ioctl(event.as_raw_fd(), IOC_SET_BPF, self.fd.as_raw_fd()) } == -1 {
             return Err(io::Error::last_os_error());
@@ -686,6 +687,20 @@ mod tests {
         false
     }
 
+    /// Pins the calling thread to CPU 0; returns its former affinity.
+    fn pin_to_cpu0() -> libc::cpu_set_t {
+        // SAFETY: cpu_set_t is plain data; sched_{get,set}affinity(0, ..) act on the calling thread and
+        // read/write exactly one cpu_set_t.
+        unsafe {
+            let mut saved: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut saved), 0);
+            let mut cpu0: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut cpu0);
+            assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpu0), 0);
+            saved
+        }
+    }
+
     /// The whole path as root: a hash map, a ring buffer, a program on `syscalls:sys_enter_getppid` that
     /// counts this process's calls in the map and writes its tgid to the ring, attached and seen working;
     /// a program the verifier must refuse comes back with its log.
@@ -731,10 +746,21 @@ mod tests {
             crate::perf::Tracepoints::open(&[point], &crate::perf::Scope::Tasks(vec![tid]), &cpus, 8).unwrap();
         other.enable().unwrap();
         let attached = prog.attach_tracepoint(id).unwrap();
+        // On CPU 0, whose list an enabled event opened with cpu = 0 would be in (restored below).
+        let saved = pin_to_cpu0();
         for _ in 0..5 {
             // SAFETY: getppid has no preconditions.
             unsafe { libc::getppid() };
         }
+        // SAFETY: sets this thread's affinity back to the mask read before.
+        assert_eq!(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &saved) }, 0);
+        // The perf event the program hangs from is disabled: perf itself saw none of the hits (an enabled
+        // event on CPU 0 would count those that ran there, and take its sample path for each).
+        let mut perf_count = [0u8; 8];
+        // SAFETY: read of 8 bytes (the event's count, read_format 0) into a buffer of 8 bytes.
+        let n = unsafe { libc::read(attached._event.as_raw_fd(), perf_count.as_mut_ptr().cast(), 8) };
+        assert_eq!(n, 8, "{}", io::Error::last_os_error());
+        assert_eq!(u64::from_ne_bytes(perf_count), 0, "the attachment's perf event counted hits");
         drop(attached);
         // SAFETY: as above: after detaching, not counted.
         unsafe { libc::getppid() };

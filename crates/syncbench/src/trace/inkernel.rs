@@ -127,7 +127,7 @@ impl Maps<'_> {
     }
 
     /// `out: return 1`: 0 would discard the hit for other perf users of the tracepoint too (the event the
-    /// program is attached through is never enabled, so it writes no sample itself).
+    /// program is attached through is opened disabled, so perf neither counts nor samples its hits).
     fn epilogue(a: &mut Asm) {
         a.label("out").mov_imm(Reg::R0, 1).exit();
     }
