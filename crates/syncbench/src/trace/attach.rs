@@ -159,9 +159,9 @@ impl Recording {
         }
     }
 
-    fn lost(&self) -> u64 {
+    fn lost(&self) -> io::Result<u64> {
         match self {
-            Recording::Perf(events) => events.lost(),
+            Recording::Perf(events) => Ok(events.lost()),
             Recording::Bpf(k) => k.lost(),
         }
     }
@@ -419,6 +419,7 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
     events.stop()?;
     recorded?;
     a.handle_all(&mut events, true);
+    let lost = events.lost()?;
     let (disk_requests, block_lost) = blocks.finish()?;
     let disk_stats = stat::Snapshot::take(&all_disks).since(&before);
     Ok(Attached {
@@ -427,7 +428,7 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
         processes_seen: a.processes.len() as u64,
         tasks_seen: a.tasks.len() as u64,
         unseen: a.unseen,
-        lost_events: events.lost() + block_lost,
+        lost_events: lost + block_lost,
         file_devs: a.file_devs,
         disk_stats,
         disk_requests,

@@ -427,11 +427,17 @@ impl InKernel {
         samples
     }
 
-    /// Records the kernel could not write (the counts are then incomplete).
-    pub fn lost(&self) -> u64 {
+    /// Records the kernel could not write (the counts are then incomplete). An error when the count
+    /// cannot be read: the trace cannot then say whether it is complete.
+    pub fn lost(&self) -> io::Result<u64> {
+        let failed = |why: String| io::Error::other(format!("reading the eBPF lost-record count: {why}"));
         match self.lost.lookup(&0u32.to_ne_bytes()) {
-            Ok(Some(v)) => u64::from_ne_bytes(v.try_into().unwrap_or([0; 8])),
-            _ => 0,
+            Ok(Some(v)) => {
+                let len = v.len();
+                Ok(u64::from_ne_bytes(v.try_into().map_err(|_| failed(format!("{len} bytes, not 8")))?))
+            }
+            Ok(None) => Err(failed("no entry 0 in the array map".into())),
+            Err(e) => Err(failed(e.to_string())),
         }
     }
 }
@@ -564,7 +570,7 @@ mod tests {
         let syncs =
             k.drain().iter().filter(|s| s.event_id() == ENTER_ID && u32_at(&s.raw, 8) == libc::SYS_sync as u32).count();
         assert_eq!(syncs, 1, "only the sync of the process named sbcommtest");
-        assert_eq!(k.lost(), 0);
+        assert_eq!(k.lost().unwrap(), 0);
     }
 
     #[test]
