@@ -149,6 +149,23 @@ impl Recording {
         }
     }
 
+    /// Open the reported window: calls entered from now on are recorded.
+    fn start(&self) -> io::Result<()> {
+        match self {
+            Recording::Perf(events) => events.enable(),
+            Recording::Bpf(k) => k.set_on(true),
+        }
+    }
+
+    /// Close the window before its length is taken: eBPF records no more entries (detaching in `stop`
+    /// takes a while); perf is disabled in `stop`, at once.
+    fn close(&self) -> io::Result<()> {
+        match self {
+            Recording::Perf(_) => Ok(()),
+            Recording::Bpf(k) => k.set_on(false),
+        }
+    }
+
     fn stop(&mut self) -> io::Result<()> {
         match self {
             Recording::Perf(events) => events.disable(),
@@ -407,16 +424,16 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
     let before = stat::Snapshot::take(&all_disks);
     let mut blocks = BlockTrace::start(&tracefs)?;
     drop(tracefs); // every id is known: unmount now if it was mounted for us
-    if let Recording::Perf(perf) = &events {
-        perf.enable()?;
-    }
+    events.start()?;
     let started = Instant::now();
     let mut a = Attacher::new(options, kinds, mechanism == MECHANISM_BPF);
     a.check_abi_of_running();
     ready(mechanism);
     let recorded = a.record(&mut events, &mut blocks, started, &stop);
+    let closed = events.close();
     let duration_s = started.elapsed().as_secs_f64();
     events.stop()?;
+    closed?;
     recorded?;
     a.handle_all(&mut events, true);
     let lost = events.lost()?;

@@ -11,6 +11,9 @@
 //!   removes the task.
 //! - `inflight` (hash, tid → start ns, call number, six arguments): written by each entry program, read
 //!   and deleted by the exit program of the same call.
+//! - `on` (array, one u32): 1 while the reported window is open. Entry programs record nothing while it
+//!   is 0 (attaching and detaching take a while before and after the window); the exit of a call whose
+//!   entry was recorded still pairs with it.
 //! - `lost` (array, one u64): records the kernel could not write (ring full, `inflight` full, a child
 //!   that could not be added): the report says INCOMPLETE when it is not 0.
 //! - `events` (ring buffer, 8 MiB).
@@ -77,6 +80,8 @@ const FOLLOWED_MAX: u32 = 65536;
 pub struct InKernel {
     ring: RingBuf,
     lost: Map,
+    /// `on[0]`: whether entries are recorded (see the module docs).
+    on: Map,
     /// Kept open while attached; dropping them detaches the programs.
     attachments: Vec<Attachment>,
     _programs: Vec<Program>,
@@ -96,6 +101,7 @@ struct Maps<'a> {
     followed: &'a Map,
     inflight: &'a Map,
     lost: &'a Map,
+    on: &'a Map,
     ring: &'a Map,
     who: Who,
 }
@@ -110,7 +116,8 @@ enum Wake {
 }
 
 impl Maps<'_> {
-    /// `r6` = context, `r7` = tgid << 32 | tid; to `out` unless the current process is traced.
+    /// `r6` = context, `r7` = tgid << 32 | tid; to `out` unless the current process is traced and the
+    /// window is open (`on[0]` = 1).
     fn prologue(&self, a: &mut Asm) {
         a.mov(Reg::R6, Reg::R1).call(helper::GET_CURRENT_PID_TGID).mov(Reg::R7, Reg::R0);
         a.mov(Reg::R1, Reg::R7).alu_imm(Alu::Rsh, Reg::R1, 32); // r1 = tgid
@@ -124,6 +131,10 @@ impl Maps<'_> {
                 a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
             }
         }
+        a.st_imm(Size::W, Reg::R10, -4, 0); // key 0
+        self.lookup(a, self.on, -4);
+        a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
+        a.ldx(Size::W, Reg::R1, Reg::R0, 0).jmp_imm(Cond::Eq, Reg::R1, 0, "out");
     }
 
     /// `out: return 1`: 0 would discard the hit for other perf users of the tracepoint too (the event the
@@ -347,16 +358,18 @@ fn load(asm: &Asm, what: &str) -> io::Result<Program> {
 }
 
 impl InKernel {
-    /// Load and attach every program for `selection`; recording starts at once. Errors say which step
+    /// Load and attach every program for `selection`; calls are recorded once [`InKernel::set_on`] opened
+    /// the window (processes forking and exiting are followed from now). Errors say which step
     /// failed (no BPF, the verifier's last line, ...).
     pub fn start(tracefs: &Tracefs, selection: &Selection, track_writes: bool) -> io::Result<InKernel> {
         let followed = Map::create(MapType::Hash, 4, 4, FOLLOWED_MAX).map_err(step("creating a BPF hash map"))?;
         let inflight = Map::create(MapType::Hash, 4, 64, INFLIGHT_MAX).map_err(step("creating a BPF hash map"))?;
         let lost = Map::create(MapType::Array, 4, 8, 1).map_err(step("creating a BPF array map"))?;
+        let on = Map::create(MapType::Array, 4, 4, 1).map_err(step("creating a BPF array map"))?;
         let ring = RingBuf::create(RING_BYTES).map_err(step("creating a BPF ring buffer (Linux 5.8 or later)"))?;
         let me = std::process::id();
         let who = if *selection == Selection::All { Who::AllBut(me) } else { Who::Followed };
-        let maps = Maps { followed: &followed, inflight: &inflight, lost: &lost, ring: ring.map(), who };
+        let maps = Maps { followed: &followed, inflight: &inflight, lost: &lost, on: &on, ring: ring.map(), who };
         let mut programs = Vec::new();
         let mut ids = Vec::new();
         let comm = match selection {
@@ -401,7 +414,12 @@ impl InKernel {
         if let Who::Followed = who {
             fill_followed(&followed, selection)?;
         }
-        Ok(InKernel { ring, lost, attachments, _programs: programs, _maps: [followed, inflight] })
+        Ok(InKernel { ring, lost, on, attachments, _programs: programs, _maps: [followed, inflight] })
+    }
+
+    /// Open (`true`) or close the window: calls entered while it is closed are not recorded.
+    pub fn set_on(&self, on: bool) -> io::Result<()> {
+        self.on.update(&0u32.to_ne_bytes(), &u32::from(on).to_ne_bytes()).map_err(step("switching the eBPF programs"))
     }
 
     /// Block until the programs wake the reader or `timeout_ms` passed.
@@ -559,6 +577,7 @@ mod tests {
         }
         let tracefs = Tracefs::open(&std::env::temp_dir()).unwrap();
         let mut k = InKernel::start(&tracefs, &Selection::Comm("sbcommtest".into()), false).unwrap();
+        k.set_on(true).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let named = dir.path().join("sbcommtest");
         std::os::unix::fs::symlink("/bin/sh", &named).unwrap();
@@ -570,6 +589,45 @@ mod tests {
         let syncs =
             k.drain().iter().filter(|s| s.event_id() == ENTER_ID && u32_at(&s.raw, 8) == libc::SYS_sync as u32).count();
         assert_eq!(syncs, 1, "only the sync of the process named sbcommtest");
+        assert_eq!(k.lost().unwrap(), 0);
+    }
+
+    /// Calls are recorded only while `on` is 1 (the reported window): not those entered after the
+    /// programs were attached but before the window opened, nor after it closed (detaching takes a
+    /// while). Only this thread's calls are counted: other tests in this binary run beside it.
+    #[test]
+    fn only_calls_entered_while_the_window_is_open_are_recorded() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            let required = std::env::var_os("SYNCBENCH_REQUIRE_ALL_TESTS").is_some_and(|v| !v.is_empty() && v != "0");
+            assert!(!required, "SYNCBENCH_REQUIRE_ALL_TESTS is set but this test needs root");
+            eprintln!("skipped: needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("f")).unwrap();
+        let fdatasyncs = |n: usize| {
+            for _ in 0..n {
+                file.sync_data().unwrap();
+            }
+        };
+        let tracefs = Tracefs::open(&std::env::temp_dir()).unwrap();
+        let me = std::process::id();
+        let mut k = InKernel::start(&tracefs, &Selection::Pids(vec![me as i32]), false).unwrap();
+        // Syncbench leaves itself out of `followed`: this test process is put in by hand.
+        k._maps[0].update(&me.to_ne_bytes(), &1u32.to_ne_bytes()).unwrap();
+        fdatasyncs(2); // before the window
+        k.set_on(true).unwrap();
+        fdatasyncs(3);
+        k.set_on(false).unwrap();
+        fdatasyncs(4); // after it, still attached
+        k.stop();
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let samples = k.drain();
+        let mine = samples.iter().filter(|s| s.tid == tid && s.event_id() == ENTER_ID);
+        let counted = mine.filter(|s| u32_at(&s.raw, 8) == libc::SYS_fdatasync as u32).count();
+        assert_eq!(counted, 3, "only the calls made while the window was open");
         assert_eq!(k.lost().unwrap(), 0);
     }
 
@@ -647,6 +705,8 @@ mod cost {
         let followed = Map::create(MapType::Hash, 4, 4, FOLLOWED_MAX).unwrap();
         let inflight = Map::create(MapType::Hash, 4, 64, INFLIGHT_MAX).unwrap();
         let lost = Map::create(MapType::Array, 4, 8, 1).unwrap();
+        let on = Map::create(MapType::Array, 4, 4, 1).unwrap();
+        on.update(&0u32.to_ne_bytes(), &1u32.to_ne_bytes()).unwrap();
         let mut ring = RingBuf::create(RING_BYTES).unwrap();
         followed.update(&std::process::id().to_ne_bytes(), &1u32.to_ne_bytes()).unwrap();
         let mut nothing = Asm::new();
@@ -657,8 +717,8 @@ mod cost {
             let untraced = ns_per_sfr(fd, n);
             let bare = with_programs(fd, n, &nothing, &nothing);
             let clocked = with_programs(fd, n, &clock, &clock);
-            let maps =
-                Maps { followed: &followed, inflight: &inflight, lost: &lost, ring: ring.map(), who: Who::Followed };
+            let who = Who::Followed;
+            let maps = Maps { followed: &followed, inflight: &inflight, lost: &lost, on: &on, ring: ring.map(), who };
             let (enter, exit) =
                 (maps.enter(libc::SYS_sync_file_range, 4), maps.exit(libc::SYS_sync_file_range, Wake::QuarterFull));
             let ours = with_programs(fd, n, &enter, &exit);
