@@ -457,28 +457,32 @@ impl From<LoadError> for io::Error {
 }
 
 impl Program {
-    /// `BPF_PROG_LOAD` of a tracepoint program. On refusal the error carries the verifier's log.
+    /// `BPF_PROG_LOAD` of a tracepoint program. On refusal the error carries the verifier's log: the
+    /// program is loaded without one first (writing it slows every load), and again with it if refused.
     pub fn load_tracepoint(insns: &[Insn], license: &str) -> Result<Program, LoadError> {
         let bytes: Vec<u8> = insns.iter().flat_map(|i| i.to_bytes()).collect();
         let license = std::ffi::CString::new(license).expect("license without NUL");
-        let mut log = vec![0u8; 256 * 1024];
-        let a = attr(&[
-            (0, BPF_PROG_TYPE_TRACEPOINT.into(), 4),
-            (4, insns.len() as u64, 4),
-            (8, bytes.as_ptr() as u64, 8),
-            (16, license.as_ptr() as u64, 8),
-            (24, 1, 4), // log_level 1: the log only matters when the program is refused
-            (28, log.len() as u64, 4),
-            (32, log.as_mut_ptr() as u64, 8),
-        ]);
-        match sys_bpf(BPF_PROG_LOAD, &a) {
+        let load = |log: &mut [u8]| {
+            let a = attr(&[
+                (0, BPF_PROG_TYPE_TRACEPOINT.into(), 4),
+                (4, insns.len() as u64, 4),
+                (8, bytes.as_ptr() as u64, 8),
+                (16, license.as_ptr() as u64, 8),
+                (24, u64::from(!log.is_empty()), 4), // log_level 1 with a buffer, else 0
+                (28, log.len() as u64, 4),
+                (32, if log.is_empty() { 0 } else { log.as_mut_ptr() as u64 }, 8),
+            ]);
             // SAFETY: a new fd returned by the kernel, owned by nobody else.
-            Ok(fd) => Ok(Program { fd: unsafe { OwnedFd::from_raw_fd(fd as i32) } }),
-            Err(error) => {
-                let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-                Err(LoadError { error, log: String::from_utf8_lossy(&log[..end]).into_owned() })
-            }
+            sys_bpf(BPF_PROG_LOAD, &a).map(|fd| Program { fd: unsafe { OwnedFd::from_raw_fd(fd as i32) } })
+        };
+        if let Ok(program) = load(&mut []) {
+            return Ok(program);
         }
+        let mut log = vec![0u8; 256 * 1024];
+        load(&mut log).map_err(|error| {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            LoadError { error, log: String::from_utf8_lossy(&log[..end]).into_owned() }
+        })
     }
 
     /// Run this program at every hit of tracepoint `id` (from tracefs), on every CPU, until the returned
