@@ -460,6 +460,14 @@ impl InKernel {
     }
 }
 
+impl Drop for InKernel {
+    /// Detached together when dropped without [`InKernel::stop`] (an error ended the trace), not one
+    /// grace period after the other.
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// How many arguments a `sys_enter_*` record has (8-byte words from 16).
 fn nargs(format: &syncbench_sys::tracefs::EventFormat) -> usize {
     format.fields.values().filter(|f| f.offset >= 16).count().min(6)
