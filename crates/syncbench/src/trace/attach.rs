@@ -185,14 +185,14 @@ impl Recording {
 }
 
 /// What the samples made from eBPF records mean (see `inkernel`).
-fn bpf_kinds() -> HashMap<u64, Kind> {
+fn bpf_kinds(group_dead: Option<Field>) -> HashMap<u64, Kind> {
     HashMap::from([
         (inkernel::ENTER_ID, Kind::Enter),
         (inkernel::EXIT_ID, Kind::Exit { open: false }),
         (inkernel::EXIT_OPEN_ID, Kind::Exit { open: true }),
         (inkernel::FORK_ID, Kind::Fork { child_pid: inkernel::FORK_CHILD }),
         (inkernel::EXEC_ID, Kind::Exec),
-        (inkernel::TASK_EXIT_ID, Kind::TaskExit),
+        (inkernel::TASK_EXIT_ID, Kind::TaskExit { group_dead }),
     ])
 }
 
@@ -214,7 +214,8 @@ fn open_recording(
             .ok(),
     };
     if let Some(k) = in_kernel {
-        return Ok((Recording::Bpf(k), bpf_kinds(), MECHANISM_BPF));
+        let kinds = bpf_kinds(k.group_dead);
+        return Ok((Recording::Bpf(k), kinds, MECHANISM_BPF));
     }
     let scope = scope_of(&options.selection, options.per_task);
     let (points, kinds) = open_events(tracefs, options.track_writes, &scope)?;
@@ -236,7 +237,11 @@ enum Kind {
         child_pid: Field,
     },
     Exec,
-    TaskExit,
+    /// `group_dead`: where the record says the process's last thread exited (`None`: not in this
+    /// kernel's record; the leader's exit is taken for the process's).
+    TaskExit {
+        group_dead: Option<Field>,
+    },
 }
 
 /// The syscall record layout, the same for every `syscalls:` tracepoint: nr at 8, then the arguments
@@ -354,7 +359,8 @@ fn open_events(
     let fork = tracefs.event("sched", "sched_process_fork")?;
     add(&fork, Kind::Fork { child_pid: fork.field("child_pid")? }, None, false);
     add(&tracefs.event("sched", "sched_process_exec")?, Kind::Exec, None, false);
-    add(&tracefs.event("sched", "sched_process_exit")?, Kind::TaskExit, None, false);
+    let exit = tracefs.event("sched", "sched_process_exit")?;
+    add(&exit, Kind::TaskExit { group_dead: exit.fields.get("group_dead").copied() }, None, false);
     Ok((points, kinds))
 }
 
@@ -553,9 +559,11 @@ impl Attacher {
                     self.is_32_bit(s.pid); // a 32-bit program's calls are not seen: the report says so
                 }
             }
-            Kind::TaskExit => {
+            Kind::TaskExit { group_dead } => {
                 self.pending.remove(&s.tid);
-                if s.tid == s.pid {
+                // A leader exiting first (pthread_exit, a non-leader's exec) leaves the process running.
+                let process_gone = group_dead.map_or(s.tid == s.pid, |f| f.uint(&s.raw) != 0);
+                if process_gone {
                     self.fds.forget_process(s.pid);
                     self.abi_32.remove(&s.pid);
                     self.follow.exited(s.pid);

@@ -30,8 +30,20 @@ impl FdInfo {
     }
 }
 
-/// Read what descriptor `fd` of task `tid` is now; `None` if it is not open (or the task is gone).
+/// Read what descriptor `fd` of task `tid` is now; `None` if it is not open (or the task is gone). A
+/// process whose leader exited first (`pthread_exit`) shows no descriptors under the leader's id: then
+/// those of another of its threads, which share them.
 pub fn read_fd(tid: Pid, fd: i32) -> Option<FdInfo> {
+    read_fd_of(tid, fd).or_else(|| {
+        let tasks = std::fs::read_dir(format!("/proc/{tid}/task")).ok()?;
+        tasks
+            .filter_map(|t| t.ok()?.file_name().to_str()?.parse::<Pid>().ok())
+            .filter(|&t| t != tid)
+            .find_map(|t| read_fd_of(t, fd))
+    })
+}
+
+fn read_fd_of(tid: Pid, fd: i32) -> Option<FdInfo> {
     let link = std::fs::read_link(format!("/proc/{tid}/fd/{fd}")).ok()?;
     let info = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
     let flags = parse_fdinfo_flags(&info)?;

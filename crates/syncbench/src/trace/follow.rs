@@ -180,11 +180,17 @@ pub fn stat_field(stat: &str, n: usize) -> Option<&str> {
     after_name.split_whitespace().nth(n.checked_sub(3)?)
 }
 
-/// Whether `pid` exists and is not a zombie.
+/// Whether process `pid` exists and is not a zombie (a leader that exited before its other threads
+/// is one, but its process runs).
 pub fn is_alive(pid: Pid) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .is_some_and(|s| !matches!(stat_field(&s, 3), Some("Z" | "X")))
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    match stat_field(&stat, 3) {
+        Some("X") => false,
+        // A leader that exited first (pthread_exit) is a zombie while its other threads run: the
+        // process is alive while it has more threads than that one (field 20, num_threads).
+        Some("Z") => stat_field(&stat, 20).and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n > 1),
+        _ => true,
+    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@
 //! - `followed` (hash, tgid → 1): the processes traced (`--pid`, `--comm`; unused with `--all`, which
 //!   takes every process but syncbench). Filled from `/proc` when the trace starts, then by the kernel:
 //!   `sched_process_fork` adds the child of a followed process before the child runs (no first call
-//!   lost), `sched_process_exec` adds a process whose new name is `--comm`'s, `sched_process_exit`
-//!   removes the task.
+//!   lost), `sched_process_exec` adds a process whose new name is `--comm`'s, `sched_process_exit` of
+//!   its last thread (`group_dead`) removes the process.
 //! - `inflight` (hash, tid → start ns, call number, six arguments): written by each entry program, read
 //!   and deleted by the exit program of the same call.
 //! - `on` (array, one u32): 1 while the reported window is open. Entry programs record nothing while it
@@ -24,7 +24,8 @@
 //!      0    4  kind                                 kind
 //!      4    4  tgid                                 tgid
 //!      8    4  tid                                  tid
-//!     12    4  syscall number                       fork: the child's pid (a thread's tid for a new thread)
+//!     12    4  syscall number                       fork: the child's pid (a thread's tid for a new thread);
+//!                                                   task exit: group_dead (0 when unknown)
 //!     16    8  entry time, CLOCK_MONOTONIC ns       time
 //!     24    8  exit time (entry only: = entry)      -
 //!     32    8  return value (entry only: 0)         -
@@ -63,6 +64,8 @@ pub const FORK_ID: u64 = 0xfff3;
 pub const EXEC_ID: u64 = 0xfff4;
 /// `sched_process_exit`.
 pub const TASK_EXIT_ID: u64 = 0xfff5;
+/// Where a task exit sample holds `group_dead` (the process's last thread), when the kernel has it.
+pub const TASK_EXIT_GROUP_DEAD: Field = Field { offset: 12, size: 4, data_loc: false };
 /// Where a fork sample holds the child's pid.
 pub const FORK_CHILD: Field = Field { offset: 12, size: 4, data_loc: false };
 
@@ -82,6 +85,9 @@ pub struct InKernel {
     lost: Map,
     /// `on[0]`: whether entries are recorded (see the module docs).
     on: Map,
+    /// Where a task exit sample says whether its process is gone; `None`: the kernel's record has no
+    /// `group_dead` (then the leader's exit ends the process).
+    pub group_dead: Option<Field>,
     /// Kept open while attached; dropping them detaches the programs.
     attachments: Vec<Attachment>,
     _programs: Vec<Program>,
@@ -314,19 +320,35 @@ impl Maps<'_> {
         a
     }
 
-    /// `sched_process_exit` (every task): forget the task in `followed` and `inflight` (its id can be
-    /// reused), and record it.
-    fn task_exit(&self) -> Asm {
+    /// `sched_process_exit` (every thread): forget the task in `inflight` (its id can be reused), the
+    /// process in `followed` once its last thread exits (`group_dead`, at `group_dead` in the record: a
+    /// leader that exits first, by `pthread_exit` or a non-leader's exec, leaves the others running;
+    /// without the field, when the leader exits), a thread's own entry (from the fork program) at once;
+    /// and record it, with `group_dead` (0 when unknown) at 12.
+    fn task_exit(&self, group_dead: Option<i16>) -> Asm {
         const REC: i16 = -32;
         let mut a = Asm::new();
         a.mov(Reg::R6, Reg::R1).call(helper::GET_CURRENT_PID_TGID).mov(Reg::R7, Reg::R0);
+        a.mov_imm(Reg::R8, 0);
+        if let Some(at) = group_dead {
+            a.ldx(Size::B, Reg::R8, Reg::R6, at);
+        }
         a.stx(Size::W, Reg::R10, -4, Reg::R7); // key: tid
         if let Who::Followed = self.who {
+            a.mov(Reg::R1, Reg::R7).alu_imm(Alu::Rsh, Reg::R1, 32).stx(Size::W, Reg::R10, -8, Reg::R1); // tgid
+            if group_dead.is_some() {
+                a.jmp_imm(Cond::Eq, Reg::R8, 0, "thread");
+                self.delete(&mut a, self.followed, -8); // the process is gone
+                a.label("thread");
+                // The leader's own entry is the process's: kept while other threads run.
+                a.ldx(Size::W, Reg::R1, Reg::R10, -4).ldx(Size::W, Reg::R2, Reg::R10, -8);
+                a.jmp_reg(Cond::Eq, Reg::R1, Reg::R2, "followed_done");
+            }
             self.delete(&mut a, self.followed, -4);
+            a.label("followed_done");
         }
         self.delete(&mut a, self.inflight, -4);
-        a.mov_imm(Reg::R1, 0);
-        Self::header(&mut a, REC, KIND_TASK_EXIT, Reg::R1);
+        Self::header(&mut a, REC, KIND_TASK_EXIT, Reg::R8);
         a.call(helper::KTIME_GET_NS).stx(Size::DW, Reg::R10, REC + 16, Reg::R0);
         self.emit(&mut a, REC, TASK_RECORD, Wake::QuarterFull);
         Self::epilogue(&mut a);
@@ -390,8 +412,10 @@ impl InKernel {
         ids.push(fork.id);
         programs.push(load(&maps.exec(comm), "sched_process_exec")?);
         ids.push(tracefs.event("sched", "sched_process_exec")?.id);
-        programs.push(load(&maps.task_exit(), "sched_process_exit")?);
-        ids.push(tracefs.event("sched", "sched_process_exit")?.id);
+        let exit = tracefs.event("sched", "sched_process_exit")?;
+        let group_dead = exit.fields.get("group_dead").filter(|f| f.size == 1).map(|f| f.offset as i16);
+        programs.push(load(&maps.task_exit(group_dead), "sched_process_exit")?);
+        ids.push(exit.id);
         let timed = TIMED.into_iter().filter(|(nr, _)| track_writes || !PLAIN_WRITES.contains(nr));
         for (nr, name) in timed {
             let enter = syscall_event(tracefs, "sys_enter", name)?;
@@ -414,7 +438,8 @@ impl InKernel {
         if let Who::Followed = who {
             fill_followed(&followed, selection)?;
         }
-        Ok(InKernel { ring, lost, on, attachments, _programs: programs, _maps: [followed, inflight] })
+        let group_dead = group_dead.map(|_| TASK_EXIT_GROUP_DEAD);
+        Ok(InKernel { ring, lost, on, group_dead, attachments, _programs: programs, _maps: [followed, inflight] })
     }
 
     /// Open (`true`) or close the window: calls entered while it is closed are not recorded.

@@ -395,10 +395,16 @@ fn can_attach() -> bool {
 /// not be counted (with events per CPU the kernel records them too). Returns the JSON report and the
 /// text report.
 fn attach_to_known_program(extra: &[&str]) -> Option<(Value, String)> {
+    attach_to_program("attach_counts", include_str!("trace_data/attach_counts.c"), extra)
+}
+
+/// `attach_to_known_program` with the program `name` built from `source` (the same protocol: "ready",
+/// a line on stdin, "done").
+fn attach_to_program(name: &str, source: &str, extra: &[&str]) -> Option<(Value, String)> {
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();
-    let exe = compile_source(dir.path(), "attach_counts", include_str!("trace_data/attach_counts.c"), &[])?;
+    let exe = compile_source(dir.path(), name, source, &[])?;
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     let other = dir.path().join("other");
@@ -509,6 +515,23 @@ fn assert_known_counts(doc: &Value, text: &str, mechanism: &str) {
     assert_eq!(doc["trace"]["processes"], 2, "the program and the child it forked: {text}");
     assert_eq!(doc["trace"]["tasks"], 3, "and its second thread: {text}");
     assert!(text.contains("attached to --pid"), "{text}");
+}
+
+/// A process whose main thread exits first (`pthread_exit`) while another thread goes on syncing: the
+/// process is still followed (the kernel fires `sched_process_exit` per thread; only the last one,
+/// `group_dead`, ends the process) and the trace does not end while it runs (its leader is a zombie).
+#[test]
+fn a_process_whose_leader_exits_first_is_still_followed() {
+    if !can_attach() {
+        return;
+    }
+    for tracer in ["bpf", "perf"] {
+        let source = include_str!("trace_data/leader_exits.c");
+        let Some((doc, text)) = attach_to_program("leader_exits", source, &["--tracer", tracer]) else { return };
+        assert_eq!(doc["trace"]["lost_events"], 0, "{tracer}: {text}");
+        assert_eq!(count(&doc, "fsync"), 40, "{tracer}: every fsync of the thread left: {text}");
+        assert_eq!(file_stat(&doc, "a", "fsync")["count"], 40, "{tracer}: {text}");
+    }
 }
 
 #[test]
