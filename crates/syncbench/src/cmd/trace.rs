@@ -169,7 +169,10 @@ mod imp {
                     "--per-task records with perf events per task: give --tracer perf or leave --tracer out",
                 ));
             }
-            Some("bpf") => Backend::Bpf,
+            Some("bpf") => match crate::trace::inkernel::pid_namespace_refusal_here() {
+                Some(why) => return Err(usage(format!("--tracer bpf: {why}: give --tracer perf"))),
+                None => Backend::Bpf,
+            },
             Some(_) => Backend::Perf,
             None if per_task => Backend::Perf,
             None => Backend::Default,

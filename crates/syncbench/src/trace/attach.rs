@@ -202,7 +202,10 @@ fn open_recording(
     tracefs: &Tracefs,
     options: &AttachOptions,
 ) -> io::Result<(Recording, HashMap<u64, Kind>, &'static str)> {
-    let bpf = || InKernel::start(tracefs, &options.selection, options.track_writes);
+    let bpf = || match inkernel::pid_namespace_refusal_here() {
+        Some(why) => Err(io::Error::new(io::ErrorKind::Unsupported, why)),
+        None => InKernel::start(tracefs, &options.selection, options.track_writes),
+    };
     let in_kernel = match options.backend {
         _ if options.per_task => None,
         Backend::Perf => None,

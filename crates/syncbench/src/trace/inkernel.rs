@@ -493,6 +493,31 @@ impl Drop for InKernel {
     }
 }
 
+/// The initial PID namespace, as `readlink /proc/self/ns/pid` shows it (`PROC_PID_INIT_INO`, fixed by
+/// the kernel). Comparing with `/proc/1/ns/pid` is not enough: in a container, pid 1 is in its namespace.
+const INIT_PID_NS: &str = "pid:[4026531836]";
+
+/// Why the programs cannot run here, if they cannot: they see the initial namespace's process ids
+/// (`bpf_get_current_pid_tgid`), while syncbench's `--pid`, `/proc` and its own id are those of its
+/// namespace, so in another one `--pid`/`--comm` would record nothing and `--all` would record
+/// syncbench. `link`: `/proc/self/ns/pid`'s target, or why it could not be read.
+pub fn pid_namespace_refusal(link: Result<String, String>) -> Option<String> {
+    match link {
+        Ok(link) if link == INIT_PID_NS => None,
+        Ok(link) => Some(format!(
+            "syncbench runs in its own PID namespace ({link}, e.g. a container), where eBPF programs would see \
+             other process ids than syncbench"
+        )),
+        Err(why) => Some(format!("cannot tell syncbench's PID namespace (/proc/self/ns/pid: {why})")),
+    }
+}
+
+/// [`pid_namespace_refusal`] of this process.
+pub fn pid_namespace_refusal_here() -> Option<String> {
+    let link = std::fs::read_link("/proc/self/ns/pid").map(|l| l.to_string_lossy().into_owned());
+    pid_namespace_refusal(link.map_err(|e| e.to_string()))
+}
+
 /// How many arguments a `sys_enter_*` record has (8-byte words from 16).
 fn nargs(format: &syncbench_sys::tracefs::EventFormat) -> usize {
     format.fields.values().filter(|f| f.offset >= 16).count().min(6)
@@ -662,6 +687,17 @@ mod tests {
         let counted = mine.filter(|s| u32_at(&s.raw, 8) == libc::SYS_fdatasync as u32).count();
         assert_eq!(counted, 3, "only the calls made while the window was open");
         assert_eq!(k.lost().unwrap(), 0);
+    }
+
+    #[test]
+    fn ebpf_is_refused_outside_the_initial_pid_namespace() {
+        assert_eq!(pid_namespace_refusal(Ok("pid:[4026531836]".into())), None);
+        let other = pid_namespace_refusal(Ok("pid:[4026532201]".into())).unwrap();
+        assert!(other.contains("own PID namespace (pid:[4026532201]"), "{other}");
+        let unreadable = pid_namespace_refusal(Err("No such file or directory".into())).unwrap();
+        assert!(unreadable.contains("cannot tell"), "{unreadable}");
+        // This machine (CI, the project VM) is not a container: here the programs run.
+        assert_eq!(pid_namespace_refusal_here(), None);
     }
 
     #[test]
