@@ -687,6 +687,10 @@ mod tests {
         let counted = mine.filter(|s| u32_at(&s.raw, 8) == libc::SYS_fdatasync as u32).count();
         assert_eq!(counted, 3, "only the calls made while the window was open");
         assert_eq!(k.lost().unwrap(), 0);
+        // A lost count that cannot be read is an error, not 0 (here: a map without the entry).
+        k.lost = Map::create(MapType::Hash, 4, 8, 1).unwrap();
+        let err = k.lost().unwrap_err().to_string();
+        assert!(err.contains("reading the eBPF lost-record count"), "{err}");
     }
 
     #[test]
