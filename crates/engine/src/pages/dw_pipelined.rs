@@ -55,8 +55,9 @@ pub fn worth_spooling(ahead: usize, nearest: usize, batch_pages: usize) -> bool 
 
 /// The ring's bookkeeping (one per store in `pipelined` dw mode).
 pub struct Pipeline {
-    /// Held by the spooler for a whole spool step: batches are numbered and written one at a time.
-    pub(crate) spool: Mutex<()>,
+    /// Held by the spooler for a whole spool step: batches are numbered and written one at a time. Holds
+    /// the spooler's batch buffer (made on first use).
+    pub(crate) spool: Mutex<Option<syncbench_sys::AlignedBuf>>,
     /// Sequence number of the next batch (the first is 1; 0 means "no copy").
     next_seq: AtomicU64,
     /// Every batch up to this one is durable.
@@ -72,6 +73,13 @@ pub struct Pipeline {
     unsynced_home: Vec<AtomicBool>,
     /// A checkpoint is running: the spooler spools its pages too, ahead of its home writes.
     checkpointing: AtomicBool,
+    /// The spooler found nothing worth spooling and sleeps until the clock hand has travelled this far
+    /// ([`super::pool::Pool::hand_travel`]; `u64::MAX`: not sleeping), a checkpoint starts, or a timeout.
+    wake_at_travel: AtomicU64,
+    /// Set (under its lock) by whoever wakes the spooler, so a wake-up between the spooler's look and its
+    /// wait is not lost.
+    woken: Mutex<bool>,
+    woken_changed: Condvar,
     /// Test-only deliberate bug: a copy counts as safe before its sync completed.
     home_before_sync: bool,
     /// Test-only deliberate bug: a ring batch is overwritten before the home writes that relied on it
@@ -83,7 +91,7 @@ impl Pipeline {
     /// State for a store with `data_files` data files.
     pub fn new(data_files: u32, home_before_sync: bool, recycle_skips_home_sync: bool) -> Pipeline {
         Pipeline {
-            spool: Mutex::new(()),
+            spool: Mutex::new(None),
             next_seq: AtomicU64::new(1),
             durable_seq: AtomicU64::new(0),
             durable_lock: Mutex::new(()),
@@ -92,6 +100,9 @@ impl Pipeline {
             home_writes: RwLock::new(()),
             unsynced_home: (0..data_files).map(|_| AtomicBool::new(false)).collect(),
             checkpointing: AtomicBool::new(false),
+            wake_at_travel: AtomicU64::new(u64::MAX),
+            woken: Mutex::new(false),
+            woken_changed: Condvar::new(),
             home_before_sync,
             recycle_skips_home_sync,
         }
@@ -140,9 +151,50 @@ impl Pipeline {
         self.checkpointing.load(Ordering::Acquire)
     }
 
-    /// A checkpoint starts (`true`) or ends.
+    /// A checkpoint starts (`true`, waking the spooler for its pages) or ends.
     pub fn set_checkpointing(&self, running: bool) {
         self.checkpointing.store(running, Ordering::Release);
+        if running {
+            self.wake_spooler();
+        }
+    }
+
+    /// The spooler found nothing worth spooling with the clock hand at `travel` (called under the pool
+    /// lock, so a client that moves the hand later sees it): wake it once the hand has passed
+    /// `frames` more frames — only then can new pages join the front of the line of next evictions.
+    pub fn sleep_until_travel(&self, travel: u64, frames: u64) {
+        self.wake_at_travel.store(travel.saturating_add(frames), Ordering::Release);
+    }
+
+    /// Called by a client that moved the clock hand to `travel` (under the pool lock): wakes the
+    /// spooler if it waits for that. One atomic load otherwise.
+    pub fn hand_moved(&self, travel: u64) {
+        if travel >= self.wake_at_travel.load(Ordering::Acquire) {
+            self.wake_spooler();
+        }
+    }
+
+    /// Wake the spooler (the lock is a leaf: taken after the pool lock, never before it).
+    pub fn wake_spooler(&self) {
+        self.wake_at_travel.store(u64::MAX, Ordering::Release);
+        let mut woken = self.woken.lock().unwrap_or_else(|p| p.into_inner());
+        *woken = true;
+        self.woken_changed.notify_one();
+    }
+
+    /// The spooler, before it looks for pages: forget earlier wake-ups (what they announced is seen by
+    /// the look that follows).
+    pub fn spooler_looking(&self) {
+        *self.woken.lock().unwrap_or_else(|p| p.into_inner()) = false;
+    }
+
+    /// The spooler, after a look found nothing: wait for a wake-up since [`Pipeline::spooler_looking`],
+    /// at most `timeout`.
+    pub fn spooler_wait(&self, timeout: Duration) {
+        let woken = self.woken.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut woken, _) =
+            self.woken_changed.wait_timeout_while(woken, timeout, |w| !*w).unwrap_or_else(|p| p.into_inner());
+        *woken = false;
     }
 
     /// The newest batch whose write has completed (0: none yet): a sync now makes it durable.
@@ -282,6 +334,29 @@ mod tests {
         assert!(worth_spooling(1, 31, 64), "the hand is about to take a page without a copy");
         assert!(!worth_spooling(1, 32, 64));
         assert!(worth_spooling(1, 0, 1), "batches of one page");
+    }
+
+    #[test]
+    fn the_spooler_sleeps_until_the_hand_has_moved_or_a_checkpoint_starts() {
+        let p = std::sync::Arc::new(Pipeline::new(1, false, false));
+        p.spooler_looking();
+        p.sleep_until_travel(100, 32);
+        p.hand_moved(131);
+        assert!(!*p.woken.lock().unwrap(), "31 frames on: not yet");
+        p.hand_moved(132);
+        assert!(*p.woken.lock().unwrap());
+        let started = std::time::Instant::now();
+        p.spooler_wait(Duration::from_secs(60));
+        assert!(started.elapsed() < Duration::from_secs(30), "a wake-up before the wait is not lost");
+        // Once woken it no longer waits for the hand: no wake-up per eviction.
+        p.hand_moved(1000);
+        assert!(!*p.woken.lock().unwrap());
+        p.spooler_looking();
+        let q = p.clone();
+        let t = std::thread::spawn(move || q.set_checkpointing(true));
+        p.spooler_wait(Duration::from_secs(60));
+        t.join().unwrap();
+        assert!(p.checkpointing());
     }
 
     #[test]
