@@ -189,12 +189,14 @@ impl Pipeline {
     }
 
     /// The spooler, after a look found nothing: wait for a wake-up since [`Pipeline::spooler_looking`],
-    /// at most `timeout`.
-    pub fn spooler_wait(&self, timeout: Duration) {
+    /// at most `timeout`. Returns whether it was woken (false: the timeout passed first).
+    pub fn spooler_wait(&self, timeout: Duration) -> bool {
         let woken = self.woken.lock().unwrap_or_else(|p| p.into_inner());
         let (mut woken, _) =
             self.woken_changed.wait_timeout_while(woken, timeout, |w| !*w).unwrap_or_else(|p| p.into_inner());
+        let was_woken = *woken;
         *woken = false;
+        was_woken
     }
 
     /// The newest batch whose write has completed (0: none yet): a sync now makes it durable.
@@ -345,16 +347,15 @@ mod tests {
         assert!(!*p.woken.lock().unwrap(), "31 frames on: not yet");
         p.hand_moved(132);
         assert!(*p.woken.lock().unwrap());
-        let started = std::time::Instant::now();
-        p.spooler_wait(Duration::from_secs(60));
-        assert!(started.elapsed() < Duration::from_secs(30), "a wake-up before the wait is not lost");
+        assert!(p.spooler_wait(Duration::from_secs(30)), "a wake-up before the wait is not lost");
         // Once woken it no longer waits for the hand: no wake-up per eviction.
         p.hand_moved(1000);
         assert!(!*p.woken.lock().unwrap());
         p.spooler_looking();
         let q = p.clone();
         let t = std::thread::spawn(move || q.set_checkpointing(true));
-        p.spooler_wait(Duration::from_secs(60));
+        // Without the wake-up in set_checkpointing this wait would time out and return false.
+        assert!(p.spooler_wait(Duration::from_secs(30)), "a checkpoint start wakes the spooler");
         t.join().unwrap();
         assert!(p.checkpointing());
     }

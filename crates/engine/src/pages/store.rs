@@ -1338,9 +1338,12 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
                             }
                         }
                         // Until the clock hand has moved or a checkpoint starts (a look every millisecond
-                        // walked the pool under its lock for nothing); the timeout only bounds how long
-                        // `stop` goes unseen.
-                        Ok(None) => p.spooler_wait(Duration::from_millis(20)),
+                        // walked the pool under its lock for nothing); the timeout bounds how long `stop`
+                        // goes unseen and paces what no wake-up covers (a ring position waiting for its
+                        // sync, pages dirtied without the hand moving): pacing only, never safety.
+                        Ok(None) => {
+                            p.spooler_wait(Duration::from_millis(20));
+                        }
                         Err(_) => return,
                     }
                 }
