@@ -678,19 +678,6 @@ mod tests {
         assert!(bad.finish().is_err());
     }
 
-    /// Whether a root-only test can run: skipped when not root — or failed when CI asks for every test
-    /// (`SYNCBENCH_REQUIRE_ALL_TESTS`, as the integration tests' `skip`).
-    fn is_root() -> bool {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
-            return true;
-        }
-        let required = std::env::var_os("SYNCBENCH_REQUIRE_ALL_TESTS").is_some_and(|v| !v.is_empty() && v != "0");
-        assert!(!required, "SYNCBENCH_REQUIRE_ALL_TESTS is set but this test needs root");
-        eprintln!("skipped: needs root");
-        false
-    }
-
     /// Pins the calling thread to CPU 0; returns its former affinity.
     fn pin_to_cpu0() -> libc::cpu_set_t {
         // SAFETY: cpu_set_t is plain data; sched_{get,set}affinity(0, ..) act on the calling thread and
@@ -710,7 +697,7 @@ mod tests {
     /// a program the verifier must refuse comes back with its log.
     #[test]
     fn a_program_attached_to_a_tracepoint_counts_calls_and_writes_records() {
-        if !is_root() {
+        if !crate::test_support::is_root_or_skip() {
             return;
         }
         let tracefs = crate::tracefs::Tracefs::open(&std::env::temp_dir()).unwrap();
@@ -785,7 +772,7 @@ mod tests {
 
     #[test]
     fn hash_map_update_lookup_delete_and_keys_from_user_space() {
-        if !is_root() {
+        if !crate::test_support::is_root_or_skip() {
             return;
         }
         let map = Map::create(MapType::Hash, 4, 4, 16).unwrap();

@@ -19,6 +19,8 @@ mod fiemap;
 pub mod perf;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod ptrace;
+#[doc(hidden)]
+pub mod test_support;
 #[cfg(target_os = "linux")]
 pub mod tracefs;
 mod uring;

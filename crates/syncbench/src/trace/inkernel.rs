@@ -626,11 +626,7 @@ mod tests {
     /// exec program's name comparison or its `followed` update is wrong (tried: comparing one word off).
     #[test]
     fn a_process_taking_the_name_by_exec_is_followed_from_the_kernel() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            let required = std::env::var_os("SYNCBENCH_REQUIRE_ALL_TESTS").is_some_and(|v| !v.is_empty() && v != "0");
-            assert!(!required, "SYNCBENCH_REQUIRE_ALL_TESTS is set but this test needs root");
-            eprintln!("skipped: needs root");
+        if !syncbench_sys::test_support::is_root_or_skip() {
             return;
         }
         let tracefs = Tracefs::open(&std::env::temp_dir()).unwrap();
@@ -655,11 +651,7 @@ mod tests {
     /// while). Only this thread's calls are counted: other tests in this binary run beside it.
     #[test]
     fn only_calls_entered_while_the_window_is_open_are_recorded() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            let required = std::env::var_os("SYNCBENCH_REQUIRE_ALL_TESTS").is_some_and(|v| !v.is_empty() && v != "0");
-            assert!(!required, "SYNCBENCH_REQUIRE_ALL_TESTS is set but this test needs root");
-            eprintln!("skipped: needs root");
+        if !syncbench_sys::test_support::is_root_or_skip() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -763,11 +755,7 @@ mod cost {
 
     #[test]
     fn every_call_of_a_tight_loop_is_one_record_and_what_each_part_costs() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            let required = std::env::var_os("SYNCBENCH_REQUIRE_ALL_TESTS").is_some_and(|v| !v.is_empty() && v != "0");
-            assert!(!required, "SYNCBENCH_REQUIRE_ALL_TESTS is set but this test needs root");
-            eprintln!("skipped: needs root");
+        if !syncbench_sys::test_support::is_root_or_skip() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
