@@ -481,6 +481,10 @@ fn store_with_dirty_p(dir: &Path, config: StoreConfig) -> syncbench_engine::page
     write(0..64, 1);
     write(64..72, 1);
     store.checkpoint().unwrap();
+    // In `pipelined` the checkpoint wrote its pages through the ring, and a copy protects its page for the
+    // rest of its checkpoint cycle: a second checkpoint ends that cycle, so `P` changed after it has no
+    // copy that covers it.
+    store.checkpoint().unwrap();
     write(P.page_no..P.page_no + 1, 2);
     store
 }
@@ -506,11 +510,13 @@ fn sweep(store: &syncbench_engine::pages::PageStore<RealStorage>, mut until: imp
     false
 }
 
-/// The eviction policy: once the clock has passed the dirty page, the spooler copies it into the ring;
-/// once that batch is synced the hand takes it like a clean frame and the client writes it home with no
-/// double-write or sync of its own. Spooled but not synced, it is not taken (clean frames are).
+/// The spooler copies the dirty page once the clock has passed it. Clients then leave it alone while a
+/// clean frame is near (a client writing a page home holds the pool lock every transaction waits for),
+/// and the checkpoint writes it home relying on that copy: no second copy, and a ring sync only if the
+/// copy was not yet durable. (Which victim a client takes: `pool.rs`'s tests; a client eviction with
+/// every frame dirty: the next test.)
 #[test]
-fn pipelined_evicts_a_page_whose_copy_is_durable_without_waiting() {
+fn pipelined_writes_a_spooled_page_home_relying_on_its_copy() {
     for synced in [true, false] {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_dirty_p(dir.path(), pipelined_pool(Default::default()));
@@ -526,10 +532,13 @@ fn pipelined_evicts_a_page_whose_copy_is_durable_without_waiting() {
         }
         let before = store.stats();
         let evicted = sweep(&store, || store.stats().eviction_writes > before.eviction_writes);
+        assert!(!evicted, "synced {synced}: clean frames come first");
+        store.checkpoint().unwrap();
         let after = store.stats();
-        assert_eq!(evicted, synced, "synced {synced}: {after:?}");
         assert_eq!(after.evictions_waited_for_dw, before.evictions_waited_for_dw);
-        assert_eq!(after.dw_syncs, before.dw_syncs, "the eviction synced nothing");
+        assert_eq!((after.dw_pages_spooled, after.dw_bytes), (before.dw_pages_spooled, before.dw_bytes), "no new copy");
+        assert_eq!(after.dw_syncs - before.dw_syncs, u64::from(!synced), "a ring sync only for an unsynced copy");
+        assert_eq!(after.home_bytes - before.home_bytes, PAGE as u64, "P went home");
         assert_eq!(store.dw_spool().unwrap(), None, "nothing new to spool");
     }
 }
@@ -555,7 +564,8 @@ fn a_pipelined_eviction_waits_for_a_double_write_only_when_its_copy_is_not_durab
     };
     write(0..64);
     store.checkpoint().unwrap();
-    write(0..64); // every frame dirty, none with a copy: each eviction has a dirty victim
+    store.checkpoint().unwrap(); // a new cycle: the first checkpoint's ring copies cover no later change
+    write(0..64); // every frame dirty, none with a covering copy: each eviction has a dirty victim
     // (evictions, evictions that waited for a double-write, double-write syncs, pages spooled,
     // double-write pages written) since `before`.
     let delta = |before: &StoreStats| {
@@ -583,36 +593,68 @@ fn a_pipelined_eviction_waits_for_a_double_write_only_when_its_copy_is_not_durab
 }
 
 /// The deliberate bug `dw_home_before_sync` (a home write issued before the ring's sync completed) and
-/// the power cut it is exposed by, modelled by hand on real files: `P` is spooled but its batch not yet
-/// synced; the clock comes round; then the power fails, losing the unsynced ring (zeroed here) and
-/// tearing `P`'s home page if a write of it was in flight. The correct store never wrote `P` home (its
-/// copy was not durable) and recovers it from the log; the buggy one wrote it, and cannot repair it.
+/// the power cut it is exposed by, modelled by hand on real files: every frame dirty with no copy of its
+/// page in the area, a batch of the next evictions spooled but not synced, then one eviction. The correct store
+/// syncs the ring before that page goes home; the buggy one writes it home at once. Then the power fails
+/// right after that home write, losing what was not synced by then (the buggy store's ring batch: zeroed
+/// here) and tearing the page written. The correct store restores it from the ring; the buggy one cannot.
 #[test]
 fn a_home_write_before_the_ring_sync_is_caught_by_recovery() {
+    use syncbench_engine::pages::PageStore;
     for bug in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let faults = syncbench_engine::pages::FaultSwitches { dw_home_before_sync: bug, ..Default::default() };
         let config = pipelined_pool(faults);
-        let store = store_with_dirty_p(dir.path(), config.clone());
-        let home_before = read_home(dir.path(), P);
-        assert!(sweep(&store, || store.dw_spool().unwrap().is_some()));
-        let before = store.stats().eviction_writes;
-        let evicted = sweep(&store, || store.stats().eviction_writes > before);
-        assert_eq!(evicted, bug, "bug {bug}");
-        drop(store);
-        let area = RealStorage.open(&dir.path().join(dw::DW_FILE_NAME), FileOptions::default()).unwrap();
-        let ring_start = (config.dw_batch_pages + dw::SINGLE_SLOTS) * PAGE;
-        let ring_len = area.len().unwrap() as usize - ring_start;
-        area.write_at(&vec![0u8; ring_len], ring_start as u64, WriteSync::None).unwrap();
-        if read_home(dir.path(), P) != home_before {
-            tear_page(dir.path(), P);
+        let store = PageStore::create(RealStorage, dir.path(), config.clone()).unwrap();
+        for n in 0..72 {
+            store.load_page(PageId { file: 0, page_no: n }, |_| {}).unwrap();
         }
-        let opened = syncbench_engine::pages::PageStore::open(RealStorage, dir.path(), config);
-        match (bug, opened) {
+        store.finish_load().unwrap();
+        let write = |pages: std::ops::Range<u32>, byte: u8| {
+            store
+                .update(1, |tx| {
+                    pages
+                        .clone()
+                        .try_for_each(|n| tx.write(PageId { file: 0, page_no: n }, page::HEADER_BYTES, &[byte; 8]))
+                })
+                .unwrap();
+        };
+        // Every frame dirty, and no copy of any page anywhere (no checkpoint has written one).
+        write(0..64, 2);
+        // As in the test above: the first eviction spools and syncs batch 1, the next ones use it, then
+        // batch 2 is spooled and not synced.
+        let batch = config.dw_batch_pages as u32;
+        for n in 64..64 + batch {
+            write(n..n + 1, 2);
+        }
+        let unsynced = store.dw_spool().unwrap().expect("the next evictions are spooled, not synced");
+        let homes_before: Vec<Vec<u8>> =
+            (0..64).map(|n| read_home(dir.path(), PageId { file: 0, page_no: n })).collect();
+        let before = store.stats();
+        write(64 + batch..65 + batch, 2);
+        let after = store.stats();
+        assert_eq!(after.eviction_writes - before.eviction_writes, 1);
+        assert_eq!(after.dw_syncs - before.dw_syncs, u64::from(!bug), "bug {bug}: a ring sync before the home write");
+        let written: Vec<u32> = (0..64)
+            .filter(|&n| read_home(dir.path(), PageId { file: 0, page_no: n }) != homes_before[n as usize])
+            .collect();
+        assert_eq!(written.len(), 1, "bug {bug}: one page went home");
+        let victim = PageId { file: 0, page_no: written[0] };
+        drop(store);
+        if bug {
+            let area = RealStorage.open(&dir.path().join(dw::DW_FILE_NAME), FileOptions::default()).unwrap();
+            let position = unsynced as usize % config.dw_ring_batches;
+            let batch_bytes = config.dw_batch_pages * PAGE;
+            let at = (config.dw_batch_pages + dw::SINGLE_SLOTS) * PAGE + position * batch_bytes;
+            area.write_at(&vec![0u8; batch_bytes], at as u64, WriteSync::None).unwrap();
+        }
+        tear_page(dir.path(), victim);
+        match (bug, PageStore::open(RealStorage, dir.path(), config)) {
             (false, Ok(store)) => {
+                assert_eq!(store.stats().dw_restored_pages, 1);
                 let mut buf = [0u8; 8];
-                store.read(P, page::HEADER_BYTES, &mut buf).unwrap();
-                assert_eq!(buf, [2; 8], "the change to P was recovered from the log");
+                store.read(victim, page::HEADER_BYTES, &mut buf).unwrap();
+                assert_eq!(buf, [2; 8], "the torn page was restored from its ring copy");
             }
             (true, Err(PageError::Corruption(why))) => assert!(why.contains("no valid copy"), "{why}"),
             (bug, other) => panic!("bug {bug}: {:?}", other.map(|_| ())),
@@ -684,6 +726,7 @@ fn a_ring_sync_after_a_failed_one_refuses_and_marks_nothing_durable() {
     // As in the eviction test above: every frame dirty, then evictions until the next batch can be spooled.
     write(0..64);
     store.checkpoint().unwrap();
+    store.checkpoint().unwrap();
     write(0..64);
     write(64..64 + batch);
     let seq = store.dw_spool().unwrap().expect("a batch of dirty pages to spool");
@@ -696,4 +739,91 @@ fn a_ring_sync_after_a_failed_one_refuses_and_marks_nothing_durable() {
     assert!(matches!(retried, PageError::Poisoned { .. }), "no second ring sync: {retried}");
     assert_eq!(store.stats().dw_syncs, syncs, "nothing synced, nothing marked durable");
     assert!(store.dw_spool().unwrap_err().is_poisoned(), "and nothing spooled over the ring");
+}
+
+/// A `pipelined` store of 72 loaded pages and a 64-frame pool whose pages 0..64 were all changed and
+/// then written home by a checkpoint through the ring: each has a copy taken in that checkpoint's cycle.
+fn store_with_cycle_copies(dir: &Path, config: StoreConfig) -> syncbench_engine::pages::PageStore<RealStorage> {
+    use syncbench_engine::pages::PageStore;
+    let store = PageStore::create(RealStorage, dir, config).unwrap();
+    for n in 0..72 {
+        store.load_page(PageId { file: 0, page_no: n }, |_| {}).unwrap();
+    }
+    store.finish_load().unwrap();
+    write_all(&store, page::HEADER_BYTES, 1);
+    store.checkpoint().unwrap();
+    store
+}
+
+/// Change pages 0..64 at `offset` to `byte` (one transaction).
+fn write_all(store: &syncbench_engine::pages::PageStore<RealStorage>, offset: usize, byte: u8) {
+    store
+        .update(1, |tx| (0..64).try_for_each(|n| tx.write(PageId { file: 0, page_no: n }, offset, &[byte; 8])))
+        .unwrap();
+}
+
+/// The flusher writes one batch home with every frame dirty; returns a page it wrote, after checking it
+/// did so relying on ring copies (no copy taken, no sync of the area).
+fn flush_relying_on_copies(store: &syncbench_engine::pages::PageStore<RealStorage>, dir: &Path) -> PageId {
+    let homes: Vec<Vec<u8>> = (0..64).map(|n| read_home(dir, PageId { file: 0, page_no: n })).collect();
+    let before = store.stats();
+    assert!(store.flush_ahead().unwrap() > 0, "every frame dirty: the flusher writes a batch");
+    let after = store.stats();
+    assert_eq!(
+        (after.dw_pages_spooled, after.dw_bytes, after.dw_syncs),
+        (before.dw_pages_spooled, before.dw_bytes, before.dw_syncs),
+        "no copy, no area sync"
+    );
+    let n = (0..64)
+        .find(|&n| read_home(dir, PageId { file: 0, page_no: n }) != homes[n as usize])
+        .expect("a page went home");
+    PageId { file: 0, page_no: n }
+}
+
+/// The step beyond the 2012 thread: a page changed again after its ring copy, in the same checkpoint
+/// cycle, goes home relying on that copy (no new copy, no sync); torn, it is restored from the older copy
+/// and the log's redo brings it forward.
+#[test]
+fn a_page_changed_after_its_copy_goes_home_relying_on_it_until_the_next_checkpoint() {
+    use syncbench_engine::pages::PageStore;
+    let dir = tempfile::tempdir().unwrap();
+    let config = pipelined_pool(Default::default());
+    let store = store_with_cycle_copies(dir.path(), config.clone());
+    write_all(&store, page::HEADER_BYTES + 8, 2);
+    let torn = flush_relying_on_copies(&store, dir.path());
+    drop(store);
+    tear_page(dir.path(), torn);
+    let store = PageStore::open(RealStorage, dir.path(), config).unwrap();
+    assert_eq!(store.stats().dw_restored_pages, 1);
+    let mut buf = [0u8; 16];
+    store.read(torn, page::HEADER_BYTES, &mut buf).unwrap();
+    assert_eq!(buf, [[1; 8], [2; 8]].concat()[..], "the copy's change and the one after it");
+}
+
+/// ... but not after the next checkpoint began: the log between the copy and that checkpoint's redo LSN
+/// is gone, so a page changed in between needs a new copy. The deliberate bug `dw_trust_earlier_cycle`
+/// relies on the old copy anyway, and a torn page comes back without the change made in between.
+#[test]
+fn a_copy_from_an_earlier_checkpoint_cycle_does_not_cover_later_changes() {
+    use syncbench_engine::pages::PageStore;
+    for bug in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let faults = syncbench_engine::pages::FaultSwitches { dw_trust_earlier_cycle: bug, ..Default::default() };
+        let config = pipelined_pool(faults);
+        let store = store_with_cycle_copies(dir.path(), config.clone());
+        write_all(&store, page::HEADER_BYTES + 8, 2); // between the first copies and the next checkpoint
+        let spooled = store.stats().dw_pages_spooled;
+        store.checkpoint().unwrap();
+        let copied = store.stats().dw_pages_spooled - spooled;
+        assert_eq!(copied, if bug { 0 } else { 64 }, "bug {bug}: new copies for the new cycle");
+        write_all(&store, page::HEADER_BYTES + 16, 3);
+        let torn = flush_relying_on_copies(&store, dir.path());
+        drop(store);
+        tear_page(dir.path(), torn);
+        let store = PageStore::open(RealStorage, dir.path(), config).unwrap();
+        let mut buf = [0u8; 24];
+        store.read(torn, page::HEADER_BYTES, &mut buf).unwrap();
+        let middle = if bug { [0; 8] } else { [2; 8] };
+        assert_eq!(buf, [[1; 8], middle, [3; 8]].concat()[..], "bug {bug}");
+    }
 }

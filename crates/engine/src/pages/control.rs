@@ -48,6 +48,12 @@ impl ControlRecord {
         slot
     }
 
+    /// The record recovery would start from in a control file's bytes (both slots): the valid one with
+    /// the highest sequence, if any.
+    pub fn newest_in(both: &[u8]) -> Option<ControlRecord> {
+        both.chunks_exact(SLOT_BYTES).take(2).filter_map(ControlRecord::decode).max_by_key(|r| r.seq)
+    }
+
     fn decode(slot: &[u8]) -> Option<ControlRecord> {
         let u32_at = |at: usize| u32::from_le_bytes(slot[at..at + 4].try_into().expect("4 bytes"));
         let u64_at = |at: usize| u64::from_le_bytes(slot[at..at + 8].try_into().expect("8 bytes"));
@@ -89,10 +95,7 @@ impl<F: StorageFile> ControlFile<F> {
         let file = storage.open(path, FileOptions::default())?;
         let mut both = [0u8; 2 * SLOT_BYTES];
         file.read_exact_at(&mut both, 0)?;
-        let last = [&both[..SLOT_BYTES], &both[SLOT_BYTES..]]
-            .into_iter()
-            .filter_map(ControlRecord::decode)
-            .max_by_key(|r| r.seq)
+        let last = ControlRecord::newest_in(&both)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "control file: both slots are invalid"))?;
         Ok(ControlFile { file, last })
     }

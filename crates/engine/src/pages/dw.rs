@@ -72,7 +72,15 @@ impl<F: StorageFile> DoubleWrite<F> {
         let path = dir.join(DW_FILE_NAME);
         let slots = batch_pages + SINGLE_SLOTS + ring_batches * batch_pages;
         let file = if storage.exists(&path)? {
-            storage.open(&path, opts)?
+            let file = storage.open(&path, opts)?;
+            let (have, want) = (file.len()?, (slots * page_size) as u64);
+            if have != want {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is {have} bytes; this store's double-write settings make it {want}", path.display()),
+                ));
+            }
+            file
         } else {
             let file = storage.create_new(&path, opts)?;
             let zeros = syncbench_sys::AlignedBuf::new(slots * page_size, page_size);
@@ -120,21 +128,36 @@ impl<F: StorageFile> DoubleWrite<F> {
         Ok(())
     }
 
-    /// Every valid image in the area, the highest LSN per page.
-    pub fn newest_copies(&self) -> io::Result<HashMap<PageId, Vec<u8>>> {
+    /// Where the valid image with the highest LSN of each page is: (its LSN, its slot). The area is read
+    /// a megabyte at a time (a `pipelined` ring holding a checkpoint cycle's copies is hundreds of them).
+    pub fn newest_copies(&self) -> io::Result<HashMap<PageId, (Lsn, usize)>> {
         let slots = (self.file.len()? as usize) / self.page_size;
-        let mut buf = syncbench_sys::AlignedBuf::new(slots * self.page_size, self.page_size);
-        self.file.read_exact_at(buf.as_mut_slice(), 0)?;
-        let mut newest: HashMap<PageId, Vec<u8>> = HashMap::new();
-        for image in buf.as_slice().chunks_exact(self.page_size) {
-            let PageCheck::Valid { lsn } = page::check_any(image) else { continue };
-            let id = page::id(image);
-            let newer = newest.get(&id).is_none_or(|have| page::lsn(have) < lsn);
-            if newer {
-                newest.insert(id, image.to_vec());
+        let per_read = ((1 << 20) / self.page_size).max(1);
+        let mut buf = syncbench_sys::AlignedBuf::new(per_read * self.page_size, self.page_size);
+        let mut newest: HashMap<PageId, (Lsn, usize)> = HashMap::new();
+        for first in (0..slots).step_by(per_read) {
+            let n = per_read.min(slots - first);
+            let chunk = &mut buf.as_mut_slice()[..n * self.page_size];
+            self.file.read_exact_at(chunk, (first * self.page_size) as u64)?;
+            for (i, image) in chunk.chunks_exact(self.page_size).enumerate() {
+                let PageCheck::Valid { lsn } = page::check_any(image) else { continue };
+                let id = page::id(image);
+                if newest.get(&id).is_none_or(|&(have, _)| have < lsn) {
+                    newest.insert(id, (lsn, first + i));
+                }
             }
         }
         Ok(newest)
+    }
+
+    /// Read slot `slot`'s image into `out` (one page) and check it is still the valid image of `id`.
+    pub fn read_slot(&self, slot: usize, id: PageId, out: &mut [u8]) -> io::Result<()> {
+        assert_eq!(out.len(), self.page_size, "one page at a time");
+        self.file.read_exact_at(out, (slot * self.page_size) as u64)?;
+        match page::check(out, id) {
+            PageCheck::Valid { .. } => Ok(()),
+            other => Err(io::Error::other(format!("double-write slot {slot} changed while recovering: {other:?}"))),
+        }
     }
 }
 
@@ -175,10 +198,15 @@ mod tests {
         dw.write(Region::Single, &image(6), false).unwrap();
         let copies = dw.newest_copies().unwrap();
         assert_eq!(copies.len(), 1);
-        assert_eq!(page::lsn(&copies[&id]), 9);
+        assert_eq!(copies[&id], (9, 1), "the second slot of the batch region");
+        let mut read = vec![0u8; 4096];
+        dw.read_slot(1, id, &mut read).unwrap();
+        assert_eq!(read, image(9));
+        assert!(dw.read_slot(2, id, &mut read).is_err(), "the torn slot");
         // A copy in the ring counts like any other.
         dw.write_ring(1, &image(11)).unwrap();
         dw.sync().unwrap();
-        assert_eq!(page::lsn(&dw.newest_copies().unwrap()[&id]), 11);
+        let ring_slot = 4 + SINGLE_SLOTS + 4;
+        assert_eq!(dw.newest_copies().unwrap()[&id], (11, ring_slot));
     }
 }

@@ -1,60 +1,123 @@
 //! The `pipelined` double-write design: what the 2012 thread (shared/seeds/003) said would fix the
-//! prototype. Dirty pages the clock is coming to, and a running checkpoint's pages, are spooled into a
-//! ring of batches in the double-write area ahead of their home write; a sync thread of their own
-//! syncs the area while the spooler keeps writing (up to [`RING_BATCHES`] batches in flight); an
-//! eviction prefers a dirty page whose copy is durable and then only writes it home, with no sync at
-//! all.
+//! prototype, and one step beyond it. Dirty pages the clock is coming to, and a running checkpoint's
+//! pages, are spooled into a ring of batches in the double-write area ahead of their home write; a sync
+//! thread of their own syncs the area while the spooler keeps writing (batches in flight); an eviction
+//! prefers a dirty page whose copy is durable and then only writes it home, with no sync at all.
 //!
-//! The invariant that makes a home write safe: a page goes home without its own double-write only if
-//! its copy with the same page LSN is in a ring batch that is durable (its sync completed) and has not
-//! been recycled; and a ring batch is recycled only after every home write that relied on it is durable.
-//! Recycling a batch therefore (1) raises `recycled_seq` under the write side of `home_writes`, so no
-//! home write that relies on it is in progress or can start, then (2) fsyncs every data file written
-//! since the last such fsync, then the spooler overwrites it. This file holds that state; the store
-//! (store.rs) picks the pages and does the I/O.
+//! The step beyond: **a copy protects its page for the rest of the checkpoint cycle**, as a full-page
+//! image in the log does, not only the version it copied. Recovery restores a torn page from its newest
+//! copy and then redoes the log after the checkpoint's redo LSN; a copy taken when the log ended at
+//! `taken_at` holds every change to the page up to `taken_at`, and every later change has a higher LSN.
+//! So while `taken_at` ≥ the current redo LSN, the copy plus the log rebuild any later version of the
+//! page, and the page can go home again and again without a new copy. A page is copied about once per
+//! checkpoint cycle (as `fpw` logs one image), instead of at every eviction (the 2012 design), and home
+//! writes stay in the page cache until the checkpoint's fsync (as `fpw`'s do).
+//!
+//! The invariants that make a home write safe:
+//! 1. A page goes home without its own double-write only if it has a copy in a ring batch that is
+//!    durable (its sync completed), not recycled, and either holds this very version (same page LSN) or
+//!    was taken in the current checkpoint cycle (`taken_at` ≥ the redo LSN). Checked under the read side
+//!    of `home_writes`, held until the write has been issued.
+//! 2. A checkpoint raises the cycle's redo LSN under the pool lock, then, before its data-file fsync,
+//!    takes the write side of `home_writes` once: every home write checked against the old cycle has
+//!    been issued by then, so that fsync makes it durable.
+//! 3. A ring batch is recycled only after every home write that relied on it is durable: recycling
+//!    raises `recycled_seq` under the write side of `home_writes` (no such write is in progress or can
+//!    start), then, if a write relied on the batch after the last completed data-file sync round began,
+//!    runs a round (fsync of every data file written since). Home writes tag the batch they relied on
+//!    with the current round number, so a ring holding a whole checkpoint cycle recycles batches the
+//!    checkpoint's own fsync already covered, with no fsync of its own.
+//!
+//! This file holds that state; the store (store.rs) picks the pages and does the I/O.
 
 use super::page::Lsn;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
-/// Batches in the ring: up to this many can be written and waiting for their sync at once.
-pub const RING_BATCHES: usize = 16;
+/// Batches in the ring by default (the library's; `syncbench pages --dw-ring` sizes it in bytes). A
+/// small ring wraps within a checkpoint cycle: copies are recycled before their pages stop needing them
+/// and each recycle syncs the data files.
+pub const DEFAULT_RING_BATCHES: usize = 16;
+
+/// The fewest batches a ring may have: [`RECYCLE_BATCHES`] is a quarter of it and must leave the batch
+/// being written alone.
+pub const MIN_RING_BATCHES: usize = 8;
+
+/// The most batches a ring may have (with 1024-page batches of 16 KiB pages: 1 TiB; the limit is the
+/// per-position bookkeeping, 16 bytes each).
+pub const MAX_RING_BATCHES: usize = 1 << 16;
 
 /// How far down the line of next evictions (the dirty pages the clock would take, in clock order from
-/// the hand) the spooler copies pages: a quarter of the ring, so a copy is not recycled before its page
-/// goes home (measured: spooling every dirty page recycled 9 in 10 copies unused; a window of most of
-/// the ring, 7 in 10). Counted in dirty pages, not frames: the flusher keeps a quarter of the pool clean
-/// ahead of the hand, and a window of frames from the hand saw mostly those.
+/// the hand) the spooler copies pages, in batches: far enough for full batches, near enough that the
+/// pages are not changed again before they go home (measured with a 16-batch ring: spooling every dirty
+/// page recycled 9 in 10 copies unused; a window of most of the ring, 7 in 10; of 4 batches, 1 in 100).
+pub const LINE_BATCHES: usize = 4;
+
+/// The line of next evictions the spooler copies from, in pages.
 pub fn spool_line_pages(batch_pages: usize) -> usize {
-    RING_BATCHES / 4 * batch_pages
+    LINE_BATCHES * batch_pages
 }
 
 /// Ring positions recycled together when the spooler must reuse one: a quarter of the ring, so the
-/// data files are `fsync`ed once per four batches written rather than once per batch. Recycling drops
-/// the oldest copies, which the clock has used by then (a copy is taken within a quarter of the ring's
-/// capacity ahead of the hand); one whose page has not gone home yet is spooled again.
-pub const RECYCLE_BATCHES: u64 = (RING_BATCHES / 4) as u64;
+/// data files are synced (when they must be) once per quarter ring written rather than once per batch.
+pub fn recycle_batches(ring_batches: usize) -> u64 {
+    (ring_batches / 4).max(1) as u64
+}
 
 /// The batches a spooler about to write batch `seq` recycles: `None` while the ring has room or the
 /// position was recycled already; otherwise up to which batch (the position's previous batch and the
-/// next [`RECYCLE_BATCHES`] − 1, never past the last batch written).
-pub fn recycle_through(seq: u64, recycled: u64) -> Option<u64> {
-    let reused = seq.saturating_sub(RING_BATCHES as u64);
-    (reused > recycled).then(|| (reused + RECYCLE_BATCHES - 1).min(seq - 1))
+/// next [`recycle_batches`] − 1, never past the last batch written).
+pub fn recycle_through(seq: u64, recycled: u64, ring_batches: usize) -> Option<u64> {
+    let reused = seq.saturating_sub(ring_batches as u64);
+    (reused > recycled).then(|| (reused + recycle_batches(ring_batches) - 1).min(seq - 1))
 }
 
 /// Whether the spooler writes a batch of `ahead` candidate pages for the next evictions now, the
 /// nearest `nearest` places from the front of the line of next evictions: only a full batch — one ring write, one
-/// sync and a quarter of a recycle per `batch_pages` pages (measured before: ~20 pages per batch, so
+/// sync and a share of a recycle per `batch_pages` pages (measured before: ~20 pages per batch, so
 /// three times the syncs and recycle `fsync`s) — unless one is within half a batch of the front, when
 /// waiting would leave it to the flusher's 2012 path or a client's eviction.
 pub fn worth_spooling(ahead: usize, nearest: usize, batch_pages: usize) -> bool {
     ahead > 0 && (ahead >= batch_pages || nearest < batch_pages.div_ceil(2))
 }
 
+/// A page's copy in the ring (kept in its frame, and while the page is out of the pool, in the store's
+/// table of copies): which batch, the page's LSN then, and where the log ended when it was taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingCopy {
+    /// The ring batch's sequence number; 0: no copy.
+    pub seq: u64,
+    /// The page LSN of the copy.
+    pub lsn: Lsn,
+    /// The log's last LSN when the copy was taken (under the pool lock): every change to the page up to
+    /// it is in the copy, every later one has a higher LSN.
+    pub taken_at: Lsn,
+}
+
+impl RingCopy {
+    /// Whether there is a copy at all.
+    pub fn exists(&self) -> bool {
+        self.seq != 0
+    }
+}
+
+/// Deliberate bugs a crash test must catch (never set outside tests).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PipelineBugs {
+    /// A copy counts as safe before its sync completed.
+    pub home_before_sync: bool,
+    /// A ring batch is overwritten before the home writes that relied on it are synced.
+    pub recycle_skips_home_sync: bool,
+    /// A copy from an earlier checkpoint cycle protects a page changed since (the log before the
+    /// checkpoint's redo LSN, which recovery would need, is gone).
+    pub trust_earlier_cycle: bool,
+}
+
 /// The ring's bookkeeping (one per store in `pipelined` dw mode).
 pub struct Pipeline {
+    /// Batches in the ring.
+    ring_batches: usize,
     /// Held by the spooler for a whole spool step: batches are numbered and written one at a time. Holds
     /// the spooler's batch buffer (made on first use).
     pub(crate) spool: Mutex<Option<syncbench_sys::AlignedBuf>>,
@@ -66,11 +129,22 @@ pub struct Pipeline {
     durable_changed: Condvar,
     /// Batches up to this one may be overwritten: their copies protect nothing any more.
     recycled_seq: AtomicU64,
+    /// The current checkpoint cycle's redo LSN: a copy taken at or after it protects later versions of
+    /// its page too (invariant 1).
+    cycle_lsn: AtomicU64,
     /// Read side: a home write that relies on a ring copy, from the safety check until the write has been
-    /// issued. Write side: raising `recycled_seq`.
+    /// issued. Write side: raising `recycled_seq`, and draining those writes before a sync round.
     home_writes: RwLock<()>,
-    /// Per data file: written home since the last recycle fsync.
+    /// Per data file: written home relying on the ring since the last sync round began.
     unsynced_home: Vec<AtomicBool>,
+    /// The current sync round (starts at 1): home writes tag the ring position they relied on with it.
+    round: AtomicU64,
+    /// Every home write tagged with a round up to this one is durable.
+    durable_round: AtomicU64,
+    /// Per ring position: the latest round a home write relied on its batch in (0: none).
+    relied_round: Vec<AtomicU64>,
+    /// One sync round at a time (a round's file flags and its fsyncs belong together).
+    rounds: Mutex<()>,
     /// A checkpoint is running: the spooler spools its pages too, ahead of its home writes.
     checkpointing: AtomicBool,
     /// The spooler found nothing worth spooling and sleeps until the clock hand has travelled this far
@@ -80,37 +154,48 @@ pub struct Pipeline {
     /// wait is not lost.
     woken: Mutex<bool>,
     woken_changed: Condvar,
-    /// Test-only deliberate bug: a copy counts as safe before its sync completed.
-    home_before_sync: bool,
-    /// Test-only deliberate bug: a ring batch is overwritten before the home writes that relied on it
-    /// are synced.
-    recycle_skips_home_sync: bool,
+    bugs: PipelineBugs,
+}
+
+fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Pipeline {
-    /// State for a store with `data_files` data files.
-    pub fn new(data_files: u32, home_before_sync: bool, recycle_skips_home_sync: bool) -> Pipeline {
+    /// State for a store with `data_files` data files and a ring of `ring_batches` batches.
+    pub fn new(data_files: u32, ring_batches: usize, bugs: PipelineBugs) -> Pipeline {
+        assert!(ring_batches >= MIN_RING_BATCHES, "a ring of {ring_batches} batches is too small");
         Pipeline {
+            ring_batches,
             spool: Mutex::new(None),
             next_seq: AtomicU64::new(1),
             durable_seq: AtomicU64::new(0),
             durable_lock: Mutex::new(()),
             durable_changed: Condvar::new(),
             recycled_seq: AtomicU64::new(0),
+            cycle_lsn: AtomicU64::new(0),
             home_writes: RwLock::new(()),
             unsynced_home: (0..data_files).map(|_| AtomicBool::new(false)).collect(),
+            round: AtomicU64::new(1),
+            durable_round: AtomicU64::new(0),
+            relied_round: (0..ring_batches).map(|_| AtomicU64::new(0)).collect(),
+            rounds: Mutex::new(()),
             checkpointing: AtomicBool::new(false),
             wake_at_travel: AtomicU64::new(u64::MAX),
             woken: Mutex::new(false),
             woken_changed: Condvar::new(),
-            home_before_sync,
-            recycle_skips_home_sync,
+            bugs,
         }
     }
 
+    /// Batches in the ring.
+    pub fn ring_batches(&self) -> usize {
+        self.ring_batches
+    }
+
     /// Ring position of batch `seq`.
-    pub fn position(seq: u64) -> usize {
-        (seq % RING_BATCHES as u64) as usize
+    pub fn position(&self, seq: u64) -> usize {
+        (seq % self.ring_batches as u64) as usize
     }
 
     /// The sequence number the next batch gets (taken by [`Pipeline::advance`]).
@@ -118,32 +203,55 @@ impl Pipeline {
         self.next_seq.load(Ordering::Acquire)
     }
 
-    /// The batch numbered [`Pipeline::next_seq`] has been written.
+    /// The batch numbered [`Pipeline::next_seq`] has been written (its position's earlier batch was
+    /// recycled first, so no home write relies on that position now).
     pub fn advance(&self) {
-        self.next_seq.fetch_add(1, Ordering::AcqRel);
+        let seq = self.next_seq.fetch_add(1, Ordering::AcqRel);
+        self.relied_round[self.position(seq)].store(0, Ordering::Release);
     }
 
-    /// Whether a frame whose copy is in batch `copy_seq` with LSN `copy_lsn` may go home without its own
-    /// double-write, its page LSN being `page_lsn`. Call under [`Pipeline::home_write`].
-    pub fn is_safe(&self, copy_seq: u64, copy_lsn: Lsn, page_lsn: Lsn) -> bool {
-        let synced = self.home_before_sync || copy_seq <= self.durable_seq.load(Ordering::Acquire);
-        copy_seq != 0 && copy_lsn == page_lsn && copy_seq > self.recycled_seq.load(Ordering::Acquire) && synced
+    /// A new checkpoint cycle begins at `redo_lsn` (called under the pool lock, where copies are taken).
+    pub fn start_cycle(&self, redo_lsn: Lsn) {
+        self.cycle_lsn.fetch_max(redo_lsn, Ordering::AcqRel);
     }
 
-    /// Whether the copy is still in the ring (written, maybe not yet synced): spooling it again would be
-    /// wasted.
-    pub fn is_current(&self, copy_seq: u64, copy_lsn: Lsn, page_lsn: Lsn) -> bool {
-        copy_seq != 0 && copy_lsn == page_lsn && copy_seq > self.recycled_seq.load(Ordering::Acquire)
+    /// The current checkpoint cycle's redo LSN.
+    pub fn cycle_lsn(&self) -> Lsn {
+        self.cycle_lsn.load(Ordering::Acquire)
+    }
+
+    /// Whether `copy` rebuilds the page at `page_lsn` with the log that recovery would replay: it holds
+    /// that very version, or it was taken in the current checkpoint cycle.
+    fn covers(&self, copy: RingCopy, page_lsn: Lsn) -> bool {
+        let this_version = copy.lsn == page_lsn;
+        let this_cycle = copy.taken_at >= self.cycle_lsn() && copy.lsn <= page_lsn;
+        let earlier_cycle = self.bugs.trust_earlier_cycle && copy.lsn <= page_lsn;
+        this_version || this_cycle || earlier_cycle
+    }
+
+    /// Whether a page with LSN `page_lsn` may go home relying on `copy` without a double-write of its
+    /// own (invariant 1). Call under [`Pipeline::home_write`].
+    pub fn is_safe(&self, copy: RingCopy, page_lsn: Lsn) -> bool {
+        let synced = self.bugs.home_before_sync || copy.seq <= self.durable_seq.load(Ordering::Acquire);
+        self.is_current(copy, page_lsn) && synced
+    }
+
+    /// Whether `copy` is in the ring (written, maybe not yet synced) and covers the page at `page_lsn`:
+    /// spooling the page again would be wasted.
+    pub fn is_current(&self, copy: RingCopy, page_lsn: Lsn) -> bool {
+        copy.exists() && copy.seq > self.recycled_seq.load(Ordering::Acquire) && self.covers(copy, page_lsn)
     }
 
     /// Hold while checking [`Pipeline::is_safe`] and issuing the home writes that rely on it.
     pub fn home_write(&self) -> RwLockReadGuard<'_, ()> {
-        self.home_writes.read().unwrap_or_else(|p| p.into_inner())
+        read(&self.home_writes)
     }
 
-    /// Note a home write to data file `file` (under [`Pipeline::home_write`] or before its own sync).
-    pub fn wrote_home(&self, file: u32) {
+    /// Note a home write to data file `file` relying on ring batch `seq` (under [`Pipeline::home_write`]).
+    pub fn wrote_home(&self, file: u32, seq: u64) {
         self.unsynced_home[file as usize].store(true, Ordering::Release);
+        let round = self.round.load(Ordering::Acquire);
+        self.relied_round[self.position(seq)].fetch_max(round, Ordering::AcqRel);
     }
 
     /// Whether a checkpoint is running (its pages are spooled first).
@@ -234,46 +342,80 @@ impl Pipeline {
         true
     }
 
-    /// Stop relying on batches up to `seq` and make every home write that relied on them durable:
-    /// `sync_file` is called for each data file written home since the last recycle.
+    /// Stop relying on batches up to `seq` and make every home write that relied on them durable: if one
+    /// relied on them after the last completed sync round began, run a round (`sync_file` for each data
+    /// file written home relying on the ring since the round before).
     pub fn recycle<E>(&self, seq: u64, sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
-        if self.recycled_seq.load(Ordering::Acquire) < seq {
+        let needs_round = {
             let _no_home_writes = self.home_writes.write().unwrap_or_else(|p| p.into_inner());
-            self.recycled_seq.fetch_max(seq, Ordering::AcqRel);
-        }
-        self.sync_home(sync_file)
+            self.raise_recycled(seq)
+        };
+        if needs_round { self.sync_round(false, sync_file) } else { Ok(()) }
     }
 
     /// [`Pipeline::recycle`] for a caller that holds the pool lock (a client spooling for its
     /// eviction): it does not wait for home writes in progress (a flush or a checkpoint writing pages
-    /// home relying on the ring) — false, nothing done, if there is one.
+    /// home relying on the ring) or for a sync round in progress — false, nothing done, if there is one.
     pub fn try_recycle<E>(&self, seq: u64, sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<bool, E> {
-        if self.recycled_seq.load(Ordering::Acquire) < seq {
+        if self.recycled_seq.load(Ordering::Acquire) >= seq {
+            return Ok(true);
+        }
+        let Some(_one_round) = try_lock(&self.rounds) else { return Ok(false) };
+        let needs_round = {
             let _no_home_writes = match self.home_writes.try_write() {
                 Ok(g) => g,
                 Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) => return Ok(false),
             };
-            self.recycled_seq.fetch_max(seq, Ordering::AcqRel);
-        }
-        self.sync_home(sync_file).map(|()| true)
+            self.raise_recycled(seq)
+        };
+        if needs_round { self.round_locked(false, sync_file).map(|()| true) } else { Ok(true) }
     }
 
-    /// Sync every data file written home since the last recycle.
-    fn sync_home<E>(&self, mut sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
-        if self.recycle_skips_home_sync {
-            return Ok(());
-        }
+    /// Under the write side of `home_writes`: batches up to `seq` protect nothing from now on. Returns
+    /// whether a home write relied on one of them after the last completed sync round began (its
+    /// write may not be durable yet).
+    fn raise_recycled(&self, seq: u64) -> bool {
+        let before = self.recycled_seq.fetch_max(seq, Ordering::AcqRel);
+        let durable = self.durable_round.load(Ordering::Acquire);
+        let relied_since =
+            (before + 1..=seq).any(|s| self.relied_round[self.position(s)].load(Ordering::Acquire) > durable);
+        relied_since && !self.bugs.recycle_skips_home_sync
+    }
+
+    /// A sync round: wait for the home writes relying on the ring that are in progress, start a new
+    /// round number, then sync every data file written home relying on the ring since the last round
+    /// began (`all`: every data file, for a checkpoint). When it returns Ok, every home write tagged
+    /// with an earlier round is durable.
+    pub fn sync_round<E>(&self, all: bool, sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
+        let _one_round = self.rounds.lock().unwrap_or_else(|p| p.into_inner());
+        self.round_locked(all, sync_file)
+    }
+
+    fn round_locked<E>(&self, all: bool, mut sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
+        let ended = {
+            let _drain = self.home_writes.write().unwrap_or_else(|p| p.into_inner());
+            self.round.fetch_add(1, Ordering::AcqRel)
+        };
         for (file, unsynced) in self.unsynced_home.iter().enumerate() {
-            if unsynced.swap(false, Ordering::AcqRel)
+            if (unsynced.swap(false, Ordering::AcqRel) || all)
                 && let Err(e) = sync_file(file as u32)
             {
-                // Still unsynced: the next recycle must try again (the store is poisoned anyway).
+                // Still unsynced: a later round must try again (the store is poisoned anyway).
                 unsynced.store(true, Ordering::Release);
                 return Err(e);
             }
         }
+        self.durable_round.fetch_max(ended, Ordering::AcqRel);
         Ok(())
+    }
+}
+
+fn try_lock<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
     }
 }
 
@@ -281,16 +423,23 @@ impl Pipeline {
 mod tests {
     use super::*;
 
+    fn copy(seq: u64, lsn: Lsn, taken_at: Lsn) -> RingCopy {
+        RingCopy { seq, lsn, taken_at }
+    }
+
+    fn ok(_: u32) -> Result<(), ()> {
+        Ok(())
+    }
+
     #[test]
     fn a_copy_is_safe_only_while_durable_current_and_not_recycled() {
-        let p = Pipeline::new(2, false, false);
-        assert!(!p.is_safe(0, 0, 0), "no copy");
-        assert!(!p.is_safe(1, 5, 5), "written but not synced");
-        assert!(p.is_current(1, 5, 5));
+        let p = Pipeline::new(2, 16, PipelineBugs::default());
+        assert!(!p.is_safe(RingCopy::default(), 0), "no copy");
+        assert!(!p.is_safe(copy(1, 5, 5), 5), "written but not synced");
+        assert!(p.is_current(copy(1, 5, 5), 5));
         p.mark_durable(1);
-        assert!(p.is_safe(1, 5, 5));
-        assert!(!p.is_safe(1, 5, 6), "the page changed after it was copied");
-        p.wrote_home(1);
+        assert!(p.is_safe(copy(1, 5, 5), 5));
+        p.wrote_home(1, 1);
         let mut synced = Vec::new();
         p.recycle(1, |f| {
             synced.push(f);
@@ -298,34 +447,91 @@ mod tests {
         })
         .unwrap();
         assert_eq!(synced, vec![1], "only the file written home is synced");
-        assert!(!p.is_safe(1, 5, 5) && !p.is_current(1, 5, 5), "recycled");
+        assert!(!p.is_safe(copy(1, 5, 5), 5) && !p.is_current(copy(1, 5, 5), 5), "recycled");
         p.recycle(1, |_| Err(())).unwrap();
     }
 
     #[test]
+    fn a_copy_covers_later_versions_only_within_its_checkpoint_cycle() {
+        let p = Pipeline::new(1, 16, PipelineBugs::default());
+        p.mark_durable(1);
+        p.start_cycle(10);
+        // Taken when the log ended at 12 (page LSN 7): changes after it have LSNs above 12 > 10.
+        assert!(p.is_safe(copy(1, 7, 12), 20), "changed since, same cycle");
+        assert!(!p.is_safe(copy(1, 7, 12), 6), "a copy newer than the page is not this page");
+        // Taken before the cycle began: only that very version.
+        assert!(!p.is_safe(copy(1, 7, 9), 20), "changed since, earlier cycle");
+        assert!(p.is_safe(copy(1, 7, 9), 7), "unchanged since, earlier cycle");
+        p.start_cycle(15);
+        assert!(!p.is_safe(copy(1, 7, 12), 20) && !p.is_current(copy(1, 7, 12), 20), "the next cycle");
+        p.start_cycle(3);
+        assert_eq!(p.cycle_lsn(), 15, "a cycle never goes back");
+        let buggy = Pipeline::new(1, 16, PipelineBugs { trust_earlier_cycle: true, ..Default::default() });
+        buggy.mark_durable(1);
+        buggy.start_cycle(15);
+        assert!(buggy.is_safe(copy(1, 7, 12), 20), "the deliberate bug trusts an earlier cycle's copy");
+    }
+
+    #[test]
+    fn a_recycle_syncs_only_for_home_writes_no_sync_round_covered() {
+        let p = Pipeline::new(2, 16, PipelineBugs::default());
+        p.mark_durable(3);
+        p.wrote_home(0, 1);
+        p.wrote_home(1, 2);
+        // The checkpoint's round syncs every file and covers both writes.
+        let mut synced = Vec::new();
+        p.sync_round(true, |f| {
+            synced.push(f);
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(synced, vec![0, 1]);
+        p.recycle(2, |_| Err(())).expect("batches 1 and 2 need no sync of their own");
+        // A write relying on batch 3 after that round: recycling 3 syncs its file.
+        p.wrote_home(1, 3);
+        let mut synced = Vec::new();
+        p.recycle(3, |f| {
+            synced.push(f);
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(synced, vec![1]);
+        // The deliberate bug skips that sync.
+        let buggy = Pipeline::new(1, 16, PipelineBugs { recycle_skips_home_sync: true, ..Default::default() });
+        buggy.wrote_home(0, 1);
+        buggy.recycle(1, |_| Err(())).expect("the bug does not sync");
+    }
+
+    #[test]
     fn a_recycle_under_the_pool_lock_does_not_wait_for_home_writes_in_progress() {
-        let p = Pipeline::new(1, false, false);
+        let p = Pipeline::new(1, 16, PipelineBugs::default());
         p.mark_durable(2);
         let home_write = p.home_write();
-        assert_eq!(p.try_recycle(1, |_| Ok::<(), ()>(())), Ok(false));
-        assert!(p.is_safe(1, 5, 5), "not recycled");
+        assert_eq!(p.try_recycle(1, ok), Ok(false));
+        assert!(p.is_safe(copy(1, 5, 5), 5), "not recycled");
         drop(home_write);
-        assert_eq!(p.try_recycle(1, |_| Ok::<(), ()>(())), Ok(true));
-        assert!(!p.is_safe(1, 5, 5), "recycled");
+        let round = p.rounds.lock().unwrap();
+        assert_eq!(p.try_recycle(1, ok), Ok(false), "a sync round in progress");
+        drop(round);
+        assert_eq!(p.try_recycle(1, ok), Ok(true));
+        assert!(!p.is_safe(copy(1, 5, 5), 5), "recycled");
         // Already recycled: no lock needed, even with a home write in progress.
         let _home_write = p.home_write();
-        assert_eq!(p.try_recycle(1, |_| Ok::<(), ()>(())), Ok(true));
+        assert_eq!(p.try_recycle(1, ok), Ok(true));
     }
 
     #[test]
     fn a_quarter_of_the_ring_is_recycled_at_once_and_only_when_needed() {
-        let ring = RING_BATCHES as u64;
-        assert_eq!(recycle_through(1, 0), None, "an empty ring");
-        assert_eq!(recycle_through(ring, 0), None, "the last free position");
-        assert_eq!(recycle_through(ring + 1, 0), Some(RECYCLE_BATCHES), "batch 1 and the next ones");
-        assert_eq!(recycle_through(ring + 2, RECYCLE_BATCHES), None, "recycled with batch 1");
-        assert_eq!(recycle_through(ring + 1 + RECYCLE_BATCHES, RECYCLE_BATCHES), Some(2 * RECYCLE_BATCHES));
-        assert!(RECYCLE_BATCHES < ring, "never the batch about to be written");
+        for ring in [MIN_RING_BATCHES, 16, 512] {
+            let (r, quarter) = (ring as u64, recycle_batches(ring));
+            assert_eq!(quarter, r / 4);
+            assert_eq!(recycle_through(1, 0, ring), None, "an empty ring");
+            assert_eq!(recycle_through(r, 0, ring), None, "the last free position");
+            assert_eq!(recycle_through(r + 1, 0, ring), Some(quarter), "batch 1 and the next ones");
+            assert_eq!(recycle_through(r + 2, quarter, ring), None, "recycled with batch 1");
+            assert_eq!(recycle_through(r + 1 + quarter, quarter, ring), Some(2 * quarter));
+            assert!(quarter < r, "never the batch about to be written");
+        }
     }
 
     #[test]
@@ -340,7 +546,7 @@ mod tests {
 
     #[test]
     fn the_spooler_sleeps_until_the_hand_has_moved_or_a_checkpoint_starts() {
-        let p = std::sync::Arc::new(Pipeline::new(1, false, false));
+        let p = std::sync::Arc::new(Pipeline::new(1, 16, PipelineBugs::default()));
         p.spooler_looking();
         p.sleep_until_travel(100, 32);
         p.hand_moved(131);
@@ -362,17 +568,17 @@ mod tests {
 
     #[test]
     fn the_deliberate_bug_trusts_an_unsynced_copy() {
-        let p = Pipeline::new(1, true, false);
-        assert!(p.is_safe(1, 5, 5));
+        let p = Pipeline::new(1, 16, PipelineBugs { home_before_sync: true, ..Default::default() });
+        assert!(p.is_safe(copy(1, 5, 5), 5));
     }
 
     #[test]
-    fn a_failed_recycle_sync_is_retried_next_time() {
-        let p = Pipeline::new(1, false, false);
-        p.wrote_home(0);
+    fn a_failed_sync_round_leaves_the_file_for_the_next_round() {
+        let p = Pipeline::new(1, 16, PipelineBugs::default());
+        p.wrote_home(0, 1);
         assert!(p.recycle(1, |_| Err(())).is_err());
         let mut called = false;
-        p.recycle(2, |_| {
+        p.sync_round(false, |_| {
             called = true;
             Ok::<(), ()>(())
         })
@@ -382,7 +588,7 @@ mod tests {
 
     #[test]
     fn waiting_for_a_batch_ends_when_it_is_durable_or_on_give_up() {
-        let p = std::sync::Arc::new(Pipeline::new(1, false, false));
+        let p = std::sync::Arc::new(Pipeline::new(1, 16, PipelineBugs::default()));
         assert!(!p.wait_durable(1, || true));
         let q = p.clone();
         let t = std::thread::spawn(move || q.mark_durable(3));

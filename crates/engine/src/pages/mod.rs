@@ -141,6 +141,9 @@ pub struct FaultSwitches {
     /// `pipelined`: overwrite a ring batch without first syncing the data files written home relying on
     /// its copies (checkpoints and evictions rely on the ring and leave that sync to the recycle).
     pub dw_recycle_before_home_sync: bool,
+    /// `pipelined`: a ring copy taken in an earlier checkpoint cycle protects a page changed since (the
+    /// log recovery would need to bring the copy forward is gone).
+    pub dw_trust_earlier_cycle: bool,
 }
 
 /// How a store is laid out and behaves.
@@ -156,6 +159,9 @@ pub struct StoreConfig {
     pub dw_batch_pages: usize,
     /// How the double-write buffer works (`dw` mode only).
     pub dw_design: DwDesign,
+    /// `pipelined`: batches in the double-write ring (a ring that holds a checkpoint cycle's copies
+    /// recycles them without syncing the data files: docs/pages.md).
+    pub dw_ring_batches: usize,
     /// Number of data files (`data-0` …).
     pub data_files: u32,
     /// Where the log lives (default: the store directory).
@@ -178,6 +184,7 @@ impl StoreConfig {
             mode,
             dw_batch_pages: 64,
             dw_design: DwDesign::V2012,
+            dw_ring_batches: dw_pipelined::DEFAULT_RING_BATCHES,
             data_files,
             wal_dir: None,
             dw_dir: None,
@@ -198,6 +205,15 @@ impl StoreConfig {
         }
         if !(1..=1024).contains(&self.dw_batch_pages) {
             return Err(format!("double-write batch of {} pages is not in 1..=1024", self.dw_batch_pages));
+        }
+        let ring = dw_pipelined::MIN_RING_BATCHES..=dw_pipelined::MAX_RING_BATCHES;
+        if !ring.contains(&self.dw_ring_batches) {
+            return Err(format!(
+                "a double-write ring of {} batches is not in {}..={}",
+                self.dw_ring_batches,
+                ring.start(),
+                ring.end()
+            ));
         }
         let min_frames = 2 * self.dw_batch_pages + 16;
         if self.pool_frames() < min_frames {

@@ -10,7 +10,7 @@
 
 use super::control::{ControlFile, ControlRecord};
 use super::dw::{self, DoubleWrite, Region};
-use super::dw_pipelined::{self, Pipeline, RING_BATCHES};
+use super::dw_pipelined::{self, Pipeline, PipelineBugs, RingCopy};
 use super::error::{PageError, PageResult};
 use super::log::{PageLog, open_wal};
 use super::page::{self, Lsn, PageCheck, PageId};
@@ -18,7 +18,7 @@ use super::pool::Pool;
 use super::record::{self, Edit};
 use super::{DwDesign, Mode, StoreConfig};
 use crate::storage::{FileOptions, Storage, StorageFile, WriteSync};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -98,6 +98,10 @@ struct Inner {
     checkpoint_frames: Vec<usize>,
     /// Changes after this LSN need a full-page image in `fpw` mode (the current checkpoint's redo LSN).
     redo_lsn: Lsn,
+    /// `pipelined`: the ring copies of pages not in the pool (a copy outlives its page's stay in a
+    /// frame: it protects the page for the rest of its checkpoint cycle). Pruned of recycled copies when
+    /// it holds more than twice the ring's pages.
+    copies: HashMap<PageId, RingCopy>,
 }
 
 /// Which pages a spool step takes (`pipelined`).
@@ -123,13 +127,13 @@ fn seal_checked(id: PageId, copy: &mut [u8]) {
 /// `pipelined`: whether `frame`'s page may go home relying on its ring copy ([`Pipeline::is_safe`]); the
 /// page's bytes (its LSN, a cache miss) are read only for a frame that has a copy.
 fn copy_is_safe(p: &Pipeline, f: &super::pool::Frame) -> bool {
-    f.dw_seq != 0 && p.is_safe(f.dw_seq, f.dw_lsn, page::lsn(f.data.as_slice()))
+    f.dw.exists() && p.is_safe(f.dw, page::lsn(f.data.as_slice()))
 }
 
 /// `pipelined`: whether `frame` can be spooled and has no current copy in the ring.
 fn needs_copy(p: &Pipeline, frame: &super::pool::Frame) -> bool {
     let spoolable = frame.is_dirty() && !frame.pinned && !frame.io_busy && !frame.torn;
-    spoolable && !p.is_current(frame.dw_seq, frame.dw_lsn, page::lsn(frame.data.as_slice()))
+    spoolable && !p.is_current(frame.dw, page::lsn(frame.data.as_slice()))
 }
 
 /// A page copy on its way to disk.
@@ -139,9 +143,8 @@ struct PageCopy {
     lsn: Lsn,
     /// The frame was marked for the running checkpoint when this copy was taken.
     for_checkpoint: bool,
-    /// `pipelined`: the frame's ring copy (batch, LSN) when this copy was taken.
-    dw_seq: u64,
-    dw_lsn: Lsn,
+    /// `pipelined`: the frame's ring copy when this copy was taken.
+    dw: RingCopy,
     bytes: AlignedBuf,
 }
 
@@ -292,7 +295,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             return Ok(None);
         }
         let opts = FileOptions::default();
-        let ring = if config.dw_design == DwDesign::Pipelined { RING_BATCHES } else { 0 };
+        let ring = if config.dw_design == DwDesign::Pipelined { config.dw_ring_batches } else { 0 };
         let dw = DoubleWrite::create_or_open(storage, dw_dir, config.page_size, config.dw_batch_pages, ring, opts)?;
         Ok(Some(dw))
     }
@@ -310,8 +313,12 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let redo_lsn = control.current().redo_lsn;
         let pipelined = config.mode == Mode::Dw && config.dw_design == DwDesign::Pipelined;
         let faults = &config.faults;
-        let pipeline = pipelined
-            .then(|| Pipeline::new(config.data_files, faults.dw_home_before_sync, faults.dw_recycle_before_home_sync));
+        let bugs = PipelineBugs {
+            home_before_sync: faults.dw_home_before_sync,
+            recycle_skips_home_sync: faults.dw_recycle_before_home_sync,
+            trust_earlier_cycle: faults.dw_trust_earlier_cycle,
+        };
+        let pipeline = pipelined.then(|| Pipeline::new(config.data_files, config.dw_ring_batches, bugs));
         PageStore {
             pipeline,
             storage,
@@ -321,7 +328,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             log,
             dw,
             control: Mutex::new(control),
-            inner: Mutex::new(Inner { pool, redo_lsn, checkpoint_frames: Vec::new() }),
+            inner: Mutex::new(Inner { pool, redo_lsn, checkpoint_frames: Vec::new(), copies: HashMap::new() }),
             batch_io: Mutex::new(()),
             checkpoint_lock: Mutex::new(()),
             poisoned: Mutex::new(None),
@@ -424,14 +431,13 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let Some(dw) = &self.dw else { return Ok(()) };
         let mut touched = BTreeSet::new();
         let mut home = AlignedBuf::new(self.config.page_size, self.config.page_size);
-        for (id, image) in dw.newest_copies()? {
+        for (id, (copy_lsn, slot)) in dw.newest_copies()? {
             if id.file as usize >= self.files.len() {
                 continue; // not a page of this store
             }
             self.read_home(id, home.as_mut_slice())?;
-            let copy_lsn = page::lsn(&image);
             if dw::decide(page::check(home.as_slice(), id), Some(copy_lsn)) == dw::Decision::Restore {
-                home.as_mut_slice().copy_from_slice(&image);
+                dw.read_slot(slot, id, home.as_mut_slice())?;
                 self.write_home(id, home.as_slice(), WriteSync::None)?;
                 touched.insert(id.file);
                 add(&self.counters.dw_restored_pages, 1);
@@ -552,6 +558,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             self.evict(inner, idx)?;
         }
         let frame = &mut inner.pool.frames[idx];
+        let leaving = (frame.id, frame.dw);
         self.read_home(id, frame.data.as_mut_slice())?;
         let torn = match page::check(frame.data.as_slice(), id) {
             PageCheck::Valid { .. } => false,
@@ -568,7 +575,22 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             }
         };
         inner.pool.install(idx, id, torn);
+        if let Some(p) = &self.pipeline {
+            self.keep_ring_copy(inner, p, leaving);
+            inner.pool.frames[idx].dw = inner.copies.remove(&id).unwrap_or_default();
+        }
         Ok(idx)
+    }
+
+    /// `pipelined`: remember the ring copy of a page leaving the pool (it still protects the page if the
+    /// page comes back in the same checkpoint cycle).
+    fn keep_ring_copy(&self, inner: &mut Inner, p: &Pipeline, (id, copy): (Option<PageId>, RingCopy)) {
+        let (Some(id), true) = (id, copy.exists()) else { return };
+        inner.copies.insert(id, copy);
+        if inner.copies.len() > 2 * p.ring_batches() * self.config.dw_batch_pages {
+            let recycled = p.recycled_seq();
+            inner.copies.retain(|_, c| c.seq > recycled);
+        }
     }
 
     /// The write-ahead rule: the log is durable up to the page's LSN before the page is written.
@@ -600,11 +622,11 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             Some(p) => {
                 // Its copy is written but not yet synced: one sync of the ring (which makes every batch
                 // written so far durable) instead of a double-write of its own and two syncs.
-                if p.is_current(frame.dw_seq, frame.dw_lsn, lsn) {
+                if p.is_current(frame.dw, lsn) {
                     // Only a batch already written can be made durable by a sync; one still being written
                     // (a spool in progress) leaves this page to the 2012 path below, counted there once.
-                    let written = frame.dw_seq <= p.written_seq();
-                    if !p.is_safe(frame.dw_seq, frame.dw_lsn, lsn) && written && self.poison(self.dw_sync_ring_now())? {
+                    let written = frame.dw.seq <= p.written_seq();
+                    if !p.is_safe(frame.dw, lsn) && written && self.poison(self.dw_sync_ring_now())? {
                         add(&self.counters.evictions_waited_for_dw, 1);
                     }
                 } else if self.poison(self.spool_for_eviction(inner, idx))? {
@@ -612,9 +634,9 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
                 }
                 let frame = &inner.pool.frames[idx];
                 let home_write = p.home_write();
-                if p.is_safe(frame.dw_seq, frame.dw_lsn, lsn) {
+                if p.is_safe(frame.dw, lsn) {
                     // Its copy is durable in the ring and stays there until this write is synced.
-                    self.write_home_relying_on_ring(p, id, lsn, frame.data.as_slice())
+                    self.write_home_relying_on_ring(p, id, lsn, frame.dw.seq, frame.data.as_slice())
                 } else {
                     drop(home_write);
                     self.write_one(id, lsn, frame.data.as_slice())
@@ -625,19 +647,17 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         self.poison(result)?;
         add(&self.counters.eviction_writes, 1);
         inner.pool.set_dirty(idx, false);
-        let frame = &mut inner.pool.frames[idx];
-        frame.checkpoint_needed = false;
-        frame.dw_seq = 0;
+        inner.pool.frames[idx].checkpoint_needed = false;
         Ok(())
     }
 
     /// `pipelined`: write a page home whose durable ring copy has its LSN (checked by the caller under
     /// `Pipeline::home_write`, still held): no double-write, no sync; the ring batch is recycled only
     /// after the data file is synced.
-    fn write_home_relying_on_ring(&self, p: &Pipeline, id: PageId, lsn: Lsn, data: &[u8]) -> PageResult<()> {
+    fn write_home_relying_on_ring(&self, p: &Pipeline, id: PageId, lsn: Lsn, seq: u64, data: &[u8]) -> PageResult<()> {
         self.write_ahead(lsn)?;
         let copy = self.sealed_copy(id, data);
-        p.wrote_home(id.file);
+        p.wrote_home(id.file, seq);
         self.write_home(id, copy.as_slice(), WriteSync::None)
     }
 
@@ -687,8 +707,8 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         {
             let _home_writes = p.home_write();
             for c in copies.iter_mut() {
-                if p.is_safe(c.dw_seq, c.dw_lsn, c.lsn) {
-                    p.wrote_home(c.id.file);
+                if p.is_safe(c.dw, c.lsn) {
+                    p.wrote_home(c.id.file, c.dw.seq);
                     self.write_home(c.id, c.bytes.as_slice(), WriteSync::None)?;
                 } else {
                     let mut bytes = AlignedBuf::new(self.config.page_size, self.config.page_size);
@@ -702,7 +722,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         }
         let mut rest: Vec<PageCopy> = unsafe_copies
             .into_iter()
-            .map(|(id, bytes)| PageCopy { frame: 0, id, lsn: 0, for_checkpoint: false, dw_seq: 0, dw_lsn: 0, bytes })
+            .map(|(id, bytes)| PageCopy { frame: 0, id, lsn: 0, for_checkpoint: false, dw: RingCopy::default(), bytes })
             .collect();
         self.write_batch_2012(&mut rest)
     }
@@ -766,8 +786,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             id: frame.id.expect("dirty frame has a page"),
             lsn: page::lsn(frame.data.as_slice()),
             for_checkpoint: frame.checkpoint_needed,
-            dw_seq: frame.dw_seq,
-            dw_lsn: frame.dw_lsn,
+            dw: frame.dw,
             bytes,
         })
     }
@@ -817,7 +836,6 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             }
             // Changed again while being written: it stays dirty.
             if page::lsn(frame.data.as_slice()) == c.lsn {
-                frame.dw_seq = 0;
                 inner.pool.set_dirty(c.frame, false);
             }
         }
@@ -915,7 +933,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         self.check_poison()?;
         let mut spool = lock(&p.spool);
         let seq = p.next_seq();
-        let reused = seq.saturating_sub(RING_BATCHES as u64);
+        let reused = seq.saturating_sub(p.ring_batches() as u64);
         if p.durable_seq() < reused {
             return Ok(None);
         }
@@ -951,7 +969,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         self.check_poison()?;
         // The copies in this position (and the next few) protect nothing from now on: the home writes
         // that relied on them are made durable before they are overwritten.
-        if let Some(through) = dw_pipelined::recycle_through(seq, p.recycled_seq()) {
+        if let Some(through) = dw_pipelined::recycle_through(seq, p.recycled_seq(), p.ring_batches()) {
             let recycled = p.recycle(through, |file| self.sync_data_file(file));
             self.poison(recycled)?;
         }
@@ -962,7 +980,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
                 seal_checked(*id, slot);
             }
             self.storage.mark(DW_FLUSH_MARK);
-            dw.write_ring(Pipeline::position(seq), images)?;
+            dw.write_ring(p.position(seq), images)?;
             add(&self.counters.dw_bytes, images.len() as u64);
             Ok(())
         });
@@ -981,7 +999,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let (Some(p), Some(dw)) = (&self.pipeline, &self.dw) else { return Ok(false) };
         let Ok(mut spool) = p.spool.try_lock() else { return Ok(false) };
         let seq = p.next_seq();
-        let reused = seq.saturating_sub(RING_BATCHES as u64);
+        let reused = seq.saturating_sub(p.ring_batches() as u64);
         if p.durable_seq() < reused {
             return Ok(false);
         }
@@ -989,7 +1007,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         // client holds the pool lock, which everyone waits for (and crashtest, which runs a client's
         // transaction inside the flusher's page write on the same thread, deadlocked on it). Then
         // `write_spooled`'s recycle has nothing left to do.
-        if let Some(through) = dw_pipelined::recycle_through(seq, p.recycled_seq())
+        if let Some(through) = dw_pipelined::recycle_through(seq, p.recycled_seq(), p.ring_batches())
             && !self.poison(p.try_recycle(through, |file| self.sync_data_file(file)))?
         {
             return Ok(false);
@@ -1072,15 +1090,20 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             return Vec::new();
         }
         let mut copies = Vec::with_capacity(picked.len());
+        // Every change to these pages up to here is in the copies (the pool lock is held): see
+        // `RingCopy::taken_at`.
+        let taken_at = self.log.last_lsn();
+        let cycle = p.cycle_lsn();
         for (idx, slot) in picked.into_iter().zip(images.as_mut_slice().chunks_exact_mut(self.config.page_size)) {
             let frame = &mut inner.pool.frames[idx];
-            // A previous copy that no home write used: wasted work.
-            if frame.dw_seq != 0 {
+            // A copy taken earlier in this cycle would have covered the page: it was recycled first
+            // (or, taken before the page's last change, it was of an earlier cycle's version): wasted work.
+            if frame.dw.exists() && frame.dw.taken_at >= cycle {
                 add(&self.counters.dw_pages_respooled, 1);
             }
-            (frame.dw_seq, frame.dw_lsn) = (seq, page::lsn(frame.data.as_slice()));
+            frame.dw = RingCopy { seq, lsn: page::lsn(frame.data.as_slice()), taken_at };
             slot.copy_from_slice(frame.data.as_slice());
-            copies.push((frame.id.expect("dirty frame has a page"), frame.dw_lsn));
+            copies.push((frame.id.expect("dirty frame has a page"), frame.dw.lsn));
         }
         add(&self.counters.dw_pages_spooled, copies.len() as u64);
         copies
@@ -1118,6 +1141,10 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let redo_lsn = {
             let mut inner = lock(&self.inner);
             inner.redo_lsn = self.log.last_lsn();
+            if let Some(p) = &self.pipeline {
+                // Copies taken before this point protect only the version they hold from now on.
+                p.start_cycle(inner.redo_lsn);
+            }
             let Inner { pool, checkpoint_frames, .. } = &mut *inner;
             checkpoint_frames.clear();
             for (idx, frame) in pool.frames.iter_mut().enumerate() {
@@ -1138,9 +1165,16 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             None => while self.flush_checkpoint_batch(|_| true)? > 0 {},
         }
         if !self.config.faults.checkpoint_skip_data_fsync {
-            for n in 0..self.files.len() as u32 {
-                let synced = self.sync_data_file(n);
-                self.poison(synced)?;
+            match &self.pipeline {
+                // A sync round: it first waits for home writes that checked their copy against the
+                // cycle before this one, so they are durable when the checkpoint is recorded.
+                Some(p) => self.poison(p.sync_round(true, |n| self.sync_data_file(n)))?,
+                None => {
+                    for n in 0..self.files.len() as u32 {
+                        let synced = self.sync_data_file(n);
+                        self.poison(synced)?;
+                    }
+                }
             }
         }
         let result = self.record_checkpoint(redo_lsn);
@@ -1164,7 +1198,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             // Several batches, then one sync for all of them (at most half the ring, so the spooler
             // thread keeps room).
             let mut spooled = false;
-            for _ in 0..RING_BATCHES / 2 {
+            for _ in 0..p.ring_batches() / 2 {
                 if self.spool_step(Pick::Any)?.is_none() {
                     break;
                 }
@@ -1319,14 +1353,15 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     /// `pipelined`: the spooler, and the sync thread it hands written batches to. The sync thread syncs
     /// once for every batch waiting (group sync) while the spooler goes on writing the next ones.
     fn start_dw_pipeline(self: &Arc<Self>, stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<()>> {
-        let (written, to_sync) = std::sync::mpsc::sync_channel::<u64>(RING_BATCHES);
+        let ring = self.pipeline.as_ref().map_or(1, Pipeline::ring_batches);
+        let (written, to_sync) = std::sync::mpsc::sync_channel::<u64>(ring);
         let spooler = {
             let (store, stop) = (self.clone(), stop.clone());
             std::thread::spawn(move || {
                 let p = store.pipeline.as_ref().expect("pipelined");
                 while !stop.load(Ordering::Relaxed) {
                     // Wait for the ring position's previous batch to be durable before spooling into it.
-                    let reused = p.next_seq().saturating_sub(RING_BATCHES as u64);
+                    let reused = p.next_seq().saturating_sub(p.ring_batches() as u64);
                     if !p.wait_durable(reused, || stop.load(Ordering::Relaxed) || store.check_poison().is_err()) {
                         return;
                     }

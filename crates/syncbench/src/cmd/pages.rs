@@ -9,7 +9,7 @@ use crate::schema::Envelope;
 use crate::size::{format_size, parse_size};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use syncbench_engine::pages::{DwDesign, Mode};
+use syncbench_engine::pages::{DwDesign, Mode, dw_pipelined};
 
 /// Flags of `syncbench pages`.
 #[derive(Debug, clap::Args)]
@@ -49,6 +49,10 @@ pub struct Args {
     /// checkpoint's home writes, synced by their own thread).
     #[arg(long, default_value = "2012")]
     pub dw_design: String,
+    /// Size of the pipelined design's ring in the double-write area (rounded down to whole batches): a
+    /// ring that holds a checkpoint cycle's copies is recycled without syncing the data files.
+    #[arg(long, default_value = "256MiB")]
+    pub dw_ring: String,
     /// Where files go.
     #[command(flatten)]
     pub paths: Box<Paths>,
@@ -156,6 +160,7 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
         clients: args.clients,
         page_size: args.page_size,
         dw_batch: args.dw_batch,
+        dw_ring_batches: ring_batches(&args.dw_ring, args.dw_batch, args.page_size)?,
     };
     for &pool in &plan.pools_bytes {
         plan.store_config(Mode::None, DwDesign::default(), pool)
@@ -163,6 +168,22 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
             .map_err(|e| usage(format!("{e} (see --buffer-pool, --dw-batch)")))?;
     }
     Ok(plan)
+}
+
+/// `--dw-ring SIZE` in batches of `--dw-batch` pages.
+fn ring_batches(size: &str, batch_pages: usize, page_size: usize) -> anyhow::Result<usize> {
+    let bytes =
+        parse_size(size).ok_or_else(|| usage(format!("--dw-ring {size:?} is not a size; write it like 256MiB")))?;
+    let batch_bytes = (batch_pages * page_size).max(1) as u64;
+    let batches = usize::try_from(bytes / batch_bytes).unwrap_or(usize::MAX);
+    let (min, max) = (dw_pipelined::MIN_RING_BATCHES, dw_pipelined::MAX_RING_BATCHES);
+    if !(min..=max).contains(&batches) {
+        return Err(usage(format!(
+            "--dw-ring {size} holds {batches} batches of {batch_pages} {page_size}-byte pages; it needs {min} to {max} \
+             (see --dw-batch, --page-size)"
+        )));
+    }
+    Ok(batches)
 }
 
 fn parse_modes(list: &str) -> anyhow::Result<Vec<Mode>> {

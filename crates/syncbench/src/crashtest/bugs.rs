@@ -31,6 +31,8 @@ pub enum EngineBug {
     DwHomeBeforeSync,
     /// `pipelined` dw: a ring batch is overwritten before the home writes relying on it are synced.
     DwRecycleBeforeHomeSync,
+    /// `pipelined` dw: a ring copy from an earlier checkpoint cycle protects a page changed since.
+    DwTrustEarlierCycle,
     /// An evicted page is written without the write-ahead step (simfs's rule).
     EvictSkipWriteAhead,
     /// Redo starts one record after the checkpoint's redo point.
@@ -47,7 +49,8 @@ impl EngineBug {
             EngineBug::DwSkipFsync
             | EngineBug::DwReuseSlotBeforeHomeSync
             | EngineBug::DwHomeBeforeSync
-            | EngineBug::DwRecycleBeforeHomeSync => Some((&["dw"], "--mode dw")),
+            | EngineBug::DwRecycleBeforeHomeSync
+            | EngineBug::DwTrustEarlierCycle => Some((&["dw"], "--mode dw")),
             EngineBug::AtomicPlainWrite => Some((&["atomic"], "--mode atomic")),
             EngineBug::EvictSkipWriteAhead | EngineBug::RedoSkipsFirstRecord => Some((PAGES, "a page-store mode")),
             _ => None,
@@ -73,6 +76,7 @@ impl EngineBug {
             dw_reuse_slot_before_home_sync: on(EngineBug::DwReuseSlotBeforeHomeSync),
             dw_home_before_sync: on(EngineBug::DwHomeBeforeSync),
             dw_recycle_before_home_sync: on(EngineBug::DwRecycleBeforeHomeSync),
+            dw_trust_earlier_cycle: on(EngineBug::DwTrustEarlierCycle),
             evict_skip_write_ahead: on(EngineBug::EvictSkipWriteAhead),
             redo_skips_first_record: on(EngineBug::RedoSkipsFirstRecord),
             atomic_plain_write: on(EngineBug::AtomicPlainWrite),

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 use syncbench_engine::RealStorage;
-use syncbench_engine::pages::{DwDesign, Mode, StoreConfig, StoreStats, atomic, dw_pipelined};
+use syncbench_engine::pages::{DwDesign, Mode, StoreConfig, StoreStats, atomic};
 use syncbench_engine::storage::Storage;
 use syncbench_engine::workload::{Bank, BankConfig, RunReport, RunSpec};
 
@@ -211,6 +211,9 @@ pub struct PagesTable {
     pub checkpoint_secs: f64,
     /// Double-write batch.
     pub dw_batch_pages: usize,
+    /// `pipelined` rows: batches in the double-write ring (absent without such rows, and in older files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dw_ring_batches: Option<usize>,
     /// One row per buffer-pool size and mode.
     pub rows: Vec<PagesRow>,
 }
@@ -248,6 +251,8 @@ pub struct Plan {
     pub page_size: usize,
     /// Pages per double-write batch.
     pub dw_batch: usize,
+    /// `pipelined`: batches in the double-write ring.
+    pub dw_ring_batches: usize,
 }
 
 impl Plan {
@@ -258,6 +263,7 @@ impl Plan {
         config.buffer_pool_bytes = pool_bytes;
         config.dw_batch_pages = self.dw_batch;
         config.dw_design = design;
+        config.dw_ring_batches = self.dw_ring_batches;
         config
     }
 
@@ -303,7 +309,7 @@ impl Plan {
         let wal = self.store_config(Mode::Fpw, DwDesign::default(), 0).wal;
         let wal_bytes =
             (1 + u64::from(wal.preallocate_segments) + u64::from(wal.max_spare_segments)) * wal.segment_bytes;
-        let ring = if self.dw_designs.contains(&DwDesign::Pipelined) { dw_pipelined::RING_BATCHES } else { 0 };
+        let ring = if self.dw_designs.contains(&DwDesign::Pipelined) { self.dw_ring_batches } else { 0 };
         let dw_slots = (2 + ring) * self.dw_batch;
         let dw_bytes = if self.modes.contains(&Mode::Dw) { (dw_slots * self.page_size) as u64 } else { 0 };
         let mut need: Vec<(&Path, u64)> = vec![(&self.dir, self.data_bytes())];
@@ -377,6 +383,7 @@ pub fn run_all(
         page_size_bytes: plan.page_size,
         checkpoint_secs: plan.checkpoint_secs,
         dw_batch_pages: plan.dw_batch,
+        dw_ring_batches: plan.dw_designs.contains(&DwDesign::Pipelined).then_some(plan.dw_ring_batches),
         rows,
     })
 }

@@ -23,6 +23,9 @@ struct StoreSettings {
     dw_design: Option<DwDesign>,
     page_size: usize,
     dw_batch: usize,
+    /// `pipelined`: batches in the ring (absent in files from before `--dw-ring`: the library's 16).
+    #[serde(default = "default_ring_batches")]
+    dw_ring_batches: usize,
     buffer_pool_bytes: usize,
     scale: u32,
     accounts_per_branch: u32,
@@ -32,6 +35,10 @@ struct StoreSettings {
     /// The `.syncbench-pages-dw-*` directory created under `--dw-dir` (absolute), if any.
     #[serde(default)]
     dw_dir: Option<PathBuf>,
+}
+
+fn default_ring_batches() -> usize {
+    syncbench_engine::pages::dw_pipelined::DEFAULT_RING_BATCHES
 }
 
 pub const SETTINGS_FILE: &str = "syncbench-pages.json";
@@ -64,6 +71,7 @@ pub(crate) fn write_settings(
         dw_design: Some(design),
         page_size: plan.page_size,
         dw_batch: plan.dw_batch,
+        dw_ring_batches: plan.dw_ring_batches,
         buffer_pool_bytes: pool_bytes,
         scale: plan.scale,
         accounts_per_branch: plan.accounts_per_branch,
@@ -105,6 +113,7 @@ pub fn recover_and_check(store_dir: &Path, ack_log: Option<&Path>) -> anyhow::Re
     config.page_size = settings.page_size;
     config.dw_batch_pages = settings.dw_batch;
     config.dw_design = design;
+    config.dw_ring_batches = settings.dw_ring_batches;
     config.buffer_pool_bytes = settings.buffer_pool_bytes;
     config.wal_dir = wal_dir;
     config.dw_dir = dw_dir.filter(|_| mode == Mode::Dw);

@@ -54,8 +54,12 @@ enum Style {
 
 /// The line above both tables.
 fn workload_line(t: &PagesTable) -> String {
+    let ring = t.dw_ring_batches.map_or(String::new(), |batches| {
+        let bytes = (batches * t.dw_batch_pages * t.page_size_bytes) as u64;
+        format!(", dw ring {batches} batches ({})", crate::size::format_size(bytes))
+    });
     format!(
-        "TPC-B-like, scale {}, {} clients, {}-byte pages, checkpoint every {} s, dw batch {} pages\n\n",
+        "TPC-B-like, scale {}, {} clients, {}-byte pages, checkpoint every {} s, dw batch {} pages{ring}\n\n",
         t.scale, t.clients, t.page_size_bytes, t.checkpoint_secs, t.dw_batch_pages
     )
 }
@@ -268,6 +272,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_workload_line_gives_the_ring_only_for_pipelined_rows() {
+        let t = PagesTable {
+            scale: 10,
+            clients: 8,
+            page_size_bytes: 8192,
+            checkpoint_secs: 5.0,
+            dw_batch_pages: 64,
+            ..Default::default()
+        };
+        assert!(!workload_line(&t).contains("ring"));
+        let t = PagesTable { dw_ring_batches: Some(512), ..t };
+        assert!(
+            workload_line(&t).contains("dw batch 64 pages, dw ring 512 batches (256 MiB)\n"),
+            "{}",
+            workload_line(&t)
+        );
+    }
+
+    #[test]
     fn modes_without_a_checkpoint_are_said_to_compare_the_log_only() {
         let row = |mode: &str, checkpoints| PagesRow {
             mode: syncbench_engine::pages::Mode::from_name(mode).expect("a mode name"),
@@ -348,7 +371,15 @@ mod tests {
             PagesRow { tps_low: None, tps_high: None, ..measured(Mode::None, 1_500.0, 0.0, 0.0) },
             unsupported,
         ];
-        PagesTable { scale: 10, clients: 8, page_size_bytes: 8192, checkpoint_secs: 5.0, dw_batch_pages: 32, rows }
+        PagesTable {
+            scale: 10,
+            clients: 8,
+            page_size_bytes: 8192,
+            checkpoint_secs: 5.0,
+            dw_batch_pages: 32,
+            dw_ring_batches: None,
+            rows,
+        }
     }
 
     #[test]

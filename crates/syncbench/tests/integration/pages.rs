@@ -5,9 +5,19 @@ use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Small and fast: 2,000 accounts, 4 KiB pages, a pool that forces evictions.
-const SMALL: [&str; 8] =
-    ["--accounts-per-branch", "2000", "--page-size", "4096", "--dw-batch", "8", "--buffer-pool", "160KiB"];
+/// Small and fast: 2,000 accounts, 4 KiB pages, a pool that forces evictions, a 32-batch ring.
+const SMALL: [&str; 10] = [
+    "--accounts-per-branch",
+    "2000",
+    "--page-size",
+    "4096",
+    "--dw-batch",
+    "8",
+    "--buffer-pool",
+    "160KiB",
+    "--dw-ring",
+    "1MiB",
+];
 
 fn leftovers(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect()
@@ -123,6 +133,18 @@ fn both_dw_designs_run_side_by_side_and_an_unknown_one_is_a_usage_error() {
             assert!(r[key].is_number(), "{key} in {r}");
         }
     }
+    assert!(leftovers(dir.path()).is_empty());
+    assert_eq!(json["pages"]["dw_ring_batches"], 32, "1 MiB of 8-page batches of 4 KiB");
+    let out = Command::cargo_bin("syncbench")
+        .unwrap()
+        .args(["pages", "--mode", "dw", "--dw-design", "pipelined", "--dw-ring", "128KiB"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--dw-ring 128KiB holds 0 batches of 64 8192-byte pages; it needs 8"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(leftovers(dir.path()).is_empty());
     let out = Command::cargo_bin("syncbench")
         .unwrap()
