@@ -827,3 +827,61 @@ fn a_copy_from_an_earlier_checkpoint_cycle_does_not_cover_later_changes() {
         assert_eq!(buf, [[1; 8], middle, [3; 8]].concat()[..], "bug {bug}");
     }
 }
+
+/// Copies taken while recovery's redo runs (a small pool evicts redone pages) hold only the records
+/// replayed so far, though the log already ends further on: such a copy must not count as taken at the
+/// log's end, or the end-of-recovery checkpoint (whose redo LSN is that end) would let the page go home
+/// relying on it, and a later tear would lose the records replayed after it. Here `P` is evicted during
+/// redo between its two changes, the store then runs on, `P` goes home again in the cycle after
+/// recovery, and tears: both changes and the one after recovery must survive.
+#[test]
+fn a_copy_taken_during_redo_covers_only_what_redo_had_applied() {
+    use syncbench_engine::pages::PageStore;
+    let dir = tempfile::tempdir().unwrap();
+    let config = pipelined_pool(Default::default());
+    // The run before the crash has a pool that holds every page: nothing goes home before the crash, so
+    // redo (in the 64-frame pool) has every page dirty and must evict some of them, `P` first.
+    let whole = StoreConfig { buffer_pool_bytes: 256 * PAGE, ..config.clone() };
+    let store = PageStore::create(RealStorage, dir.path(), whole).unwrap();
+    for n in 0..72 {
+        store.load_page(PageId { file: 0, page_no: n }, |_| {}).unwrap();
+    }
+    store.finish_load().unwrap();
+    let write = |store: &PageStore<RealStorage>, pages: &[u32], offset: usize, byte: u8| {
+        let ((), lsn) = store
+            .update(1, |tx| {
+                pages.iter().try_for_each(|&n| tx.write(PageId { file: 0, page_no: n }, offset, &[byte; 8]))
+            })
+            .unwrap();
+        store.commit(lsn).unwrap();
+    };
+    let others: Vec<u32> = (0..72).filter(|&n| n != P.page_no).collect();
+    write(&store, &[P.page_no], page::HEADER_BYTES, 1);
+    for chunk in others.chunks(8) {
+        write(&store, chunk, page::HEADER_BYTES + 24, 9);
+    }
+    write(&store, &[P.page_no], page::HEADER_BYTES + 8, 2);
+    drop(store); // crash: no checkpoint since the load, so recovery redoes all of it in a 64-frame pool
+    assert_eq!(page::lsn(&read_home(dir.path(), P)), 0, "P never went home before the crash");
+    let store = PageStore::open(RealStorage, dir.path(), config.clone()).unwrap();
+    assert!(store.stats().eviction_writes > 0, "redo evicted dirty pages");
+    // Pages 0..64 dirty again and the flusher writing them home relying on their copies, the clock hand
+    // moved on by a read between rounds, until `P` has gone home.
+    let home_before = read_home(dir.path(), P);
+    let spooled = store.stats().dw_pages_spooled;
+    let mut buf = [0u8; 8];
+    let went_home = (0..200).any(|i| {
+        write(&store, &(0..64).collect::<Vec<_>>(), page::HEADER_BYTES + 16, 3);
+        store.flush_ahead().unwrap();
+        store.read(PageId { file: 0, page_no: 64 + i % 8 }, page::HEADER_BYTES, &mut buf).unwrap();
+        read_home(dir.path(), P) != home_before
+    });
+    assert!(went_home, "P went home");
+    assert_eq!(store.stats().dw_pages_spooled, spooled, "relying on a copy it had");
+    drop(store);
+    tear_page(dir.path(), P);
+    let store = PageStore::open(RealStorage, dir.path(), config).unwrap();
+    let mut buf = [0u8; 24];
+    store.read(P, page::HEADER_BYTES, &mut buf).unwrap();
+    assert_eq!(buf, [[1; 8], [2; 8], [3; 8]].concat()[..], "every change to P survives");
+}

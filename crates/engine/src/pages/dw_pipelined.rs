@@ -40,7 +40,7 @@ use std::time::Duration;
 /// and each recycle syncs the data files.
 pub const DEFAULT_RING_BATCHES: usize = 16;
 
-/// The fewest batches a ring may have: [`RECYCLE_BATCHES`] is a quarter of it and must leave the batch
+/// The fewest batches a ring may have: [`recycle_batches`] is a quarter of it and must leave the batch
 /// being written alone.
 pub const MIN_RING_BATCHES: usize = 8;
 
@@ -206,8 +206,11 @@ impl Pipeline {
     /// The batch numbered [`Pipeline::next_seq`] has been written (its position's earlier batch was
     /// recycled first, so no home write relies on that position now).
     pub fn advance(&self) {
-        let seq = self.next_seq.fetch_add(1, Ordering::AcqRel);
+        // The tag first: once the batch counts as written, a sync can make it durable and a home write
+        // rely on it, and that write's tag must not be wiped.
+        let seq = self.next_seq();
         self.relied_round[self.position(seq)].store(0, Ordering::Release);
+        self.next_seq.fetch_add(1, Ordering::AcqRel);
     }
 
     /// A new checkpoint cycle begins at `redo_lsn` (called under the pool lock, where copies are taken).
@@ -346,11 +349,12 @@ impl Pipeline {
     /// relied on them after the last completed sync round began, run a round (`sync_file` for each data
     /// file written home relying on the ring since the round before).
     pub fn recycle<E>(&self, seq: u64, sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
-        let needs_round = {
+        let _one_round = self.rounds.lock().unwrap_or_else(|p| p.into_inner());
+        let round = {
             let _no_home_writes = self.home_writes.write().unwrap_or_else(|p| p.into_inner());
-            self.raise_recycled(seq)
+            self.raise_recycled(seq).then(|| self.begin_round())
         };
-        if needs_round { self.sync_round(false, sync_file) } else { Ok(()) }
+        round.map_or(Ok(()), |r| self.finish_round(r, false, sync_file))
     }
 
     /// [`Pipeline::recycle`] for a caller that holds the pool lock (a client spooling for its
@@ -361,15 +365,15 @@ impl Pipeline {
             return Ok(true);
         }
         let Some(_one_round) = try_lock(&self.rounds) else { return Ok(false) };
-        let needs_round = {
+        let round = {
             let _no_home_writes = match self.home_writes.try_write() {
                 Ok(g) => g,
                 Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) => return Ok(false),
             };
-            self.raise_recycled(seq)
+            self.raise_recycled(seq).then(|| self.begin_round())
         };
-        if needs_round { self.round_locked(false, sync_file).map(|()| true) } else { Ok(true) }
+        round.map_or(Ok(()), |r| self.finish_round(r, false, sync_file)).map(|()| true)
     }
 
     /// Under the write side of `home_writes`: batches up to `seq` protect nothing from now on. Returns
@@ -389,26 +393,53 @@ impl Pipeline {
     /// with an earlier round is durable.
     pub fn sync_round<E>(&self, all: bool, sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
         let _one_round = self.rounds.lock().unwrap_or_else(|p| p.into_inner());
-        self.round_locked(all, sync_file)
+        let round = {
+            let _drain = self.home_writes.write().unwrap_or_else(|p| p.into_inner());
+            self.begin_round()
+        };
+        self.finish_round(round, all, sync_file)
     }
 
-    fn round_locked<E>(&self, all: bool, mut sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
-        let ended = {
-            let _drain = self.home_writes.write().unwrap_or_else(|p| p.into_inner());
-            self.round.fetch_add(1, Ordering::AcqRel)
-        };
-        for (file, unsynced) in self.unsynced_home.iter().enumerate() {
-            if (unsynced.swap(false, Ordering::AcqRel) || all)
+    /// Under the write side of `home_writes` (every home write tagged with the current round has been
+    /// issued and has flagged its file; none is in progress): end the current round and take the files
+    /// its writes flagged. Taken here, not after the lock is released, so a write of the next round
+    /// cannot have its flag cleared by a round whose fsync may come before that write.
+    fn begin_round(&self) -> Round {
+        let ended = self.round.fetch_add(1, Ordering::AcqRel);
+        let files = self.unsynced_home.iter().map(|f| f.swap(false, Ordering::AcqRel)).collect();
+        Round { ended, files }
+    }
+
+    /// Sync the round's files (every data file with `all`); then every write tagged with it is durable.
+    fn finish_round<E>(
+        &self,
+        round: Round,
+        all: bool,
+        mut sync_file: impl FnMut(u32) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for (file, &flagged) in round.files.iter().enumerate() {
+            if (flagged || all)
                 && let Err(e) = sync_file(file as u32)
             {
-                // Still unsynced: a later round must try again (the store is poisoned anyway).
-                unsynced.store(true, Ordering::Release);
+                // Still unsynced, this file and the ones after it: a later round must try again (the
+                // store is poisoned anyway).
+                for (unsynced, &flagged) in self.unsynced_home.iter().zip(&round.files).skip(file) {
+                    if flagged {
+                        unsynced.store(true, Ordering::Release);
+                    }
+                }
                 return Err(e);
             }
         }
-        self.durable_round.fetch_max(ended, Ordering::AcqRel);
+        self.durable_round.fetch_max(round.ended, Ordering::AcqRel);
         Ok(())
     }
+}
+
+/// A sync round begun: its number and, per data file, whether a home write relying on the ring flagged it.
+struct Round {
+    ended: u64,
+    files: Vec<bool>,
 }
 
 fn try_lock<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
@@ -500,6 +531,24 @@ mod tests {
         let buggy = Pipeline::new(1, 16, PipelineBugs { recycle_skips_home_sync: true, ..Default::default() });
         buggy.wrote_home(0, 1);
         buggy.recycle(1, |_| Err(())).expect("the bug does not sync");
+    }
+
+    #[test]
+    fn a_write_of_the_next_round_keeps_its_file_flagged() {
+        let p = Pipeline::new(1, 16, PipelineBugs::default());
+        p.mark_durable(2);
+        p.wrote_home(0, 1);
+        let round = p.begin_round();
+        // A home write that checked its copy after the round's drain, before the round's fsync.
+        p.wrote_home(0, 2);
+        p.finish_round(round, false, ok).unwrap();
+        let mut synced = Vec::new();
+        p.recycle(2, |f| {
+            synced.push(f);
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(synced, vec![0], "the write of the next round is synced before its batch is recycled");
     }
 
     #[test]

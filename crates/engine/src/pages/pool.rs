@@ -133,6 +133,8 @@ impl Pool {
                 dirty_fallback.get_or_insert(idx);
             }
         }
+        // The hand stays where the look ahead left it, as if it had passed the frames it looked at
+        // (their reference bits are cleared); putting it back, or only peeking, was not measured.
         cheap_fallback.or(dirty_fallback)
     }
 

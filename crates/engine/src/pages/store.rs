@@ -102,6 +102,9 @@ struct Inner {
     /// frame: it protects the page for the rest of its checkpoint cycle). Pruned of recycled copies when
     /// it holds more than twice the ring's pages.
     copies: HashMap<PageId, RingCopy>,
+    /// While recovery's redo runs: the LSN up to which every record has been applied (the pages do not
+    /// yet hold the rest of the log, so a copy taken now holds the changes up to here only).
+    redo_applied: Option<Lsn>,
 }
 
 /// Which pages a spool step takes (`pipelined`).
@@ -328,7 +331,13 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             log,
             dw,
             control: Mutex::new(control),
-            inner: Mutex::new(Inner { pool, redo_lsn, checkpoint_frames: Vec::new(), copies: HashMap::new() }),
+            inner: Mutex::new(Inner {
+                pool,
+                redo_lsn,
+                checkpoint_frames: Vec::new(),
+                copies: HashMap::new(),
+                redo_applied: None,
+            }),
             batch_io: Mutex::new(()),
             checkpoint_lock: Mutex::new(()),
             poisoned: Mutex::new(None),
@@ -453,6 +462,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         let mut guard = lock(&self.inner);
         let inner = &mut *guard;
         let redo_lsn = inner.redo_lsn;
+        inner.redo_applied = Some(redo_lsn);
         let skip = usize::from(self.config.faults.redo_skips_first_record);
         for rec in records.iter().filter(|r| r.lsn > redo_lsn).skip(skip) {
             add(&self.counters.redo_records, 1);
@@ -469,7 +479,9 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
                 record::KIND_EDITS => self.redo_edits(inner, rec.lsn, &record::decode_edits(&rec.payload)?)?,
                 _ => {}
             }
+            inner.redo_applied = Some(rec.lsn);
         }
+        inner.redo_applied = None;
         Ok(())
     }
 
@@ -1091,8 +1103,9 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         }
         let mut copies = Vec::with_capacity(picked.len());
         // Every change to these pages up to here is in the copies (the pool lock is held): see
-        // `RingCopy::taken_at`.
-        let taken_at = self.log.last_lsn();
+        // `RingCopy::taken_at`. During redo the log already ends where redo will end: the pages hold only
+        // what has been replayed so far.
+        let taken_at = inner.redo_applied.unwrap_or_else(|| self.log.last_lsn());
         let cycle = p.cycle_lsn();
         for (idx, slot) in picked.into_iter().zip(images.as_mut_slice().chunks_exact_mut(self.config.page_size)) {
             let frame = &mut inner.pool.frames[idx];
