@@ -24,6 +24,6 @@ if [[ " $steps " == *" two "* ]]; then
   TMPDIR=/var/tmp/quiet/tmp "$bin" lab up --profile nvme-plp --fs ext4 --size 2GiB /var/tmp/quiet/mnt
   trap '"$bin" lab down /var/tmp/quiet/mnt' EXIT
   python3 bench/pages_dw_design.py --bin "$bin" --dir /var/tmp/quiet/dw --rounds 5 --secs 18 \
-    --pools 16MiB,256MiB --label two --extra "--wal-dir /var/tmp/quiet/mnt --dw-dir /var/tmp/quiet/mnt" \
+    --pools 16MiB,48MiB,256MiB --label two --extra "--wal-dir /var/tmp/quiet/mnt --dw-dir /var/tmp/quiet/mnt" \
     --out "$out/dw-two-devices-nvme-plp.jsonl" >"$out/dw-two-devices-nvme-plp.txt" 2>&1
 fi
