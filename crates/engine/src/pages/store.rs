@@ -55,8 +55,8 @@ pub struct StoreStats {
     pub dw_syncs: u64,
     /// `pipelined`: pages spooled into the ring ahead of being written home.
     pub dw_pages_spooled: u64,
-    /// `pipelined`: of which spooled again before the previous copy was used by a home write (the page
-    /// changed, or its ring batch was recycled first): wasted work.
+    /// `pipelined`: of which copies of a page spooled again within the checkpoint cycle of its previous
+    /// copy (which would have covered it, but its ring batch was recycled first): wasted work.
     pub dw_pages_respooled: u64,
     /// Completed checkpoints.
     pub checkpoints: u64,

@@ -73,8 +73,8 @@ pub struct PagesRow {
     pub dw_syncs_per_txn: f64,
     /// `pipelined`: pages spooled into the double-write ring ahead of eviction.
     pub dw_pages_written_ahead: u64,
-    /// `pipelined`: of which spooled again before the earlier copy was used by a home write (the page
-    /// changed, or its ring batch was reused first): wasted work.
+    /// `pipelined`: of which copies of a page spooled again within the checkpoint cycle of its earlier
+    /// copy (which would have covered it, but its ring batch was recycled first): wasted work.
     pub dw_pages_rewritten_before_eviction: u64,
     /// Acknowledged transactions.
     pub txns: u64,

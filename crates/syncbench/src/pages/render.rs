@@ -228,7 +228,7 @@ pub fn to_table(t: &PagesTable) -> String {
             rows' intervals overlap).\n";
     out += "\nev.wait = client evictions that waited for their own double-write and its sync; dw sync = \
             double-write syncs per transaction; dw ahead / rewritten = pages spooled ahead of eviction \
-            (pipelined) and of those, spooled again before their copy was used (wasted work).\n";
+            (pipelined) and of those, spooled again in the cycle of their earlier copy, recycled first (wasted work).\n";
     out += "none is unsafe (no torn-page protection); data KiB = page bytes written per transaction \
             (home + double-write); fsyncs per transaction include the log.\n";
     out += &no_checkpoint_note(t);
