@@ -854,9 +854,10 @@ fn a_copy_taken_during_redo_covers_only_what_redo_had_applied() {
             })
             .unwrap();
         store.commit(lsn).unwrap();
+        lsn
     };
     let others: Vec<u32> = (0..72).filter(|&n| n != P.page_no).collect();
-    write(&store, &[P.page_no], page::HEADER_BYTES, 1);
+    let first_change = write(&store, &[P.page_no], page::HEADER_BYTES, 1);
     for chunk in others.chunks(8) {
         write(&store, chunk, page::HEADER_BYTES + 24, 9);
     }
@@ -864,11 +865,16 @@ fn a_copy_taken_during_redo_covers_only_what_redo_had_applied() {
     drop(store); // crash: no checkpoint since the load, so recovery redoes all of it in a 64-frame pool
     assert_eq!(page::lsn(&read_home(dir.path(), P)), 0, "P never went home before the crash");
     let store = PageStore::open(RealStorage, dir.path(), config.clone()).unwrap();
-    assert!(store.stats().eviction_writes > 0, "redo evicted dirty pages");
+    // Redo evicted `P` between its two changes, through the ring: the area holds a copy of it with only
+    // the first.
+    let area = std::fs::read(dir.path().join(dw::DW_FILE_NAME)).unwrap();
+    let copied_mid_redo =
+        area.chunks_exact(PAGE).any(|image| page::check(image, P) == page::PageCheck::Valid { lsn: first_change });
+    assert!(copied_mid_redo, "redo evicted P with its first change only");
     // Pages 0..64 dirty again and the flusher writing them home relying on their copies, the clock hand
     // moved on by a read between rounds, until `P` has gone home.
     let home_before = read_home(dir.path(), P);
-    let spooled = store.stats().dw_pages_spooled;
+    let (spooled, area_bytes) = (store.stats().dw_pages_spooled, store.stats().dw_bytes);
     let mut buf = [0u8; 8];
     let went_home = (0..200).any(|i| {
         write(&store, &(0..64).collect::<Vec<_>>(), page::HEADER_BYTES + 16, 3);
@@ -877,7 +883,11 @@ fn a_copy_taken_during_redo_covers_only_what_redo_had_applied() {
         read_home(dir.path(), P) != home_before
     });
     assert!(went_home, "P went home");
-    assert_eq!(store.stats().dw_pages_spooled, spooled, "relying on a copy it had");
+    assert_eq!(
+        (store.stats().dw_pages_spooled, store.stats().dw_bytes),
+        (spooled, area_bytes),
+        "relying on a copy it had"
+    );
     drop(store);
     tear_page(dir.path(), P);
     let store = PageStore::open(RealStorage, dir.path(), config).unwrap();

@@ -7,7 +7,8 @@
 //! The step beyond: **a copy protects its page for the rest of the checkpoint cycle**, as a full-page
 //! image in the log does, not only the version it copied. Recovery restores a torn page from its newest
 //! copy and then redoes the log after the checkpoint's redo LSN; a copy taken when the log ended at
-//! `taken_at` holds every change to the page up to `taken_at`, and every later change has a higher LSN.
+//! `taken_at` (during redo: when redo had applied the log up to `taken_at`) holds every change to the
+//! page up to `taken_at`, and every later change has a higher LSN.
 //! So while `taken_at` ≥ the current redo LSN, the copy plus the log rebuild any later version of the
 //! page, and the page can go home again and again without a new copy. A page is copied about once per
 //! checkpoint cycle (as `fpw` logs one image), instead of at every eviction (the 2012 design), and home
@@ -90,8 +91,9 @@ pub struct RingCopy {
     pub seq: u64,
     /// The page LSN of the copy.
     pub lsn: Lsn,
-    /// The log's last LSN when the copy was taken (under the pool lock): every change to the page up to
-    /// it is in the copy, every later one has a higher LSN.
+    /// The log's last LSN when the copy was taken (under the pool lock; during recovery's redo, the LSN
+    /// of the last record redo had fully applied): every change to the page up to it is in the copy,
+    /// every later one has a higher LSN.
     pub taken_at: Lsn,
 }
 

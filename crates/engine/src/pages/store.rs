@@ -322,6 +322,10 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
             trust_earlier_cycle: faults.dw_trust_earlier_cycle,
         };
         let pipeline = pipelined.then(|| Pipeline::new(config.data_files, config.dw_ring_batches, bugs));
+        // The cycle recovery starts in (copies taken during redo are bounded by `redo_applied` too).
+        if let Some(p) = &pipeline {
+            p.start_cycle(redo_lsn);
+        }
         PageStore {
             pipeline,
             storage,
