@@ -605,11 +605,7 @@ fn a_home_write_before_the_ring_sync_is_caught_by_recovery() {
         let dir = tempfile::tempdir().unwrap();
         let faults = syncbench_engine::pages::FaultSwitches { dw_home_before_sync: bug, ..Default::default() };
         let config = pipelined_pool(faults);
-        let store = PageStore::create(RealStorage, dir.path(), config.clone()).unwrap();
-        for n in 0..72 {
-            store.load_page(PageId { file: 0, page_no: n }, |_| {}).unwrap();
-        }
-        store.finish_load().unwrap();
+        let store = store_of_72_pages(dir.path(), config.clone());
         let write = |pages: std::ops::Range<u32>, byte: u8| {
             store
                 .update(1, |tx| {
@@ -741,15 +737,20 @@ fn a_ring_sync_after_a_failed_one_refuses_and_marks_nothing_durable() {
     assert!(store.dw_spool().unwrap_err().is_poisoned(), "and nothing spooled over the ring");
 }
 
-/// A `pipelined` store of 72 loaded pages and a 64-frame pool whose pages 0..64 were all changed and
-/// then written home by a checkpoint through the ring: each has a copy taken in that checkpoint's cycle.
-fn store_with_cycle_copies(dir: &Path, config: StoreConfig) -> syncbench_engine::pages::PageStore<RealStorage> {
-    use syncbench_engine::pages::PageStore;
-    let store = PageStore::create(RealStorage, dir, config).unwrap();
+/// A new store of 72 loaded pages (all zero bodies, LSN 0, written home and synced).
+fn store_of_72_pages(dir: &Path, config: StoreConfig) -> syncbench_engine::pages::PageStore<RealStorage> {
+    let store = syncbench_engine::pages::PageStore::create(RealStorage, dir, config).unwrap();
     for n in 0..72 {
         store.load_page(PageId { file: 0, page_no: n }, |_| {}).unwrap();
     }
     store.finish_load().unwrap();
+    store
+}
+
+/// A `pipelined` store of 72 loaded pages and a 64-frame pool whose pages 0..64 were all changed and
+/// then written home by a checkpoint through the ring: each has a copy taken in that checkpoint's cycle.
+fn store_with_cycle_copies(dir: &Path, config: StoreConfig) -> syncbench_engine::pages::PageStore<RealStorage> {
+    let store = store_of_72_pages(dir, config);
     write_all(&store, page::HEADER_BYTES, 1);
     store.checkpoint().unwrap();
     store
@@ -842,11 +843,7 @@ fn a_copy_taken_during_redo_covers_only_what_redo_had_applied() {
     // The run before the crash has a pool that holds every page: nothing goes home before the crash, so
     // redo (in the 64-frame pool) has every page dirty and must evict some of them, `P` first.
     let whole = StoreConfig { buffer_pool_bytes: 256 * PAGE, ..config.clone() };
-    let store = PageStore::create(RealStorage, dir.path(), whole).unwrap();
-    for n in 0..72 {
-        store.load_page(PageId { file: 0, page_no: n }, |_| {}).unwrap();
-    }
-    store.finish_load().unwrap();
+    let store = store_of_72_pages(dir.path(), whole);
     let write = |store: &PageStore<RealStorage>, pages: &[u32], offset: usize, byte: u8| {
         let ((), lsn) = store
             .update(1, |tx| {
