@@ -16,6 +16,7 @@
 
 pub mod account;
 pub mod disk;
+pub mod inkernel;
 pub mod render;
 pub mod requests;
 pub mod stat;

@@ -1,14 +1,17 @@
 //! Every block request issued and completed during a window, from the tracepoints
-//! `block:block_rq_issue` and `block:block_rq_complete` (perf events on every CPU, root only): what
-//! kind of request it was (its `rwbs` flags) and how long the device took (issue → completion).
+//! `block:block_rq_issue` and `block:block_rq_complete` (root only): what kind of request it was (its
+//! `rwbs` flags) and how long the device took (issue → completion). Read by eBPF programs
+//! ([`super::inkernel`]), or by perf events on every CPU, which on some machines miss most completions
+//! (docs/trace.md, "The disks"); both give the same records, paired here.
 
+use super::inkernel::{self, BlockPrograms};
 use crate::schema::LatencyNs;
 use crate::stats::Samples;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
 use syncbench_sys::perf::{self, Sample, Scope, Tracepoint, Tracepoints};
-use syncbench_sys::tracefs::{Field, Tracefs};
+use syncbench_sys::tracefs::{EventFormat, Field, Tracefs};
 
 /// The operation of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -116,6 +119,11 @@ pub struct RequestReport {
     pub errors: u64,
     /// Completions whose issue was not seen (issued before the window) and issues never completed in it.
     pub unmatched: u64,
+    /// Empty `REQ_PREFLUSH` writes completed (an fsync's flush carrier: never issued to the device, the
+    /// flush request above did the work; `/sys/block/*/stat` counts each as a write). Absent (0) in files
+    /// from before it was recorded.
+    #[serde(default)]
+    pub flush_carriers: u64,
 }
 
 /// The requests of one disk as recorded: mergeable across windows (a case's rounds), reported at the end.
@@ -135,6 +143,8 @@ pub struct DiskRequests {
     /// Completions whose issue was not seen: counted, without a latency.
     unpaired_writes: u64,
     unpaired_flushes: u64,
+    /// Empty PREFLUSH writes completed (see [`RequestReport::flush_carriers`]).
+    flush_carriers: u64,
     /// Issued, not yet completed: (sector, sectors, op) → issue times, oldest first.
     in_flight: HashMap<(u64, u64, Op), VecDeque<(u64, u64)>>,
 }
@@ -151,6 +161,7 @@ impl RequestReport {
             reads: self.reads.pooled(&other.reads),
             errors: self.errors + other.errors,
             unmatched: self.unmatched + other.unmatched,
+            flush_carriers: self.flush_carriers + other.flush_carriers,
         }
     }
 }
@@ -186,7 +197,8 @@ impl DiskRequests {
             // Still a request the device completed in the window (as the kernel's counters count it): counted,
             // with its bytes, but no latency.
             match rwbs.op {
-                Op::Write if sectors != 0 => (self.unpaired_writes += 1, self.write_bytes += sectors * 512).1,
+                Op::Write if sectors == 0 => self.flush_carriers += 1,
+                Op::Write => (self.unpaired_writes += 1, self.write_bytes += sectors * 512).1,
                 Op::Flush => self.unpaired_flushes += 1,
                 _ => {}
             }
@@ -215,6 +227,7 @@ impl DiskRequests {
         self.errors += other.errors;
         self.unpaired_writes += other.unpaired_writes;
         self.unpaired_flushes += other.unpaired_flushes;
+        self.flush_carriers += other.flush_carriers;
         self.unmatched += other.unmatched + other.in_flight.values().map(|q| q.len() as u64).sum::<u64>();
     }
 
@@ -235,6 +248,7 @@ impl DiskRequests {
             reads: kind(&self.reads, self.read_bytes, 0),
             errors: self.errors,
             unmatched: self.unmatched + self.in_flight.values().map(|q| q.len() as u64).sum::<u64>(),
+            flush_carriers: self.flush_carriers,
         }
     }
 }
@@ -264,9 +278,33 @@ struct Layout {
     c_error: Field,
 }
 
+/// What reads the tracepoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mechanism {
+    /// eBPF programs (no record is lost to perf's sampling path; see [`super::inkernel`]).
+    Bpf,
+    /// perf events on every CPU.
+    Perf,
+}
+
+impl Mechanism {
+    /// How reports name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mechanism::Bpf => "eBPF programs on the block tracepoints",
+            Mechanism::Perf => "perf_event block tracepoints",
+        }
+    }
+}
+
+enum Source {
+    Perf(Tracepoints),
+    Bpf(BlockPrograms),
+}
+
 /// Block requests being recorded on every CPU.
 pub struct BlockTrace {
-    events: Tracepoints,
+    source: Source,
     layout: Layout,
     /// Per kernel dev_t (`MAJOR << 20 | MINOR`).
     disks: BTreeMap<u64, DiskRequests>,
@@ -281,26 +319,30 @@ impl BlockTrace {
     /// [`BlockTrace::start`] with `data_pages` per CPU ring (a power of two): rings big enough to hold a
     /// whole window need no reading during it.
     pub fn start_with_pages(tracefs: &Tracefs, data_pages: usize) -> io::Result<BlockTrace> {
-        let issue = tracefs.event("block", "block_rq_issue")?;
-        let complete = tracefs.event("block", "block_rq_complete")?;
-        let layout = Layout {
-            issue_id: issue.id,
-            complete_id: complete.id,
-            dev: issue.field("dev")?,
-            sector: issue.field("sector")?,
-            nr_sector: issue.field("nr_sector")?,
-            bytes: issue.field("bytes")?,
-            rwbs: issue.field("rwbs")?,
-            c_dev: complete.field("dev")?,
-            c_sector: complete.field("sector")?,
-            c_nr_sector: complete.field("nr_sector")?,
-            c_rwbs: complete.field("rwbs")?,
-            c_error: complete.field("error")?,
-        };
+        let (issue, complete, layout) = layout(tracefs)?;
         let points = [issue.id, complete.id].map(|id| Tracepoint { id, filter: None, wake_each: false });
         let events = Tracepoints::open(&points, &Scope::AllTasks, &perf::online_cpus()?, data_pages)?;
         events.enable()?;
-        Ok(BlockTrace { events, layout, disks: BTreeMap::new() })
+        Ok(BlockTrace { source: Source::Perf(events), layout, disks: BTreeMap::new() })
+    }
+
+    /// Load eBPF programs on the two tracepoints and record from now on (root; BPF ring buffers, Linux
+    /// 5.8). Read them at least every second under heavy I/O ([`BlockTrace::poll`]): the ring holds
+    /// ~75,000 requests.
+    pub fn start_bpf(tracefs: &Tracefs) -> io::Result<BlockTrace> {
+        let (issue, complete, layout) = layout(tracefs)?;
+        let issue_len = inkernel::copy_len(&issue, &["dev", "sector", "nr_sector", "bytes", "rwbs"])?;
+        let complete_len = inkernel::copy_len(&complete, &["dev", "sector", "nr_sector", "error", "rwbs"])?;
+        let programs = BlockPrograms::start(&[(&issue, issue_len), (&complete, complete_len)])?;
+        Ok(BlockTrace { source: Source::Bpf(programs), layout, disks: BTreeMap::new() })
+    }
+
+    /// What records the requests.
+    pub fn mechanism(&self) -> Mechanism {
+        match self.source {
+            Source::Perf(_) => Mechanism::Perf,
+            Source::Bpf(_) => Mechanism::Bpf,
+        }
     }
 
     /// Read what the rings hold (call often enough that they do not fill: every 100 ms is plenty).
@@ -309,9 +351,33 @@ impl BlockTrace {
     }
 
     fn read(&mut self, all: bool) {
-        // Issue and completion of one request can be on different CPUs: time order pairs them.
-        for s in &self.events.drain_ordered(all) {
+        let samples = match &mut self.source {
+            // Issue and completion of one request can be on different CPUs: time order pairs them.
+            Source::Perf(events) => events.drain_ordered(all),
+            // One ring in commit order: an issue is committed before its request can complete.
+            Source::Bpf(programs) => programs.drain(),
+        };
+        for s in &samples {
             self.handle(s);
+        }
+    }
+
+    /// Stop recording (perf: disable the events; eBPF: detach the programs).
+    fn disable(&mut self) -> io::Result<()> {
+        match &mut self.source {
+            Source::Perf(events) => events.disable(),
+            Source::Bpf(programs) => {
+                programs.stop();
+                Ok(())
+            }
+        }
+    }
+
+    /// Records the kernel dropped (rings full).
+    fn lost(&self) -> io::Result<u64> {
+        match &self.source {
+            Source::Perf(events) => Ok(events.lost()),
+            Source::Bpf(programs) => programs.lost(),
         }
     }
 
@@ -337,25 +403,46 @@ impl BlockTrace {
     /// Stop, read the rest, and report per kernel dev_t (see [`super::Disk::kernel_devt`]). The second
     /// value is the samples the kernel dropped (rings full): non-zero means the counts are low.
     pub fn finish(mut self) -> io::Result<(BTreeMap<u64, RequestReport>, u64)> {
-        self.events.disable()?;
+        self.disable()?;
         self.read(true);
-        let lost = self.events.lost();
+        let lost = self.lost()?;
         Ok((self.disks.iter().map(|(dev, d)| (*dev, d.report())).collect(), lost))
     }
 
     /// Stop recording (what the rings hold is read by [`BlockTrace::finish_raw`]).
     pub fn stop(&mut self) -> io::Result<()> {
-        self.events.disable()
+        self.disable()
     }
 
     /// Stop, read the rest, and return the raw per-disk records (to merge with other windows') and the
     /// samples the kernel dropped.
     pub fn finish_raw(mut self) -> io::Result<(BTreeMap<u64, DiskRequests>, u64)> {
-        self.events.disable()?;
+        self.disable()?;
         self.read(true);
-        let lost = self.events.lost();
+        let lost = self.lost()?;
         Ok((std::mem::take(&mut self.disks), lost))
     }
+}
+
+/// The two tracepoints' formats and where their fields are.
+fn layout(tracefs: &Tracefs) -> io::Result<(EventFormat, EventFormat, Layout)> {
+    let issue = tracefs.event("block", "block_rq_issue")?;
+    let complete = tracefs.event("block", "block_rq_complete")?;
+    let layout = Layout {
+        issue_id: issue.id,
+        complete_id: complete.id,
+        dev: issue.field("dev")?,
+        sector: issue.field("sector")?,
+        nr_sector: issue.field("nr_sector")?,
+        bytes: issue.field("bytes")?,
+        rwbs: issue.field("rwbs")?,
+        c_dev: complete.field("dev")?,
+        c_sector: complete.field("sector")?,
+        c_nr_sector: complete.field("nr_sector")?,
+        c_rwbs: complete.field("rwbs")?,
+        c_error: complete.field("error")?,
+    };
+    Ok((issue, complete, layout))
 }
 
 #[cfg(test)]
@@ -393,7 +480,7 @@ mod tests {
         assert_eq!((r.flushes.count, r.flushes.latency_ns.max, r.flushes.latency_ns.min), (2, 3_000, 500));
         // The write issued before the window is counted (the kernel's counters do) without a latency.
         assert_eq!((r.writes.count, r.writes.bytes, r.writes.latency_ns.p50), (2, 8192, 1_000));
-        assert_eq!((r.sync_writes, r.errors, r.unmatched), (1, 1, 1));
+        assert_eq!((r.sync_writes, r.errors, r.unmatched, r.flush_carriers), (1, 1, 1, 1));
     }
 
     #[test]

@@ -120,6 +120,8 @@ pub struct Attached {
     pub disk_requests: BTreeMap<u64, RequestReport>,
     /// [`MECHANISM_BPF`] or [`MECHANISM_PERF`].
     pub mechanism: &'static str,
+    /// What read the block tracepoints ([`crate::blockdev::requests::Mechanism::describe`]).
+    pub block_mechanism: &'static str,
 }
 
 /// The events being recorded: perf rings (read in time order across CPUs) or the eBPF programs' ring
@@ -430,8 +432,11 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
     let tracefs = Tracefs::open(&std::env::temp_dir())?;
     let (mut events, kinds, mechanism) = open_recording(&tracefs, &options)?;
     let all_disks: Vec<Disk> = disk::all_disks();
+    let mut blocks = open_blocks(&tracefs, &options)?;
+    let block_mechanism = blocks.mechanism().describe();
+    // The counters' window inside the block tracepoints' (read once they record, before they stop): every
+    // request the counters count was seen, so the request lines can be checked against them.
     let before = stat::Snapshot::take(&all_disks);
-    let mut blocks = BlockTrace::start(&tracefs)?;
     drop(tracefs); // every id is known: unmount now if it was mounted for us
     events.start()?;
     let started = Instant::now();
@@ -446,8 +451,8 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
     recorded?;
     a.handle_all(&mut events, true);
     let lost = events.lost()?;
-    let (disk_requests, block_lost) = blocks.finish()?;
     let disk_stats = stat::Snapshot::take(&all_disks).since(&before);
+    let (disk_requests, block_lost) = blocks.finish()?;
     Ok(Attached {
         recorder: a.recorder,
         duration_s,
@@ -459,7 +464,25 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
         disk_stats,
         disk_requests,
         mechanism,
+        block_mechanism,
     })
+}
+
+/// The block tracepoints' reader: eBPF programs, or perf events with `--tracer perf` or when the kernel
+/// refuses the programs (one line on stderr; an error with `--tracer bpf`).
+fn open_blocks(tracefs: &Tracefs, options: &AttachOptions) -> io::Result<BlockTrace> {
+    match options.backend {
+        Backend::Perf => BlockTrace::start(tracefs),
+        Backend::Bpf => BlockTrace::start_bpf(tracefs)
+            .map_err(|e| io::Error::new(e.kind(), format!("--tracer bpf (block tracepoints): {e}"))),
+        Backend::Default => BlockTrace::start_bpf(tracefs).or_else(|e| {
+            eprintln!(
+                "syncbench: eBPF unavailable for the block tracepoints ({e}); reading them with perf events \
+                 instead, which may miss completions (see docs/trace.md, \"The disks\")"
+            );
+            BlockTrace::start(tracefs)
+        }),
+    }
 }
 
 fn word(raw: &[u8], at: usize) -> u64 {

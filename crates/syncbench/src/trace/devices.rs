@@ -136,12 +136,14 @@ pub fn render(out: &mut String, devices: &[TracedDevice]) {
             writeln!(out, "  flush requests   {:>7}  device latency {}", r.flushes.count, lat(&r.flushes.latency_ns));
         let _ = writeln!(
             out,
-            "  write requests   {:>7}  device latency {}; {} ({} FUA, {} sync)",
+            "  write requests   {:>7}  device latency {}; {} ({} FUA, {} sync){}",
             r.writes.count,
             lat(&r.writes.latency_ns),
             mib(r.writes.bytes),
             r.fua_writes,
-            r.sync_writes
+            r.sync_writes,
+            // The stat's writes count these too: said, so the two lines can be checked against each other.
+            if r.flush_carriers > 0 { format!(", + {} empty flush carriers", r.flush_carriers) } else { String::new() }
         );
         if r.errors > 0 {
             let _ = writeln!(out, "  {} requests FAILED", r.errors);

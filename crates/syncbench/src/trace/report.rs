@@ -26,6 +26,10 @@ pub struct TraceReport {
     pub attached_to: Option<String>,
     /// How calls were intercepted (`ptrace+seccomp`, or `perf_event syscall tracepoints` when attached).
     pub mechanism: String,
+    /// What read the block tracepoints for the disks' request lines (`eBPF programs on the block
+    /// tracepoints`, or `perf_event block tracepoints`); absent when they were not read (ptrace tracer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_mechanism: Option<String>,
     /// Whether `--no-sync` skipped the durability calls (nothing the command wrote was durable).
     pub no_sync: bool,
     /// Whether writes, closes and dups were traced (bytes between syncs, O_SYNC/O_DSYNC writes).
@@ -199,6 +203,8 @@ pub struct Meta {
     pub attached_to: Option<String>,
     /// `ptrace+seccomp` or `perf_event syscall tracepoints`.
     pub mechanism: &'static str,
+    /// What read the block tracepoints, when they were read.
+    pub block_mechanism: Option<&'static str>,
     /// How the started command ended.
     pub ending: Option<Ending>,
     /// Length of the trace, seconds.
@@ -240,6 +246,7 @@ pub fn build(meta: Meta, r: &Recorder, disks: &devices::DiskWindow) -> TraceRepo
         command: meta.command,
         attached_to: meta.attached_to,
         mechanism: meta.mechanism.to_string(),
+        block_mechanism: meta.block_mechanism.map(str::to_string),
         no_sync: meta.no_sync,
         writes_tracked: meta.writes_tracked,
         exit_code,

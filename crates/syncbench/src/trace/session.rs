@@ -38,6 +38,7 @@ pub fn attached(options: AttachOptions, done: Done) -> anyhow::Result<TraceRepor
     let meta = Meta {
         attached_to: Some(what),
         mechanism: traced.mechanism,
+        block_mechanism: Some(traced.block_mechanism),
         duration_s: traced.duration_s,
         processes: traced.processes_seen,
         tasks: traced.tasks_seen,
@@ -80,6 +81,7 @@ pub fn started(command: &[OsString], options: TraceOptions, done: Done) -> anyho
     let meta = Meta {
         command: command.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         mechanism: "ptrace+seccomp",
+        block_mechanism: None,
         ending: Some(traced.ending),
         duration_s: traced.duration_s,
         processes: traced.processes_seen,
