@@ -16,6 +16,7 @@ mod report;
 mod run;
 mod scripts;
 mod trace;
+mod trace_disks;
 
 /// The variable that turns every [`skip`] into a failure.
 pub const REQUIRE_ALL_TESTS: &str = "SYNCBENCH_REQUIRE_ALL_TESTS";

@@ -1,0 +1,99 @@
+//! `syncbench trace --pid`'s request lines ("The disks" in docs/trace.md) against the disk's own counters:
+//! every flush the disk completed while a program fdatasynced in a loop must be a flush request.
+//!
+//! This failed before the block tracepoints were read by eBPF programs: perf samples of
+//! `block:block_rq_complete` missed every completion that interrupted an idle CPU, and on an otherwise
+//! idle machine a 200-fdatasync loop showed 0 flush requests against 200 flushes in
+//! `/sys/block/vda/stat` (docs/trace.md, "The disks").
+
+use crate::skip;
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use syncbench::blockdev::{disk, stat};
+
+/// fdatasyncs made in the window: enough that a mechanism losing most completions cannot pass by luck.
+const SYNCS: u32 = 300;
+
+/// (flushes, writes) the disk completed so far, from `/sys/block/DISK/stat`.
+fn counters(disk: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/sys/block/{disk}/stat")).unwrap();
+    let c = stat::parse(&text).unwrap();
+    (c.flushes, c.writes)
+}
+
+#[test]
+fn flush_requests_count_every_flush_the_disk_completed_in_the_window() {
+    let dir = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+    let Some(disk) = disk::disks_of_path(dir.path()).into_iter().next() else {
+        return skip(format_args!("{} is on no block device", dir.path().display()));
+    };
+    if !syncbench_sys::test_support::is_root_or_skip() {
+        return;
+    }
+    let src = dir.path().join("fdatasync_loop.c");
+    std::fs::write(&src, include_str!("trace_data/fdatasync_loop.c")).unwrap();
+    let exe = dir.path().join("fdatasync_loop");
+    match Command::new("gcc").args(["-O1", "-o"]).arg(&exe).arg(&src).output() {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => return skip(format_args!("gcc failed: {}", String::from_utf8_lossy(&o.stderr))),
+        Err(e) => return skip(format_args!("gcc is not available (Debian package gcc): {e}")),
+    }
+    let mut program = Command::new(&exe)
+        .arg(dir.path().join("data"))
+        .arg(SYNCS.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut program_out = BufReader::new(program.stdout.take().unwrap());
+    let mut line = String::new();
+    program_out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let mut tracer = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        .args(["trace", "--pid", &program.id().to_string(), "--json", "-"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut tracer_err = BufReader::new(tracer.stderr.take().unwrap());
+    let mut text = String::new();
+    tracer_err.read_line(&mut text).unwrap();
+    assert!(text.starts_with("syncbench: tracing --pid "), "{text}");
+    // The counters' window is inside the tracer's: from after it started to before the program exits.
+    let before = counters(&disk.name);
+    let mut stdin = program.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    line.clear();
+    program_out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "done");
+    let after = counters(&disk.name);
+    drop(stdin);
+    assert!(program.wait().unwrap().success());
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        tracer_err.read_to_string(&mut rest).unwrap();
+        rest
+    });
+    let out = tracer.wait_with_output().unwrap();
+    text += &rest.join().unwrap();
+    assert!(out.status.success(), "{text}");
+    let (flushes, writes) = (after.0 - before.0, after.1 - before.1);
+    if flushes == 0 {
+        let cache = disk.write_cache();
+        return skip(format_args!("{} completed no flush for {SYNCS} fdatasyncs (cache: {cache})", disk.name));
+    }
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(doc["trace"]["block_mechanism"], "eBPF programs on the block tracepoints", "{text}");
+    let devices = doc["trace"]["devices"].as_array().unwrap();
+    let device = devices.iter().find(|d| d["disk"] == disk.name.as_str());
+    let requests = &device.unwrap_or_else(|| panic!("no device {} in the report: {text}", disk.name))["requests"];
+    let count = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v} in {text}"));
+    // At least: other programs' requests in the tracer's wider window count too.
+    let flush_requests = count(&requests["flushes"]["count"]);
+    assert!(flush_requests >= flushes, "{flush_requests} flush requests, the disk completed {flushes}: {text}");
+    // The counters count an fsync's empty PREFLUSH write as a write: the report says how many it saw.
+    let write_requests = count(&requests["writes"]["count"]) + count(&requests["flush_carriers"]);
+    assert!(write_requests >= writes, "{write_requests} write requests and carriers, the disk {writes}: {text}");
+    assert_eq!(doc["trace"]["lost_events"], 0, "{text}");
+}
