@@ -17,6 +17,10 @@ const BPF_MAP_UPDATE_ELEM: i32 = 2;
 const BPF_MAP_DELETE_ELEM: i32 = 3;
 const BPF_MAP_GET_NEXT_KEY: i32 = 4;
 const BPF_PROG_LOAD: i32 = 5;
+const BPF_OBJ_GET_INFO_BY_FD: i32 = 15;
+/// `struct bpf_prog_info`: its size up to and including `recursion_misses` (Linux 5.12), and where that is.
+const PROG_INFO_LEN: usize = 216;
+const PROG_INFO_RECURSION_MISSES: usize = 208;
 const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 const PERF_TYPE_TRACEPOINT: u32 = 2;
@@ -483,6 +487,18 @@ impl Program {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             LoadError { error, log: String::from_utf8_lossy(&log[..end]).into_owned() }
         })
+    }
+
+    /// How many times the kernel skipped this program because another BPF program was running on the same
+    /// CPU (`bpf_prog_info.recursion_misses`, Linux 5.12): a tracepoint hit in an interrupt that came
+    /// while a syscall tracepoint's program ran is not seen by its own program. Those hits are lost.
+    pub fn recursion_misses(&self) -> io::Result<u64> {
+        let mut info = [0u8; PROG_INFO_LEN];
+        let a =
+            attr(&[(0, self.fd.as_raw_fd() as u64, 4), (4, PROG_INFO_LEN as u64, 4), (8, info.as_mut_ptr() as u64, 8)]);
+        sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a)?;
+        let at = PROG_INFO_RECURSION_MISSES;
+        Ok(u64::from_ne_bytes(info[at..at + 8].try_into().expect("8 bytes")))
     }
 
     /// Run this program at every hit of tracepoint `id` (from tracefs), on every CPU, until the returned

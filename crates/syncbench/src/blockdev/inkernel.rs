@@ -10,7 +10,12 @@
 //! program runs at the tracepoint itself, before perf's per-event sample path.
 //!
 //! Maps:
-//! - `lost` (array, one u64): records the ring had no room for (the request counts are then low).
+//! - `on` (array, one u32): 1 while recording. Switched by a map update (microseconds) rather than by
+//!   attaching and detaching (each a wait for other CPUs, tens of milliseconds on a busy machine), so
+//!   the window can be set tightly around the disk counters' (`/sys/block/*/stat`).
+//! - `lost` (array, one u64): records the ring had no room for (the request counts are then low). The
+//!   kernel's count of runs it skipped (`recursion_misses`: the tracepoint fired in an interrupt while
+//!   another BPF program ran on that CPU, e.g. one of the syscall programs) is added when reporting.
 //! - `events` (ring buffer, 4 MiB: ~75,000 records; read every 50 ms by `trace`).
 //!
 //! Record (native endian, x86_64: little), the same for both tracepoints:
@@ -27,7 +32,7 @@
 //! request is issued by whoever submits or by a kworker, and completed in an interrupt.
 
 use std::io;
-use syncbench_sys::bpf::{Asm, Attachment, Cond, Map, MapType, Program, Reg, RingBuf, Size, helper, ringbuf};
+use syncbench_sys::bpf::{Alu, Asm, Attachment, Cond, Map, MapType, Program, Reg, RingBuf, Size, helper, ringbuf};
 use syncbench_sys::perf::Sample;
 use syncbench_sys::tracefs::EventFormat;
 
@@ -44,9 +49,10 @@ const MAX_COPY: usize = 256;
 pub struct BlockPrograms {
     ring: RingBuf,
     lost: Map,
+    on: Map,
     /// Kept open while attached; dropping them detaches the programs.
     attachments: Vec<Attachment>,
-    _programs: Vec<Program>,
+    programs: Vec<Program>,
 }
 
 /// Where the copy of the tracepoint's record starts: programs may not read below (`common_*` fields).
@@ -69,13 +75,28 @@ pub fn copy_len(format: &EventFormat, fields: &[&str]) -> io::Result<usize> {
     Ok(end)
 }
 
-/// The program of tracepoint `id`: `record = {now, id, ctx[8..8 + len]}`, written to `ring` (or
-/// `lost[0] += 1`).
-pub fn program(ring: &Map, lost: &Map, id: u64, len: usize) -> Asm {
+/// The maps a program uses.
+pub struct Maps<'a> {
+    /// The ring buffer.
+    pub ring: &'a Map,
+    /// `lost[0]`.
+    pub lost: &'a Map,
+    /// `on[0]`.
+    pub on: &'a Map,
+}
+
+/// The program of tracepoint `id`: if `on[0]`, `record = {now, id, ctx[8..8 + len]}`, written to `ring`
+/// (or `lost[0] += 1`).
+pub fn program(maps: &Maps, id: u64, len: usize) -> Asm {
     let total = TIME_BYTES + FIRST + len;
     let rec = -(total.next_multiple_of(8) as i16); // the record: r10 + rec .. (stack accesses are aligned)
     let mut a = Asm::new();
     a.mov(Reg::R6, Reg::R1);
+    a.st_imm(Size::W, Reg::R10, -4, 0); // key 0
+    a.ld_map_fd(Reg::R1, maps.on).mov(Reg::R2, Reg::R10).alu_imm(Alu::Add, Reg::R2, -4);
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
+    a.ldx(Size::W, Reg::R1, Reg::R0, 0).jmp_imm(Cond::Eq, Reg::R1, 0, "out");
     a.call(helper::KTIME_GET_NS).stx(Size::DW, Reg::R10, rec, Reg::R0);
     a.st_imm(Size::DW, Reg::R10, rec + TIME_BYTES as i16, id as i32);
     // Copied in the widest loads that stay inside the record: reading past its end is refused at load.
@@ -87,13 +108,13 @@ pub fn program(ring: &Map, lost: &Map, id: u64, len: usize) -> Asm {
             at += width;
         }
     }
-    a.ld_map_fd(Reg::R1, ring).mov(Reg::R2, Reg::R10).alu_imm(syncbench_sys::bpf::Alu::Add, Reg::R2, rec.into());
+    a.ld_map_fd(Reg::R1, maps.ring).mov(Reg::R2, Reg::R10).alu_imm(Alu::Add, Reg::R2, rec.into());
     // No wake-up: the reader reads on its own clock (every 50 ms), not when woken.
     a.mov_imm(Reg::R3, total as i32).mov_imm(Reg::R4, ringbuf::NO_WAKEUP);
     a.call(helper::RINGBUF_OUTPUT);
     a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
     a.st_imm(Size::W, Reg::R10, -4, 0); // key 0
-    a.ld_map_fd(Reg::R1, lost).mov(Reg::R2, Reg::R10).alu_imm(syncbench_sys::bpf::Alu::Add, Reg::R2, -4);
+    a.ld_map_fd(Reg::R1, maps.lost).mov(Reg::R2, Reg::R10).alu_imm(Alu::Add, Reg::R2, -4);
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
     a.mov_imm(Reg::R1, 1).atomic_add64(Reg::R0, 0, Reg::R1);
@@ -118,10 +139,12 @@ impl BlockPrograms {
     /// recording from now on. Errors say which step failed.
     pub fn start(events: &[(&EventFormat, usize)]) -> io::Result<BlockPrograms> {
         let lost = Map::create(MapType::Array, 4, 8, 1).map_err(step("creating a BPF array map"))?;
+        let on = Map::create(MapType::Array, 4, 4, 1).map_err(step("creating a BPF array map"))?;
         let ring = RingBuf::create(RING_BYTES).map_err(step("creating a BPF ring buffer (Linux 5.8 or later)"))?;
+        let maps = Maps { ring: ring.map(), lost: &lost, on: &on };
         let mut programs = Vec::new();
         for (format, len) in events {
-            let insns = program(ring.map(), &lost, format.id, *len).finish()?;
+            let insns = program(&maps, format.id, *len).finish()?;
             let loaded = Program::load_tracepoint(&insns, LICENSE).map_err(|e| {
                 io::Error::new(e.error.kind(), format!("the kernel refused the block tracepoint program: {e}"))
             })?;
@@ -132,11 +155,23 @@ impl BlockPrograms {
             attachments.push(program.attach_tracepoint(*id).map_err(step("attaching a BPF program to a tracepoint"))?);
         }
         let programs = programs.into_iter().map(|(p, _)| p).collect();
-        Ok(BlockPrograms { ring, lost, attachments, _programs: programs })
+        let programs = BlockPrograms { ring, lost, on, attachments, programs };
+        programs.set_on(true)?;
+        Ok(programs)
     }
 
-    /// Detach the programs (what is in the ring stays readable).
-    pub fn stop(&mut self) {
+    fn set_on(&self, on: bool) -> io::Result<()> {
+        self.on.update(&0u32.to_ne_bytes(), &u32::from(on).to_ne_bytes()).map_err(step("switching the block programs"))
+    }
+
+    /// Stop recording at once (what is in the ring stays readable); the programs stay attached until
+    /// [`BlockPrograms::detach`] or drop.
+    pub fn stop(&mut self) -> io::Result<()> {
+        self.set_on(false)
+    }
+
+    /// Detach the programs.
+    pub fn detach(&mut self) {
         self.attachments.clear();
     }
 
@@ -148,13 +183,18 @@ impl BlockPrograms {
         samples
     }
 
-    /// Records the ring had no room for; an error when the count cannot be read.
+    /// Hits not recorded: records the ring had no room for, and runs the kernel skipped because another
+    /// BPF program (syncbench's syscall programs, anybody's) was running on that CPU when the tracepoint
+    /// fired (a completion's interrupt arriving meanwhile). An error when a count cannot be read.
     pub fn lost(&self) -> io::Result<u64> {
-        let value = self.lost.lookup(&0u32.to_ne_bytes())?.unwrap_or_default();
-        let bytes: [u8; 8] = value
-            .try_into()
-            .map_err(|_| io::Error::other("reading the block programs' lost-record count: not 8 bytes"))?;
-        Ok(u64::from_ne_bytes(bytes))
+        let failed = |why: String| io::Error::other(format!("reading the block programs' lost-record count: {why}"));
+        let value = self.lost.lookup(&0u32.to_ne_bytes()).map_err(|e| failed(e.to_string()))?.unwrap_or_default();
+        let bytes: [u8; 8] = value.try_into().map_err(|_| failed("not 8 bytes".into()))?;
+        let mut lost = u64::from_ne_bytes(bytes);
+        for program in &self.programs {
+            lost += program.recursion_misses().map_err(|e| failed(e.to_string()))?;
+        }
+        Ok(lost)
     }
 }
 

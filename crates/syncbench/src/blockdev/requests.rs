@@ -362,14 +362,11 @@ impl BlockTrace {
         }
     }
 
-    /// Stop recording (perf: disable the events; eBPF: detach the programs).
+    /// Stop recording (perf: disable the events; eBPF: switch the programs off).
     fn disable(&mut self) -> io::Result<()> {
         match &mut self.source {
             Source::Perf(events) => events.disable(),
-            Source::Bpf(programs) => {
-                programs.stop();
-                Ok(())
-            }
+            Source::Bpf(programs) => programs.stop(),
         }
     }
 

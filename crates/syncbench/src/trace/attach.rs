@@ -446,12 +446,15 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
     let recorded = a.record(&mut events, &mut blocks, started, &stop);
     let closed = events.close();
     let duration_s = started.elapsed().as_secs_f64();
+    // Counters first, then the block programs stopped: detaching the syscall programs below can take a
+    // second on a busy machine, and the block ring is not read meanwhile.
+    let disk_stats = stat::Snapshot::take(&all_disks).since(&before);
+    blocks.stop()?;
     events.stop()?;
     closed?;
     recorded?;
     a.handle_all(&mut events, true);
     let lost = events.lost()?;
-    let disk_stats = stat::Snapshot::take(&all_disks).since(&before);
     let (disk_requests, block_lost) = blocks.finish()?;
     Ok(Attached {
         recorder: a.recorder,

@@ -358,7 +358,8 @@ pub fn render(report: &TraceReport, histograms: bool) -> String {
     if report.lost_events > 0 {
         let _ = writeln!(
             out,
-            "INCOMPLETE: the kernel dropped {} trace samples (ring buffers full): counts below are low",
+            "INCOMPLETE: the kernel dropped {} trace samples (ring buffers full, or a block tracepoint fired in an \
+             interrupt while another eBPF program ran on its CPU): counts below are low",
             report.lost_events
         );
     }

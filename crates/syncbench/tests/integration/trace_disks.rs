@@ -88,12 +88,15 @@ fn flush_requests_count_every_flush_the_disk_completed_in_the_window() {
     let device = devices.iter().find(|d| d["disk"] == disk.name.as_str());
     let requests = &device.unwrap_or_else(|| panic!("no device {} in the report: {text}", disk.name))["requests"];
     let count = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v} in {text}"));
-    // At least: other programs' requests in the tracer's wider window count too.
+    // At least: other programs' requests in the tracer's wider window count too. The kernel skips a block
+    // program when its tracepoint fires in an interrupt while another eBPF program runs on that CPU (the
+    // syscall programs, on a busy machine): such hits are reported as lost, a handful at most.
+    let lost = count(&doc["trace"]["lost_events"]);
+    assert!(lost <= 20, "{lost} events lost: {text}");
     let flush_requests = count(&requests["flushes"]["count"]);
-    assert!(flush_requests >= flushes, "{flush_requests} flush requests, the disk completed {flushes}: {text}");
+    assert!(flush_requests + lost >= flushes, "{flush_requests} flush requests, the disk completed {flushes}: {text}");
     // The counters count an fsync's empty PREFLUSH write as a write: the report says how many it saw.
     let write_requests = count(&requests["writes"]["count"]) + count(&requests["flush_carriers"]);
-    assert!(write_requests >= writes, "{write_requests} write requests and carriers, the disk {writes}: {text}");
-    assert_eq!(doc["trace"]["lost_events"], 0, "{text}");
+    assert!(write_requests + lost >= writes, "{write_requests} write requests and carriers, the disk {writes}: {text}");
     assert_eq!(doc["trace"]["block_mechanism"], "eBPF programs on the block tracepoints", "{text}");
 }
