@@ -64,7 +64,7 @@ q = d["requests"]
 s = d["stat"]
 print(f'{r:<5} {load:<16} {fl:>7} {wr:>7} | {s["flushes"]:>7} {s["writes"]:>7} | {q["flushes"]["count"]:>7} '
       f'{q["writes"]["count"]:>7} {q.get("flush_carriers", "-"):>7} | {t.get("block_mechanism", "(not reported)")}; '
-      f'lost {t["lost_events"]}; {t["duration_s"]:.2f} s')
+      f'lost: calls {t["lost_events"]}, block hits {t.get("block_lost_events", "-")}; {t["duration_s"]:.2f} s')
 PY
     [ -z "${OUT_PREFIX:-}" ] || cp "$work/trace.err" "$OUT_PREFIX.round$r.txt"
 done

@@ -55,7 +55,8 @@ pub struct Args {
     /// What records an attached trace: `bpf` (the default: eBPF programs filter and pair the calls in
     /// the kernel, one record per call; falls back to perf with one line on stderr when the kernel refuses
     /// them) or `perf` (perf events: one sample per call entry and exit, filtered here). Given
-    /// explicitly, `bpf` does not fall back.
+    /// explicitly, `bpf` does not fall back. The disks' request lines (block tracepoints) are read the
+    /// same way (perf events there may miss completions: docs/trace.md, "The disks").
     #[arg(long, value_name = "bpf|perf", value_parser = ["bpf", "perf"], conflicts_with = "command")]
     pub tracer: Option<String>,
     /// Stop an attached trace after N seconds (default: at Ctrl-C).

@@ -122,6 +122,8 @@ pub struct Attached {
     pub mechanism: &'static str,
     /// What read the block tracepoints ([`crate::blockdev::requests::Mechanism::describe`]).
     pub block_mechanism: &'static str,
+    /// Block tracepoint hits not recorded: the request lines are low when non-zero.
+    pub block_lost_events: u64,
 }
 
 /// The events being recorded: perf rings (read in time order across CPUs) or the eBPF programs' ring
@@ -462,7 +464,8 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
         processes_seen: a.processes.len() as u64,
         tasks_seen: a.tasks.len() as u64,
         unseen: a.unseen,
-        lost_events: lost + block_lost,
+        lost_events: lost,
+        block_lost_events: block_lost,
         file_devs: a.file_devs,
         disk_stats,
         disk_requests,

@@ -30,6 +30,11 @@ pub struct TraceReport {
     /// tracepoints`, or `perf_event block tracepoints`); absent when they were not read (ptrace tracer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_mechanism: Option<String>,
+    /// Block tracepoint hits not recorded (ring full, or the kernel skipped the program: see
+    /// docs/trace.md, "The disks"): the disks' request counts are low by at most this. Absent (0) in files
+    /// from before it was recorded.
+    #[serde(default)]
+    pub block_lost_events: u64,
     /// Whether `--no-sync` skipped the durability calls (nothing the command wrote was durable).
     pub no_sync: bool,
     /// Whether writes, closes and dups were traced (bytes between syncs, O_SYNC/O_DSYNC writes).
@@ -205,6 +210,8 @@ pub struct Meta {
     pub mechanism: &'static str,
     /// What read the block tracepoints, when they were read.
     pub block_mechanism: Option<&'static str>,
+    /// Block tracepoint hits lost (attached).
+    pub block_lost_events: u64,
     /// How the started command ended.
     pub ending: Option<Ending>,
     /// Length of the trace, seconds.
@@ -247,6 +254,7 @@ pub fn build(meta: Meta, r: &Recorder, disks: &devices::DiskWindow) -> TraceRepo
         attached_to: meta.attached_to,
         mechanism: meta.mechanism.to_string(),
         block_mechanism: meta.block_mechanism.map(str::to_string),
+        block_lost_events: meta.block_lost_events,
         no_sync: meta.no_sync,
         writes_tracked: meta.writes_tracked,
         exit_code,
@@ -358,9 +366,16 @@ pub fn render(report: &TraceReport, histograms: bool) -> String {
     if report.lost_events > 0 {
         let _ = writeln!(
             out,
-            "INCOMPLETE: the kernel dropped {} trace samples (ring buffers full, or a block tracepoint fired in an \
-             interrupt while another eBPF program ran on its CPU): counts below are low",
+            "INCOMPLETE: the kernel dropped {} trace samples (ring buffers full): counts below are low",
             report.lost_events
+        );
+    }
+    if report.block_lost_events > 0 {
+        let _ = writeln!(
+            out,
+            "the disks' request counts below may be low by up to {}: block tracepoint hits not recorded (ring full, \
+             or fired in an interrupt while another eBPF program ran on that CPU)",
+            report.block_lost_events
         );
     }
     if report.no_sync {

@@ -45,6 +45,7 @@ pub fn attached(options: AttachOptions, done: Done) -> anyhow::Result<TraceRepor
         unseen: traced.unseen,
         writes_tracked,
         lost_events: traced.lost_events,
+        block_lost_events: traced.block_lost_events,
         ..Meta::default()
     };
     let window = DiskWindow {
@@ -90,6 +91,7 @@ pub fn started(command: &[OsString], options: TraceOptions, done: Done) -> anyho
         no_sync: options.no_sync,
         writes_tracked: options.track_writes,
         lost_events: 0,
+        block_lost_events: 0,
         attached_to: None,
     };
     Ok((report::build(meta, &traced.recorder, &window), traced.ending))

@@ -91,7 +91,8 @@ fn flush_requests_count_every_flush_the_disk_completed_in_the_window() {
     // At least: other programs' requests in the tracer's wider window count too. The kernel skips a block
     // program when its tracepoint fires in an interrupt while another eBPF program runs on that CPU (the
     // syscall programs, on a busy machine): such hits are reported as lost, a handful at most.
-    let lost = count(&doc["trace"]["lost_events"]);
+    assert_eq!(doc["trace"]["lost_events"], 0, "{text}");
+    let lost = count(&doc["trace"]["block_lost_events"]);
     assert!(lost <= 20, "{lost} events lost: {text}");
     let flush_requests = count(&requests["flushes"]["count"]);
     assert!(flush_requests + lost >= flushes, "{flush_requests} flush requests, the disk completed {flushes}: {text}");
