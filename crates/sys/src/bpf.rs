@@ -497,6 +497,10 @@ impl Program {
         let a =
             attr(&[(0, self.fd.as_raw_fd() as u64, 4), (4, PROG_INFO_LEN as u64, 4), (8, info.as_mut_ptr() as u64, 8)]);
         sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a)?;
+        // The layout checked where it starts: `type` (0) is what was loaded.
+        if info[..4] != BPF_PROG_TYPE_TRACEPOINT.to_ne_bytes() {
+            return Err(io::Error::other("bpf_prog_info of an unexpected layout"));
+        }
         let at = PROG_INFO_RECURSION_MISSES;
         Ok(u64::from_ne_bytes(info[at..at + 8].try_into().expect("8 bytes")))
     }
@@ -774,6 +778,7 @@ mod tests {
         assert_eq!(other.drain().len(), 6, "the program discarded another perf user's samples");
         let count = u64::from_ne_bytes(counts.lookup(&0u32.to_ne_bytes()).unwrap().unwrap().try_into().unwrap());
         assert_eq!(count, 5);
+        assert_eq!(prog.recursion_misses().unwrap(), 0, "no other BPF program ran beneath it");
         let mut records = Vec::new();
         ring.drain(|r| records.push(u64::from_ne_bytes(r.try_into().unwrap())));
         assert_eq!(records, vec![u64::from(me); 5]);
