@@ -590,6 +590,10 @@ fn the_whole_machine_with(backend: &str) {
     assert_eq!(doc["trace"]["attached_to"], "--all");
     let mechanism = if backend == "bpf" { MECHANISM_BPF } else { MECHANISM_PERF };
     assert_eq!(doc["trace"]["mechanism"], mechanism, "{text}");
+    // `--tracer` picks the block tracepoints' reader too.
+    let blocks =
+        if backend == "bpf" { "eBPF programs on the block tracepoints" } else { "perf_event block tracepoints" };
+    assert_eq!(doc["trace"]["block_mechanism"], blocks, "{text}");
     // This test process is not syncbench: its fdatasyncs are seen like anybody's.
     let name = file.file_name().unwrap().to_str().unwrap();
     assert_eq!(file_stat(&doc, name, "fdatasync")["count"], 5, "{text}");
