@@ -7,7 +7,9 @@
 //!   kernel has kept since 5.5). No privilege needed, nothing per request.
 //! * [`requests`]: every request issued and completed, from the block tracepoints
 //!   `block:block_rq_issue`/`block:block_rq_complete` (root): flags (PREFLUSH, FUA, SYNC), bytes and the
-//!   device-side latency (issue to completion) of flushes and writes.
+//!   device-side latency (issue to completion) of flushes and writes. Read by perf events
+//!   (`BlockTrace::start`) or by eBPF programs ([`inkernel`], `BlockTrace::start_bpf`: `trace`'s default,
+//!   as perf samples miss completions that interrupt an idle CPU on some machines).
 //!
 //! Typical use: `let disks = disk::all_disks()` (or `disk::disks_of_path(file)`),
 //! `let before = stat::Snapshot::take(&disks)`; optionally `requests::BlockTrace::start()`
