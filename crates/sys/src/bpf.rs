@@ -18,7 +18,8 @@ const BPF_MAP_DELETE_ELEM: i32 = 3;
 const BPF_MAP_GET_NEXT_KEY: i32 = 4;
 const BPF_PROG_LOAD: i32 = 5;
 const BPF_OBJ_GET_INFO_BY_FD: i32 = 15;
-/// `struct bpf_prog_info`: its size up to and including `recursion_misses` (Linux 5.12), and where that is.
+/// `struct bpf_prog_info`: its size up to and including `recursion_misses` (in the struct since Linux
+/// 5.12; an older kernel leaves it 0), and where that is.
 const PROG_INFO_LEN: usize = 216;
 const PROG_INFO_RECURSION_MISSES: usize = 208;
 const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
@@ -490,8 +491,10 @@ impl Program {
     }
 
     /// How many times the kernel skipped this program because another BPF program was running on the same
-    /// CPU (`bpf_prog_info.recursion_misses`, Linux 5.12): a tracepoint hit in an interrupt that came
-    /// while a syscall tracepoint's program ran is not seen by its own program. Those hits are lost.
+    /// CPU (`bpf_prog_info.recursion_misses`): a tracepoint hit in an interrupt that came while a syscall
+    /// tracepoint's program ran is not seen by its own program. Those hits are lost. For a tracepoint
+    /// program the kernel counts them only from Linux 6.7 (see [`counts_tracepoint_misses`]): before, this
+    /// reads 0 whatever was skipped.
     pub fn recursion_misses(&self) -> io::Result<u64> {
         let mut info = [0u8; PROG_INFO_LEN];
         let a =
@@ -533,6 +536,29 @@ impl Program {
         }
         Ok(Attachment { _event: event })
     }
+}
+
+/// Whether a kernel of release `release` (`uname -r`: `6.18.0-1-amd64`, `5.14.0-362.el9.x86_64`) counts
+/// the runs of a tracepoint program it skips in [`Program::recursion_misses`]: from Linux 6.7, where
+/// `trace_call_bpf` calls `bpf_prog_inc_misses_counter` when another BPF program runs on that CPU. On
+/// 5.12–6.6 the field exists but stays 0 for tracepoint programs; before 5.12 it is not filled. A release
+/// that does not start with `MAJOR.MINOR` is taken as not counting (the count would be a guess).
+pub fn counts_tracepoint_misses(release: &str) -> bool {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let (major, minor) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    // MAJOR, a dot, MINOR (`6-7` is no release).
+    if release.as_bytes().get(major.len()) != Some(&b'.') {
+        return false;
+    }
+    match (major.parse::<u32>(), minor.parse::<u32>()) {
+        (Ok(major), Ok(minor)) => (major, minor) >= (6, 7),
+        _ => false,
+    }
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> String {
+    rustix::system::uname().release().to_string_lossy().into_owned()
 }
 
 /// A program attached to a tracepoint; dropping it detaches the program.
@@ -683,6 +709,22 @@ mod tests {
         let mut a = Asm::new();
         a.ld_imm64(Reg::R2, 0x1122_3344_5566_7788);
         assert_eq!(bytes(&a), [0x18, 0x02, 0, 0, 0x88, 0x77, 0x66, 0x55, 0, 0, 0, 0, 0x44, 0x33, 0x22, 0x11]);
+    }
+
+    #[test]
+    fn tracepoint_misses_are_counted_from_linux_6_7() {
+        for counted in ["6.7.0", "6.7", "6.18.0-1-amd64", "6.10.0-rc3", "7.0.1", "10.2.3-custom"] {
+            assert!(counts_tracepoint_misses(counted), "{counted}");
+        }
+        // Debian 12, Ubuntu 22.04 / 24.04 (6.8 counts), RHEL 9, an old LTS, and what is not a release.
+        for not in ["6.6.58", "6.1.0-13-amd64", "5.15.0-91-generic", "5.14.0-362.el9.x86_64", "4.19.0", ""] {
+            assert!(!counts_tracepoint_misses(not), "{not}");
+        }
+        for junk in ["6", "6-7", "x6.7", "6.x", "-6.7"] {
+            assert!(!counts_tracepoint_misses(junk), "{junk}");
+        }
+        assert!(counts_tracepoint_misses("6.8.0-49-generic"));
+        assert!(!kernel_release().is_empty());
     }
 
     #[test]
