@@ -302,6 +302,26 @@ enum Source {
     Bpf(BlockPrograms),
 }
 
+/// Tracepoint hits a window did not record: each disk's request counts are low by up to their sum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lost {
+    /// Records dropped: a ring had no room (perf's per-CPU rings, or the eBPF ring), or (eBPF) a record
+    /// of the wrong length was refused. Known on every kernel; the counts are low when it is not 0.
+    pub dropped: u64,
+    /// eBPF: runs of the programs the kernel skipped while recording (a tracepoint firing in an interrupt
+    /// while another BPF program ran on that CPU); `None` when unknown: kernels before Linux 6.7 do not
+    /// count them, or the count could not be read. perf events: 0 (perf's recursion guard is per
+    /// context: an interrupt's hit is not refused because a task's is being handled).
+    pub skipped: Option<u64>,
+}
+
+impl Lost {
+    /// Every hit not recorded, when known.
+    pub fn total(&self) -> Option<u64> {
+        Some(self.dropped + self.skipped?)
+    }
+}
+
 /// Block requests being recorded on every CPU.
 pub struct BlockTrace {
     source: Source,
@@ -327,8 +347,8 @@ impl BlockTrace {
     }
 
     /// Load eBPF programs on the two tracepoints and record from now on (root; BPF ring buffers, Linux
-    /// 5.8). Read them at least every second under heavy I/O ([`BlockTrace::poll`]): the ring holds
-    /// ~75,000 requests.
+    /// 5.8). Read them ([`BlockTrace::poll`]) before ~32,000 requests pile up: the ring holds 65,536
+    /// records of 64 bytes, an issue and a completion each (`trace` reads it every 50 ms).
     pub fn start_bpf(tracefs: &Tracefs) -> io::Result<BlockTrace> {
         let (issue, complete, layout) = layout(tracefs)?;
         let issue_len = inkernel::copy_len(&issue, &["dev", "sector", "nr_sector", "bytes", "rwbs"])?;
@@ -370,10 +390,10 @@ impl BlockTrace {
         }
     }
 
-    /// Records the kernel dropped (rings full).
-    fn lost(&self) -> io::Result<u64> {
+    /// Hits not recorded (see [`Lost`]).
+    fn lost(&self) -> io::Result<Lost> {
         match &self.source {
-            Source::Perf(events) => Ok(events.lost()),
+            Source::Perf(events) => Ok(Lost { dropped: events.lost(), skipped: Some(0) }),
             Source::Bpf(programs) => programs.lost(),
         }
     }
@@ -397,9 +417,9 @@ impl BlockTrace {
         }
     }
 
-    /// Stop, read the rest, and report per kernel dev_t (see [`super::Disk::kernel_devt`]). The second
-    /// value is the samples the kernel dropped (rings full): non-zero means the counts are low.
-    pub fn finish(mut self) -> io::Result<(BTreeMap<u64, RequestReport>, u64)> {
+    /// Stop, read the rest, and report per kernel dev_t (see [`super::Disk::kernel_devt`]), with the hits
+    /// not recorded.
+    pub fn finish(mut self) -> io::Result<(BTreeMap<u64, RequestReport>, Lost)> {
         self.disable()?;
         self.read(true);
         let lost = self.lost()?;
@@ -412,11 +432,14 @@ impl BlockTrace {
     }
 
     /// Stop, read the rest, and return the raw per-disk records (to merge with other windows') and the
-    /// samples the kernel dropped.
+    /// hits not recorded: an error when that is not known (eBPF programs before Linux 6.7), rather than
+    /// counts that may be silently low.
     pub fn finish_raw(mut self) -> io::Result<(BTreeMap<u64, DiskRequests>, u64)> {
         self.disable()?;
         self.read(true);
-        let lost = self.lost()?;
+        let lost = self.lost()?.total().ok_or_else(|| {
+            io::Error::other("this kernel does not count the block programs' skipped runs (Linux 6.7 does)")
+        })?;
         Ok((std::mem::take(&mut self.disks), lost))
     }
 }
