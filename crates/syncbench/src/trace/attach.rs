@@ -17,7 +17,7 @@ use super::follow::{self, Follow, Selection};
 use super::inkernel::{self, InKernel};
 use super::stats::Recorder;
 use super::tracer::Unseen;
-use crate::blockdev::requests::{BlockTrace, RequestReport};
+use crate::blockdev::requests::{BlockTrace, Lost, RequestReport};
 use crate::blockdev::{Disk, disk, stat};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
@@ -122,8 +122,8 @@ pub struct Attached {
     pub mechanism: &'static str,
     /// What read the block tracepoints ([`crate::blockdev::requests::Mechanism::describe`]).
     pub block_mechanism: &'static str,
-    /// Block tracepoint hits not recorded: the request lines are low when non-zero.
-    pub block_lost_events: u64,
+    /// Block tracepoint hits not recorded: the request lines are low by up to their sum.
+    pub block_lost: Lost,
 }
 
 /// The events being recorded: perf rings (read in time order across CPUs) or the eBPF programs' ring
@@ -465,7 +465,7 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
         tasks_seen: a.tasks.len() as u64,
         unseen: a.unseen,
         lost_events: lost,
-        block_lost_events: block_lost,
+        block_lost,
         file_devs: a.file_devs,
         disk_stats,
         disk_requests,

@@ -3,6 +3,7 @@
 use super::devices::{self, TracedDevice};
 use super::stats::{BytesSummary, CallStats, Recorder};
 use super::tracer::{Ending, Unseen};
+use crate::blockdev::requests::{Lost, Mechanism};
 use crate::schema::{LatencyNs, Log2Bucket};
 use crate::table::escape_name;
 use serde::{Deserialize, Serialize};
@@ -30,11 +31,17 @@ pub struct TraceReport {
     /// tracepoints`, or `perf_event block tracepoints`); absent when they were not read (ptrace tracer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_mechanism: Option<String>,
-    /// Block tracepoint hits not recorded (ring full, or the kernel skipped the program: see
-    /// docs/trace.md, "The disks"): the disks' request counts are low by at most this. Absent (0) in files
-    /// from before it was recorded.
+    /// Block tracepoint hits not recorded (`block_dropped_events` plus the block programs' runs the kernel
+    /// skipped: see docs/trace.md, "The disks"): each disk's request counts are low by up to this. `None`
+    /// (null) when not known: eBPF programs on a kernel before Linux 6.7, which does not count skipped
+    /// runs (or a count that could not be read); and when the block tracepoints were not read.
     #[serde(default)]
-    pub block_lost_events: u64,
+    pub block_lost_events: Option<u64>,
+    /// Of those, block tracepoint records dropped (a ring buffer full; eBPF: or a record of the wrong
+    /// length), known on every kernel: the request counts are low when it is not 0, and the text report
+    /// says so in capitals. Absent (0) in files from before it was recorded.
+    #[serde(default)]
+    pub block_dropped_events: u64,
     /// Whether `--no-sync` skipped the durability calls (nothing the command wrote was durable).
     pub no_sync: bool,
     /// Whether writes, closes and dups were traced (bytes between syncs, O_SYNC/O_DSYNC writes).
@@ -210,8 +217,8 @@ pub struct Meta {
     pub mechanism: &'static str,
     /// What read the block tracepoints, when they were read.
     pub block_mechanism: Option<&'static str>,
-    /// Block tracepoint hits lost (attached).
-    pub block_lost_events: u64,
+    /// Block tracepoint hits not recorded (attached).
+    pub block_lost: Lost,
     /// How the started command ended.
     pub ending: Option<Ending>,
     /// Length of the trace, seconds.
@@ -254,7 +261,8 @@ pub fn build(meta: Meta, r: &Recorder, disks: &devices::DiskWindow) -> TraceRepo
         attached_to: meta.attached_to,
         mechanism: meta.mechanism.to_string(),
         block_mechanism: meta.block_mechanism.map(str::to_string),
-        block_lost_events: meta.block_lost_events,
+        block_lost_events: meta.block_lost.total(),
+        block_dropped_events: meta.block_lost.dropped,
         no_sync: meta.no_sync,
         writes_tracked: meta.writes_tracked,
         exit_code,
@@ -370,13 +378,8 @@ pub fn render(report: &TraceReport, histograms: bool) -> String {
             report.lost_events
         );
     }
-    if report.block_lost_events > 0 {
-        let _ = writeln!(
-            out,
-            "the disks' request counts below may be low by up to {}: block tracepoint hits not recorded (ring full, \
-             or fired in an interrupt while another eBPF program ran on that CPU)",
-            report.block_lost_events
-        );
+    for line in block_loss_lines(report) {
+        let _ = writeln!(out, "{line}");
     }
     if report.no_sync {
         let _ = writeln!(out, "NOTHING WAS DURABLE: --no-sync skipped every durability call below.");
@@ -419,6 +422,39 @@ pub fn render(report: &TraceReport, histograms: bool) -> String {
         let _ = writeln!(out, "(--syncs-only: writes not traced, so no bytes between syncs and no O_DSYNC writes)");
     }
     out
+}
+
+/// What the block tracepoints' reader missed, in words: dropped records make the request counts low
+/// (INCOMPLETE, as for the calls); the eBPF programs' skipped runs, counted or not, may.
+fn block_loss_lines(report: &TraceReport) -> Vec<String> {
+    let Some(mechanism) = report.block_mechanism.as_deref() else { return Vec::new() };
+    let bpf = mechanism == Mechanism::Bpf.describe();
+    let dropped = report.block_dropped_events;
+    let mut lines = Vec::new();
+    if dropped > 0 {
+        let why = if bpf { "the eBPF ring buffer full, or a malformed record" } else { "perf ring buffers full" };
+        lines.push(format!(
+            "INCOMPLETE: the kernel dropped {dropped} block tracepoint records ({why}): the disks' request counts \
+             below are low"
+        ));
+    }
+    if !bpf {
+        return lines; // perf's recursion guard is per context: nothing is skipped this way
+    }
+    match report.block_lost_events.map(|lost| lost.saturating_sub(dropped)) {
+        Some(0) => {}
+        Some(skipped) => lines.push(format!(
+            "the disks' request counts below may be low by up to {skipped}: the kernel skipped the block programs \
+             {skipped} times (a block tracepoint fired in an interrupt while another eBPF program ran on that CPU)"
+        )),
+        None => lines.push(
+            "the disks' request counts below may be low: the kernel skips the block programs when a block \
+             tracepoint fires in an interrupt while another eBPF program runs on that CPU, and these skips are \
+             not known here (Linux counts them from 6.7): the /sys/block line is the count to trust"
+                .to_string(),
+        ),
+    }
+    lines
 }
 
 fn render_files(out: &mut String, files: &[FileReport]) {
@@ -475,6 +511,48 @@ mod tests {
             assert!(!w.message.contains('\n') && w.message.contains("may be missing"), "{}", w.message);
             assert!(w.message.contains("--no-sync"), "{}", w.message);
         }
+    }
+
+    #[test]
+    fn block_losses_are_worded_per_mechanism_and_dropped_records_make_the_report_incomplete() {
+        let bpf = Some(Mechanism::Bpf.describe().to_string());
+        let perf = Some(Mechanism::Perf.describe().to_string());
+        let text = |block_mechanism: &Option<String>, lost: Option<u64>, dropped: u64| {
+            let r = TraceReport {
+                block_mechanism: block_mechanism.clone(),
+                block_lost_events: lost,
+                block_dropped_events: dropped,
+                ..TraceReport::default()
+            };
+            render(&r, false)
+        };
+        // eBPF, ring full and skipped runs: both said, apart.
+        let t = text(&bpf, Some(12), 5);
+        assert!(t.contains("INCOMPLETE: the kernel dropped 5 block tracepoint records (the eBPF ring"), "{t}");
+        assert!(t.contains("may be low by up to 7: the kernel skipped the block programs 7 times"), "{t}");
+        // eBPF before Linux 6.7: the skips are unknown, the stat line is what to trust.
+        let t = text(&bpf, None, 0);
+        assert!(!t.contains("INCOMPLETE"), "{t}");
+        assert!(t.contains("not known here (Linux counts them from 6.7): the /sys/block line is the count to trust"));
+        let t = text(&bpf, Some(0), 0);
+        assert!(!t.contains("request counts"), "nothing lost, nothing said: {t}");
+        // perf: its dropped samples make it incomplete; no eBPF program is blamed.
+        let t = text(&perf, Some(3), 3);
+        assert!(t.contains("INCOMPLETE: the kernel dropped 3 block tracepoint records (perf ring buffers full)"));
+        assert!(!t.contains("eBPF"), "{t}");
+        // Not read (ptrace): nothing.
+        assert!(!text(&None, None, 0).contains("request counts"));
+    }
+
+    #[test]
+    fn a_lost_count_not_known_is_null_in_the_json() {
+        let meta = Meta { block_lost: Lost { dropped: 2, skipped: None }, ..Meta::default() };
+        let r = build(meta, &Recorder::new(true), &devices::DiskWindow::default());
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!((json["block_lost_events"].is_null(), &json["block_dropped_events"]), (true, &serde_json::json!(2)));
+        let meta = Meta { block_lost: Lost { dropped: 2, skipped: Some(5) }, ..Meta::default() };
+        let json = serde_json::to_value(build(meta, &Recorder::new(true), &devices::DiskWindow::default())).unwrap();
+        assert_eq!(json["block_lost_events"], 7);
     }
 
     #[test]

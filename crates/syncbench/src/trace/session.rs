@@ -5,6 +5,7 @@ use super::attach::{self, AttachOptions};
 use super::devices::DiskWindow;
 use super::report::{self, Meta, TraceReport};
 use super::tracer::{self, Ending, LiveProcesses, TraceOptions};
+use crate::blockdev::requests::Lost;
 use crate::exit::usage;
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,7 +46,7 @@ pub fn attached(options: AttachOptions, done: Done) -> anyhow::Result<TraceRepor
         unseen: traced.unseen,
         writes_tracked,
         lost_events: traced.lost_events,
-        block_lost_events: traced.block_lost_events,
+        block_lost: traced.block_lost,
         ..Meta::default()
     };
     let window = DiskWindow {
@@ -91,7 +92,7 @@ pub fn started(command: &[OsString], options: TraceOptions, done: Done) -> anyho
         no_sync: options.no_sync,
         writes_tracked: options.track_writes,
         lost_events: 0,
-        block_lost_events: 0,
+        block_lost: Lost::default(),
         attached_to: None,
     };
     Ok((report::build(meta, &traced.recorder, &window), traced.ending))
