@@ -200,34 +200,63 @@ fn bpf_kinds(group_dead: Option<Field>) -> HashMap<u64, Kind> {
     ])
 }
 
+/// What [`open_recording`] opened.
+struct Opened {
+    recording: Recording,
+    kinds: HashMap<u64, Kind>,
+    mechanism: &'static str,
+    /// Why the default fell back to perf events (said on stderr by [`fallback_line`]).
+    fell_back: Option<io::Error>,
+}
+
 /// Start recording with the backend asked for: the eBPF programs (recording from now on), or the perf
 /// events (opened disabled: `enable` starts them).
-fn open_recording(
-    tracefs: &Tracefs,
-    options: &AttachOptions,
-) -> io::Result<(Recording, HashMap<u64, Kind>, &'static str)> {
+fn open_recording(tracefs: &Tracefs, options: &AttachOptions) -> io::Result<Opened> {
     let bpf = || match inkernel::pid_namespace_refusal_here() {
         Some(why) => Err(io::Error::new(io::ErrorKind::Unsupported, why)),
         None => InKernel::start(tracefs, &options.selection, options.track_writes),
     };
-    let in_kernel = match options.backend {
-        _ if options.per_task => None,
-        Backend::Perf => None,
-        Backend::Bpf => Some(bpf().map_err(|e| io::Error::new(e.kind(), format!("--tracer bpf: {e}")))?),
-        Backend::Default => bpf()
-            .inspect_err(|e| {
-                eprintln!("syncbench: eBPF unavailable ({e}); tracing with perf events instead (see --tracer)")
-            })
-            .ok(),
+    let (in_kernel, fell_back) = match options.backend {
+        _ if options.per_task => (None, None),
+        Backend::Perf => (None, None),
+        Backend::Bpf => (Some(bpf().map_err(|e| io::Error::new(e.kind(), format!("--tracer bpf: {e}")))?), None),
+        Backend::Default => match bpf() {
+            Ok(k) => (Some(k), None),
+            Err(e) => (None, Some(e)),
+        },
     };
     if let Some(k) = in_kernel {
         let kinds = bpf_kinds(k.group_dead);
-        return Ok((Recording::Bpf(k), kinds, MECHANISM_BPF));
+        return Ok(Opened { recording: Recording::Bpf(k), kinds, mechanism: MECHANISM_BPF, fell_back: None });
     }
     let scope = scope_of(&options.selection, options.per_task);
     let (points, kinds) = open_events(tracefs, options.track_writes, &scope)?;
     let events = open_for(&points, &options.selection, options.per_task)?;
-    Ok((Recording::Perf(events), kinds, MECHANISM_PERF))
+    Ok(Opened { recording: Recording::Perf(events), kinds, mechanism: MECHANISM_PERF, fell_back })
+}
+
+/// The one stderr line saying what fell back from eBPF to perf events by default, and why: the syscall
+/// tracepoints (`calls`), the block tracepoints (`blocks`), or both (one line, the second reason only
+/// when it differs).
+fn fallback_line(calls: Option<&io::Error>, blocks: Option<&io::Error>) -> Option<String> {
+    const DISKS: &str = "which may miss completions (see docs/trace.md, \"The disks\")";
+    Some(match (calls, blocks) {
+        (None, None) => return None,
+        (Some(e), None) => {
+            format!("syncbench: eBPF unavailable ({e}); tracing with perf events instead (see --tracer)")
+        }
+        (None, Some(e)) => format!(
+            "syncbench: eBPF unavailable for the block tracepoints ({e}); reading them with perf events instead, {DISKS}"
+        ),
+        (Some(c), Some(b)) => {
+            let (c, b) = (c.to_string(), b.to_string());
+            let also = if b == c { String::new() } else { format!(" ({b})") };
+            format!(
+                "syncbench: eBPF unavailable ({c}); tracing with perf events instead (see --tracer), the block \
+                 tracepoints too{also}, {DISKS}"
+            )
+        }
+    })
 }
 
 /// What a tracepoint id means.
@@ -432,9 +461,13 @@ const POLL_EVERY: Duration = Duration::from_millis(50);
 /// `ready` is called once recording has started, with the mechanism recording.
 pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(&'static str)) -> io::Result<Attached> {
     let tracefs = Tracefs::open(&std::env::temp_dir())?;
-    let (mut events, kinds, mechanism) = open_recording(&tracefs, &options)?;
+    let Opened { recording: mut events, kinds, mechanism, fell_back: calls_fell_back } =
+        open_recording(&tracefs, &options)?;
     let all_disks: Vec<Disk> = disk::all_disks();
-    let mut blocks = open_blocks(&tracefs, &options)?;
+    let (mut blocks, blocks_fell_back) = open_blocks(&tracefs, &options)?;
+    if let Some(line) = fallback_line(calls_fell_back.as_ref(), blocks_fell_back.as_ref()) {
+        eprintln!("{line}");
+    }
     let block_mechanism = blocks.mechanism().describe();
     // The counters' window inside the block tracepoints' (read once they record, before they stop): every
     // request the counters count was seen, so the request lines can be checked against them.
@@ -475,19 +508,17 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
 }
 
 /// The block tracepoints' reader: eBPF programs, or perf events with `--tracer perf` or when the kernel
-/// refuses the programs (one line on stderr; an error with `--tracer bpf`).
-fn open_blocks(tracefs: &Tracefs, options: &AttachOptions) -> io::Result<BlockTrace> {
+/// refuses the programs (then with why, for [`fallback_line`]; an error with `--tracer bpf`).
+fn open_blocks(tracefs: &Tracefs, options: &AttachOptions) -> io::Result<(BlockTrace, Option<io::Error>)> {
     match options.backend {
-        Backend::Perf => BlockTrace::start(tracefs),
+        Backend::Perf => Ok((BlockTrace::start(tracefs)?, None)),
         Backend::Bpf => BlockTrace::start_bpf(tracefs)
+            .map(|b| (b, None))
             .map_err(|e| io::Error::new(e.kind(), format!("--tracer bpf (block tracepoints): {e}"))),
-        Backend::Default => BlockTrace::start_bpf(tracefs).or_else(|e| {
-            eprintln!(
-                "syncbench: eBPF unavailable for the block tracepoints ({e}); reading them with perf events \
-                 instead, which may miss completions (see docs/trace.md, \"The disks\")"
-            );
-            BlockTrace::start(tracefs)
-        }),
+        Backend::Default => match BlockTrace::start_bpf(tracefs) {
+            Ok(b) => Ok((b, None)),
+            Err(e) => Ok((BlockTrace::start(tracefs)?, Some(e))),
+        },
     }
 }
 
@@ -774,5 +805,28 @@ impl Attacher {
             self.recorder.opened_sync(&info.path);
         }
         self.fds.insert(tgid, fd, info);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eprintln_of_the_fallback_is_one_line_when_both_readers_fell_back() {
+        let refused = io::Error::other("Operation not permitted");
+        let other = io::Error::other("creating a BPF ring buffer (Linux 5.8 or later): Invalid argument");
+        assert_eq!(fallback_line(None, None), None);
+        let calls = fallback_line(Some(&refused), None).unwrap();
+        assert!(calls.contains("tracing with perf events instead") && !calls.contains("block"), "{calls}");
+        let blocks = fallback_line(None, Some(&other)).unwrap();
+        assert!(blocks.contains("for the block tracepoints (creating a BPF ring buffer"), "{blocks}");
+        // Both: one line, each reason once.
+        let both = fallback_line(Some(&refused), Some(&refused)).unwrap();
+        assert_eq!(both.matches("Operation not permitted").count(), 1, "{both}");
+        assert!(both.contains("the block tracepoints too, which may miss completions"), "{both}");
+        let both = fallback_line(Some(&refused), Some(&other)).unwrap();
+        assert!(!both.contains('\n') && both.matches("syncbench:").count() == 1, "{both}");
+        assert!(both.contains("the block tracepoints too (creating a BPF ring buffer"), "{both}");
     }
 }
