@@ -813,7 +813,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn eprintln_of_the_fallback_is_one_line_when_both_readers_fell_back() {
+    fn the_fallback_is_one_line_when_both_readers_fell_back() {
         let refused = io::Error::other("Operation not permitted");
         let other = io::Error::other("creating a BPF ring buffer (Linux 5.8 or later): Invalid argument");
         assert_eq!(fallback_line(None, None), None);
