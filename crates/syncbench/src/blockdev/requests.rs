@@ -119,9 +119,12 @@ pub struct RequestReport {
     pub errors: u64,
     /// Completions whose issue was not seen (issued before the window) and issues never completed in it.
     pub unmatched: u64,
-    /// Empty `REQ_PREFLUSH` writes completed (an fsync's flush carrier: never issued to the device, the
-    /// flush request above did the work; `/sys/block/*/stat` counts each as a write). Absent (0) in files
-    /// from before it was recorded.
+    /// Write completions of zero sectors, from the block layer's flush sequences: an fsync's empty
+    /// `REQ_PREFLUSH` write (never issued to the device, the flush request above did the work;
+    /// `/sys/block/*/stat` counts it as a write), and, on a device without FUA, the second, empty
+    /// completion of a PREFLUSH/FUA data write such as a journal commit block (its data completed as a
+    /// write request before; the stat counts that write once). So write requests + these >= the stat's
+    /// writes, equal when no data write carried a flush. Absent (0) in files from before it was recorded.
     #[serde(default)]
     pub flush_carriers: u64,
 }
@@ -143,7 +146,7 @@ pub struct DiskRequests {
     /// Completions whose issue was not seen: counted, without a latency.
     unpaired_writes: u64,
     unpaired_flushes: u64,
-    /// Empty PREFLUSH writes completed (see [`RequestReport::flush_carriers`]).
+    /// Zero-sector write completions (see [`RequestReport::flush_carriers`]).
     flush_carriers: u64,
     /// Issued, not yet completed: (sector, sectors, op) → issue times, oldest first.
     in_flight: HashMap<(u64, u64, Op), VecDeque<(u64, u64)>>,
@@ -190,8 +193,9 @@ impl DiskRequests {
             self.unmatched += 1;
         }
         let Some((issued_ns, bytes)) = newest else {
-            // An empty PREFLUSH request (an fsync's) is never issued itself: the flush machinery issues a
-            // flush request for it, then completes it. Not a lost issue.
+            // A zero-sector write completion is the flush machinery's, not a lost issue: an empty PREFLUSH
+            // request (an fsync's) is never issued itself (a flush request is, for it), and a flushed data
+            // write on a device without FUA completes once more, empty, after its post-flush.
             let lost_issue = sectors != 0 || rwbs.op == Op::Flush;
             self.unmatched += u64::from(lost_issue);
             // Still a request the device completed in the window (as the kernel's counters count it): counted,

@@ -142,8 +142,13 @@ pub fn render(out: &mut String, devices: &[TracedDevice]) {
             mib(r.writes.bytes),
             r.fua_writes,
             r.sync_writes,
-            // The stat's writes count these too: said, so the two lines can be checked against each other.
-            if r.flush_carriers > 0 { format!(", + {} empty flush carriers", r.flush_carriers) } else { String::new() }
+            // Zero-sector write completions of the flush machinery (see `RequestReport::flush_carriers`):
+            // said, so the line can be checked against the stat's writes (write requests + these >= them).
+            if r.flush_carriers > 0 {
+                format!(", + {} empty write completions (flush sequences)", r.flush_carriers)
+            } else {
+                String::new()
+            }
         );
         if r.errors > 0 {
             let _ = writeln!(out, "  {} requests FAILED", r.errors);
