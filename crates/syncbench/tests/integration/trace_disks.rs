@@ -10,7 +10,7 @@ use crate::skip;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
-use syncbench::blockdev::{disk, stat};
+use syncbench::blockdev::{Disk, disk, stat};
 
 /// fdatasyncs made in the window: enough that a mechanism losing most completions cannot pass by luck.
 const SYNCS: u32 = 300;
@@ -22,10 +22,29 @@ fn counters(disk: &str) -> (u64, u64) {
     (c.flushes, c.writes)
 }
 
+/// The disk of `chain` (a path's devices, top first) whose requests the block tracepoints see: a
+/// request-based one (`/sys/block/NAME/mq`), not a bio-based device-mapper (LVM, dm-crypt) or md device
+/// on top, for which `block_rq_*` never fire; else the bottom of the chain.
+fn request_based(chain: &[Disk], has_queue: impl Fn(&Disk) -> bool) -> Option<&Disk> {
+    chain.iter().find(|d| has_queue(d)).or(chain.last())
+}
+
+#[test]
+fn the_disk_compared_is_the_one_requests_are_issued_to() {
+    let disk = |name: &str| Disk { name: name.into(), major: 254, minor: 0 };
+    let lvm_on_crypt = [disk("dm-1"), disk("dm-0"), disk("nvme0n1")];
+    assert_eq!(request_based(&lvm_on_crypt, |d| d.name == "nvme0n1").unwrap().name, "nvme0n1");
+    assert_eq!(request_based(&lvm_on_crypt, |_| false).unwrap().name, "nvme0n1", "the bottom");
+    assert_eq!(request_based(&[disk("vda")], |_| true).unwrap().name, "vda");
+    assert!(request_based(&[], |_| true).is_none());
+}
+
 #[test]
 fn flush_requests_count_every_flush_the_disk_completed_in_the_window() {
     let dir = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
-    let Some(disk) = disk::disks_of_path(dir.path()).into_iter().next() else {
+    let chain = disk::disks_of_path(dir.path());
+    let has_queue = |d: &Disk| std::path::Path::new(&format!("/sys/block/{}/mq", d.name)).exists();
+    let Some(disk) = request_based(&chain, has_queue).cloned() else {
         return skip(format_args!("{} is on no block device", dir.path().display()));
     };
     if !syncbench_sys::test_support::is_root_or_skip() {
@@ -88,16 +107,39 @@ fn flush_requests_count_every_flush_the_disk_completed_in_the_window() {
     let device = devices.iter().find(|d| d["disk"] == disk.name.as_str());
     let requests = &device.unwrap_or_else(|| panic!("no device {} in the report: {text}", disk.name))["requests"];
     let count = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v} in {text}"));
+    assert_eq!(doc["trace"]["block_mechanism"], "eBPF programs on the block tracepoints", "{text}");
+    assert_eq!(doc["trace"]["lost_events"], 0, "{text}");
     // At least: other programs' requests in the tracer's wider window count too. The kernel skips a block
     // program when its tracepoint fires in an interrupt while another eBPF program runs on that CPU (the
-    // syscall programs, on a busy machine): such hits are reported as lost, a handful at most.
-    assert_eq!(doc["trace"]["lost_events"], 0, "{text}");
-    let lost = count(&doc["trace"]["block_lost_events"]);
-    assert!(lost <= 20, "{lost} events lost: {text}");
+    // syscall programs, anybody's): such hits are reported as lost, with the records a full ring dropped.
+    // They are every disk's and every process's (another program's heavy I/O made hundreds), so they are
+    // bounded against every hit the programs recorded, not by a constant. Before Linux 6.7 the kernel
+    // does not count the skips (null): then nothing may be short.
+    let dropped = count(&doc["trace"]["block_dropped_events"]);
+    let (lost, known) = match &doc["trace"]["block_lost_events"] {
+        Value::Null => (dropped, " (the skipped runs unknown on this kernel: none allowed)"),
+        lost => (count(lost), ""),
+    };
+    assert!(dropped <= lost, "dropped records are part of the lost hits: {text}");
+    let recorded_hits: u64 = devices
+        .iter()
+        .filter_map(|d| d["requests"].as_object())
+        .map(|r| {
+            let n = |kind: &str| r[kind]["count"].as_u64().unwrap_or(0);
+            2 * (n("flushes") + n("writes") + n("reads")) + r["flush_carriers"].as_u64().unwrap_or(0)
+        })
+        .sum();
+    assert!(lost * 10 <= recorded_hits + lost, "{lost} block hits lost of {} (more than 10 %): {text}", recorded_hits + lost);
     let flush_requests = count(&requests["flushes"]["count"]);
-    assert!(flush_requests + lost >= flushes, "{flush_requests} flush requests, the disk completed {flushes}: {text}");
-    // The counters count an fsync's empty PREFLUSH write as a write: the report says how many it saw.
+    assert!(
+        flush_requests + lost >= flushes,
+        "{flush_requests} flush requests + {lost} lost{known}, the disk completed {flushes}: {text}"
+    );
+    // The counters count an fsync's empty PREFLUSH write as a write: the report says how many empty write
+    // completions it saw (more than those, on a disk without FUA: then > the stat's).
     let write_requests = count(&requests["writes"]["count"]) + count(&requests["flush_carriers"]);
-    assert!(write_requests + lost >= writes, "{write_requests} write requests and carriers, the disk {writes}: {text}");
-    assert_eq!(doc["trace"]["block_mechanism"], "eBPF programs on the block tracepoints", "{text}");
+    assert!(
+        write_requests + lost >= writes,
+        "{write_requests} write requests and empty completions + {lost} lost{known}, the disk {writes}: {text}"
+    );
 }
