@@ -4,7 +4,8 @@
 # crates/syncbench/tests/integration/trace_data/fdatasync_loop.c) is traced with `--pid`; the disk's
 # /sys/block/DISK/stat is read after the tracer started and before the loop exits (inside its window);
 # per round: the stat's flush and write deltas beside the report's flush requests, write requests and
-# empty flush carriers (which the stat counts as writes), and the load average.
+# empty write completions (`flush_carriers`: an fsync's empty flush write, which the stat counts as a
+# write, and on a disk without FUA the empty end of a flushed data write), and the load average.
 # Usage: bench/trace_block_requests.sh [SYNCBENCH_BINARY] [DIR] [ROUNDS] [N] [idle|load]
 # `load`: a second, untraced write+fdatasync loop (dd conv=fsync, on DIR too) runs throughout, and the
 # two vCPUs are kept busy by one spinning shell per CPU, so completions interrupt running tasks.
@@ -64,7 +65,7 @@ q = d["requests"]
 s = d["stat"]
 print(f'{r:<5} {load:<16} {fl:>7} {wr:>7} | {s["flushes"]:>7} {s["writes"]:>7} | {q["flushes"]["count"]:>7} '
       f'{q["writes"]["count"]:>7} {q.get("flush_carriers", "-"):>7} | {t.get("block_mechanism", "(not reported)")}; '
-      f'lost: calls {t["lost_events"]}, block hits {t.get("block_lost_events", "-")}; {t["duration_s"]:.2f} s')
+      f'lost: calls {t["lost_events"]}, block hits {t.get("block_lost_events", "-")} (dropped {t.get("block_dropped_events", "-")}); {t["duration_s"]:.2f} s')
 PY
     [ -z "${OUT_PREFIX:-}" ] || cp "$work/trace.err" "$OUT_PREFIX.round$r.txt"
 done
