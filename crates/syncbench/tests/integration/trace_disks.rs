@@ -121,15 +121,22 @@ fn flush_requests_count_every_flush_the_disk_completed_in_the_window() {
         lost => (count(lost), ""),
     };
     assert!(dropped <= lost, "dropped records are part of the lost hits: {text}");
+    // An issue and a completion per request; one completion per empty write completion. (The devices
+    // listed: those under the traced file; other disks' hits are not counted, so the bound is tighter.)
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
     let recorded_hits: u64 = devices
         .iter()
-        .filter_map(|d| d["requests"].as_object())
+        .map(|d| &d["requests"])
         .map(|r| {
-            let n = |kind: &str| r[kind]["count"].as_u64().unwrap_or(0);
-            2 * (n("flushes") + n("writes") + n("reads")) + r["flush_carriers"].as_u64().unwrap_or(0)
+            2 * (n(&r["flushes"]["count"]) + n(&r["writes"]["count"]) + n(&r["reads"]["count"]))
+                + n(&r["flush_carriers"])
         })
         .sum();
-    assert!(lost * 10 <= recorded_hits + lost, "{lost} block hits lost of {} (more than 10 %): {text}", recorded_hits + lost);
+    assert!(
+        lost * 10 <= recorded_hits + lost,
+        "{lost} block hits lost of {} (more than 10 %): {text}",
+        recorded_hits + lost
+    );
     let flush_requests = count(&requests["flushes"]["count"]);
     assert!(
         flush_requests + lost >= flushes,
