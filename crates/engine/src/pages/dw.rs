@@ -83,8 +83,14 @@ impl<F: StorageFile> DoubleWrite<F> {
             file
         } else {
             let file = storage.create_new(&path, opts)?;
-            let zeros = syncbench_sys::AlignedBuf::new(slots * page_size, page_size);
-            file.write_at(zeros.as_slice(), 0, WriteSync::None)?;
+            // Zero-filled a megabyte at a time: a `pipelined` ring can be gigabytes (`--dw-ring`), and
+            // one buffer of that size would not fit in memory.
+            let per_write = ((1 << 20) / page_size).max(1);
+            let zeros = syncbench_sys::AlignedBuf::new(per_write.min(slots) * page_size, page_size);
+            for first in (0..slots).step_by(per_write) {
+                let n = per_write.min(slots - first);
+                file.write_at(&zeros.as_slice()[..n * page_size], (first * page_size) as u64, WriteSync::None)?;
+            }
             file.sync_all()?;
             storage.sync_dir(dir)?;
             file
@@ -174,6 +180,19 @@ mod tests {
         assert_eq!(decide(valid, Some(5)), Decision::KeepHome, "copy older than home");
         assert_eq!(decide(valid, Some(9)), Decision::KeepHome, "valid home is never overwritten");
         assert_eq!(decide(PageCheck::Zero, None), Decision::KeepHome, "never written");
+    }
+
+    #[test]
+    fn an_area_larger_than_one_write_is_created_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        // 4 + 4 + 300 × 4 = 1,208 slots of 4 KiB: 4.7 MiB, five writes of at most 1 MiB.
+        let dw =
+            DoubleWrite::create_or_open(&crate::RealStorage, dir.path(), 4096, 4, 300, FileOptions::default()).unwrap();
+        assert_eq!(std::fs::metadata(dir.path().join(DW_FILE_NAME)).unwrap().len(), 1208 * 4096);
+        assert!(dw.newest_copies().unwrap().is_empty(), "all zero");
+        let reopened =
+            DoubleWrite::create_or_open(&crate::RealStorage, dir.path(), 4096, 4, 299, FileOptions::default());
+        assert!(reopened.err().unwrap().to_string().contains("double-write settings make it"), "another ring size");
     }
 
     #[test]
