@@ -11,21 +11,22 @@
 # two vCPUs are kept busy by one spinning shell per CPU, so completions interrupt running tasks.
 # Environment: TRACE_ARGS (extra trace flags, e.g. `--tracer perf` for the perf-event path).
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-bin="${1:-$here/../target/release/syncbench}"
+. "$(dirname "$0")/lib.sh"
+usage="usage: $0 [BIN] [DIR] [ROUNDS] [N] [idle|load]"
+release_bin "${1:-}"
 dir="${2:-/var/tmp}"
 rounds="${3:-3}"
 n="${4:-200}"
 kind="${5:-idle}"
 read -r -a trace_args <<<"${TRACE_ARGS:-}"
-case "$kind" in idle | load) ;; *) echo "usage: $0 [BIN] [DIR] [ROUNDS] [N] [idle|load]" >&2; exit 2 ;; esac
+case "$kind" in idle | load) ;; *) usage_error ;; esac
+need_dir "$dir"
 work="$(mktemp -d "$dir/blkreq.XXXXXX")"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-gcc -O2 -o "$work/loop" "$here/../crates/syncbench/tests/integration/trace_data/fdatasync_loop.c"
+exit_on_signals
+gcc -O2 -o "$work/loop" "$repo/crates/syncbench/tests/integration/trace_data/fdatasync_loop.c"
 dev=$(df --output=source "$work" | tail -1)
 disk=$(basename "$(readlink -f "/sys/class/block/$(basename "$dev")/..")")
 [ -e "/sys/block/$disk/stat" ] || disk=$(basename "$dev")

@@ -99,7 +99,8 @@ impl Pool {
     /// [`CLEAN_AFTER_CHEAP`] frames of the first cheap one, that cheap one; a dirty one only when two
     /// sweeps find neither. The client writes a cheap victim home itself under the pool lock, which every
     /// transaction waits for, while the flusher writes pages home outside it: measured at 16 MiB, taking
-    /// the first cheap frame like a clean one made clients write 128,015 pages home in 18 s.
+    /// the first cheap frame like a clean one made clients write 128,015 pages home in 18 s (one round,
+    /// bench/results/dw-cycle-2026-11-24/; 1,280–2,163 after, 5 quiet rounds).
     pub fn victim_preferring(&mut self, cheap: impl Fn(&Frame) -> bool) -> Option<usize> {
         let (mut cheap_fallback, mut dirty_fallback) = (None, None);
         let mut since_cheap = 0;
