@@ -328,7 +328,7 @@ mod tests {
         };
         let text = crate::export::text::run(&text_opts, &env, &verdicts, &results);
         let answer: String = text.lines().take_while(|l| !l.is_empty()).map(|l| format!("{l}\n")).collect();
-        insta::assert_snapshot!("run_answer_mock_seed_1", answer);
+        assert_golden!("syncbench__summary__tests__run_answer_mock_seed_1", answer);
         let before_table = text.lines().take_while(|l| !l.starts_with("(a) ")).count();
         assert!(before_table <= 40, "{before_table} lines before the first table:\n{text}");
     }

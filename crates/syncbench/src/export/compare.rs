@@ -160,9 +160,9 @@ mod tests {
     #[test]
     fn exports_golden() {
         let d = doc();
-        insta::assert_snapshot!("compare_csv", ComparePayload::csv(&d).unwrap());
-        insta::assert_snapshot!(
-            "compare_openmetrics",
+        assert_golden!("syncbench__export__compare__tests__compare_csv", ComparePayload::csv(&d).unwrap());
+        assert_golden!(
+            "syncbench__export__compare__tests__compare_openmetrics",
             super::super::openmetrics::render(&d, &ComparePayload::metrics(&d))
         );
     }

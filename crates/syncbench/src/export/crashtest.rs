@@ -201,9 +201,9 @@ mod tests {
         let s = summary();
         super::super::assert_exports_golden!("crashtest", &doc(&s, None, None));
         let caught = doc(&s, Some("flush-horizon-appended"), Some(lost_commit()));
-        insta::assert_snapshot!("crashtest_caught_markdown", Payload::markdown(&caught));
-        insta::assert_snapshot!(
-            "crashtest_caught_openmetrics",
+        assert_golden!("syncbench__export__crashtest__tests__crashtest_caught_markdown", Payload::markdown(&caught));
+        assert_golden!(
+            "syncbench__export__crashtest__tests__crashtest_caught_openmetrics",
             super::super::openmetrics::render(&caught, &Payload::metrics(&caught))
         );
     }

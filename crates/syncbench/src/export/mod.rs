@@ -183,14 +183,14 @@ pub(crate) fn exports_of<T: Exportable>(doc: &Envelope<T>) -> [String; 3] {
 }
 
 /// The goldens `{prefix}_csv`, `{prefix}_markdown` and `{prefix}_openmetrics` of one document, in the
-/// calling module's snapshots.
+/// calling module's snapshots (named as when they lived in `export/{prefix}.rs`).
 #[cfg(test)]
 macro_rules! assert_exports_golden {
     ($prefix:literal, $doc:expr) => {{
         let [csv, markdown, openmetrics] = $crate::export::exports_of($doc);
-        insta::assert_snapshot!(concat!($prefix, "_csv"), csv);
-        insta::assert_snapshot!(concat!($prefix, "_markdown"), markdown);
-        insta::assert_snapshot!(concat!($prefix, "_openmetrics"), openmetrics);
+        assert_golden!(concat!("syncbench__export__", $prefix, "__tests__", $prefix, "_csv"), csv);
+        assert_golden!(concat!("syncbench__export__", $prefix, "__tests__", $prefix, "_markdown"), markdown);
+        assert_golden!(concat!("syncbench__export__", $prefix, "__tests__", $prefix, "_openmetrics"), openmetrics);
     }};
 }
 

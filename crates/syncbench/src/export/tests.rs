@@ -80,17 +80,17 @@ fn fixture() -> Envelope<RunPayload> {
 
 #[test]
 fn markdown_golden() {
-    insta::assert_snapshot!(to_markdown(&fixture()));
+    assert_golden!("syncbench__export__tests__markdown_golden", to_markdown(&fixture()));
 }
 
 #[test]
 fn csv_golden() {
-    insta::assert_snapshot!(to_csv(&fixture().payload.results).unwrap());
+    assert_golden!("syncbench__export__tests__csv_golden", to_csv(&fixture().payload.results).unwrap());
 }
 
 #[test]
 fn json_golden() {
-    insta::assert_snapshot!(to_json(&fixture()).unwrap());
+    assert_golden!("syncbench__export__tests__json_golden", to_json(&fixture()).unwrap());
 }
 
 #[test]

@@ -385,7 +385,7 @@ mod tests {
     #[test]
     fn text_and_markdown_goldens() {
         let t = every_kind_of_row();
-        insta::assert_snapshot!("pages_text", to_table(&t));
-        insta::assert_snapshot!("pages_markdown", to_markdown(&t));
+        assert_golden!("syncbench__pages__render__tests__pages_text", to_table(&t));
+        assert_golden!("syncbench__pages__render__tests__pages_markdown", to_markdown(&t));
     }
 }

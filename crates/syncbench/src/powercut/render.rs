@@ -154,7 +154,7 @@ mod tests {
             fails,
             cell("zero", "write-through", "open_datasync", true, Vec::new()),
         ];
-        insta::assert_snapshot!("lab_text", lab_table(&cells));
-        insta::assert_snapshot!("lab_markdown", lab_markdown(&cells));
+        assert_golden!("syncbench__powercut__render__tests__lab_text", lab_table(&cells));
+        assert_golden!("syncbench__powercut__render__tests__lab_markdown", lab_markdown(&cells));
     }
 }

@@ -79,7 +79,7 @@ fn golden(scenario: &str, expected_codes: &[&str]) {
     let mut expected: Vec<&str> = expected_codes.to_vec();
     expected.sort();
     assert_eq!(codes, expected, "verdict codes of {scenario}:\n{text}");
-    insta::assert_snapshot!(scenario, text);
+    assert_golden!(format!("syncbench__probe__golden_tests__{scenario}"), text);
 }
 
 #[test]
