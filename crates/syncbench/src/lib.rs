@@ -11,38 +11,10 @@ macro_rules! assert_golden {
 }
 
 pub mod advise;
-#[cfg(target_os = "linux")]
-pub mod background;
-pub mod blockdev;
-pub mod cleanup;
 pub mod cli;
 pub mod cmd;
-pub mod commit;
-pub mod compare;
-pub mod crashtest;
-pub mod disturbance;
-pub mod exit;
-pub mod export;
-pub mod fsync_errors;
-pub mod hash;
-pub mod lab;
-pub mod method;
-pub mod named;
-pub mod output;
-pub mod pages;
-pub mod partial;
-pub mod powercut;
-pub mod probe;
-pub mod report;
-pub mod rounds;
-pub mod runner;
-pub mod schema;
-pub mod size;
-pub mod stats;
-pub mod suite;
-pub mod summary;
-pub mod table;
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub mod trace;
-pub mod verdict;
-pub mod workdir;
+pub mod core;
+pub mod measure;
+pub mod observe;
+pub mod present;
+pub mod proof;

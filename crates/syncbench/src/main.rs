@@ -6,7 +6,8 @@
 use clap::Parser;
 use std::process::ExitCode;
 use syncbench::cli::{Cli, Command};
-use syncbench::{cleanup, cmd, exit};
+use syncbench::cmd;
+use syncbench::core::{cleanup, exit};
 
 fn main() -> ExitCode {
     syncbench_sys::ignore_sigpipe();

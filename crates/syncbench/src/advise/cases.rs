@@ -1,7 +1,7 @@
 //! The cases `advise` measures (run's vocabulary): what each database's rules read.
 
-use crate::method::SyncMethod;
-use crate::suite::{Case, FileState, KIB, Section};
+use crate::core::method::SyncMethod;
+use crate::core::suite::{Case, FileState, KIB, Section};
 
 /// Under background writes, PostgreSQL's rule compares the chosen wal_sync_method's one 8 KiB write per
 /// commit with its idle measurement: the four methods it may choose, in run's one-write cases.

@@ -3,7 +3,7 @@
 
 use super::facts::{Facts, dur, evidence};
 use super::{DatabaseAdvice, Setting};
-use crate::schema::CaseResult;
+use crate::core::schema::CaseResult;
 
 /// The size of the writes in etcd's storage check (the IBM fio recipe).
 pub const ETCD_WRITE_BYTES: u64 = 2300;
@@ -21,7 +21,7 @@ pub fn etcd_case<'a>(f: &Facts<'a>) -> Option<&'a CaseResult> {
     f.results
         .iter()
         .filter(|c| {
-            c.method == crate::method::SyncMethod::Fdatasync
+            c.method == crate::core::method::SyncMethod::Fdatasync
                 && c.write_size_bytes == ETCD_WRITE_BYTES
                 && c.writes_per_commit == 1
         })

@@ -1,10 +1,10 @@
 //! Lookups over a run's cases that the rules share: find a case, score a method, pick the best.
 
 use super::{Evidence, Input};
-use crate::probe::Environment;
-use crate::schema::CaseResult;
-use crate::suite::Section;
-use crate::verdict::Verdict;
+use crate::core::schema::CaseResult;
+use crate::core::suite::Section;
+use crate::core::verdict::Verdict;
+use crate::observe::probe::Environment;
 
 /// Size of a PostgreSQL WAL block and of the default `run` write.
 pub const BLOCK_8K: u64 = 8192;
@@ -34,7 +34,7 @@ pub struct Facts<'a> {
     /// The cases.
     pub results: &'a [CaseResult],
     /// The cases measured again under background writes, if they were.
-    pub under_writes: Option<&'a crate::background::BackgroundRun>,
+    pub under_writes: Option<&'a crate::measure::background::BackgroundRun>,
 }
 
 /// Evidence from one case.
@@ -61,7 +61,7 @@ impl<'a> Facts<'a> {
 
     /// The same lookups over the cases measured under background writes, and what the writer did; None
     /// when the measurement had no `--background-writes`.
-    pub fn loaded(&self) -> Option<(Facts<'a>, &'a crate::background::BackgroundStats)> {
+    pub fn loaded(&self) -> Option<(Facts<'a>, &'a crate::measure::background::BackgroundStats)> {
         // A part under writes that failed has no results: the rules judge idle only.
         let u = self.under_writes.filter(|u| u.error().is_none())?;
         Some((Facts { env: self.env, verdicts: self.verdicts, results: &u.results, under_writes: None }, &u.writer))
@@ -114,7 +114,7 @@ impl<'a> Facts<'a> {
         ["one_write", "write_sizes", "size_sweep"]
             .iter()
             .filter_map(|section| self.case(section, method, size, 1))
-            .find(|c| c.file_state == crate::suite::FileState::Overwrite)
+            .find(|c| c.file_state == crate::core::suite::FileState::Overwrite)
     }
 
     /// PostgreSQL's WAL score: the geometric mean of one 8 KiB and one 16 KiB write per commit. XLogWrite
@@ -150,7 +150,7 @@ impl<'a> Facts<'a> {
     /// ext4 (or ext3) mounted with `data=journal`, from the mount options or the probe's verdict.
     pub fn data_journal(&self) -> bool {
         self.env.mount_options.iter().any(|o| o == "data=journal")
-            || self.verdicts.iter().any(|v| v.is(crate::verdict::VerdictCode::DataJournal))
+            || self.verdicts.iter().any(|v| v.is(crate::core::verdict::VerdictCode::DataJournal))
     }
 
     /// Why O_DIRECT is not available, when [`Facts::direct_supported`] says so (a clause to continue).

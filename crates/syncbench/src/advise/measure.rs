@@ -5,11 +5,11 @@
 //! it and returns what a saved `run` file would hold, so the rules read a measurement and a file alike.
 
 use super::Database;
-use crate::background::{BackgroundRun, Rate};
-use crate::probe::Environment;
-use crate::runner::{RunBudget, Target, run_case};
-use crate::schema::CaseResult;
-use crate::verdict::Verdict;
+use crate::core::schema::CaseResult;
+use crate::core::verdict::Verdict;
+use crate::measure::background::{BackgroundRun, Rate};
+use crate::measure::runner::{RunBudget, Target, run_case};
+use crate::observe::probe::Environment;
 use std::path::PathBuf;
 
 /// What to measure, validated.
@@ -27,7 +27,7 @@ pub struct Plan {
 
 /// Free space a measurement needs: the run's test files, and the background writer's file when one runs.
 pub fn space_needed_bytes(background: Option<Rate>) -> u64 {
-    crate::workdir::RUN_FILES_BYTES + background.map_or(0, |_| crate::background::FILE_BYTES)
+    crate::core::workdir::RUN_FILES_BYTES + background.map_or(0, |_| crate::measure::background::FILE_BYTES)
 }
 
 /// What was measured: as a saved `run` file holds it.
@@ -48,22 +48,22 @@ pub struct Measured {
 /// frame), overwrite vs append (RocksDB's recycling, PostgreSQL's zero-filled segments), and etcd's
 /// 2300-byte appends with a longer budget for a steady p99. With a background rate, PostgreSQL's and
 /// etcd's cases again while a background writer dirties data in the directory at that rate; a failure of
-/// that part leaves the idle results whole (see [`crate::background`]).
+/// that part leaves the idle results whole (see [`crate::measure::background`]).
 pub fn measure(plan: &Plan) -> anyhow::Result<Measured> {
     let dir = &plan.dir;
-    let environment = crate::probe::collect(dir);
-    let _lock = crate::disturbance::DirLock::take(dir)?;
-    let prepared = crate::workdir::prepare_run_file(dir, &environment.fs_type)?;
+    let environment = crate::observe::probe::collect(dir);
+    let _lock = crate::observe::disturbance::DirLock::take(dir)?;
+    let prepared = crate::core::workdir::prepare_run_file(dir, &environment.fs_type)?;
     let case_secs = if plan.quick { RunBudget::QUICK_CASE_SECS } else { RunBudget::DEFAULT_CASE_SECS };
-    let rounds = crate::rounds::Schedule::default_for(plan.quick);
+    let rounds = crate::measure::rounds::Schedule::default_for(plan.quick);
     // 1.5 × run's time per case, in rounds: the methods are compared across the whole measurement, so a
     // device that changes speed for a while neither favours one method nor hides as a confident difference.
     let budget = RunBudget::per_case(case_secs * 1.5);
-    let steal = crate::probe::steal::StealMeter::start();
-    let monitor = crate::disturbance::Monitor::new(&environment);
+    let steal = crate::observe::probe::steal::StealMeter::start();
+    let monitor = crate::observe::disturbance::Monitor::new(&environment);
     let target = Target::Disk(&prepared);
     let mut results =
-        crate::runner::run_plan(&super::cases::all(), rounds, &budget, &target, Some(&monitor), &mut |_| {});
+        crate::measure::runner::run_plan(&super::cases::all(), rounds, &budget, &target, Some(&monitor), &mut |_| {});
     let (etcd, postgres) = (plan.databases.contains(&Database::Etcd), plan.databases.contains(&Database::Postgres));
     let secs = if plan.quick { 1.0 } else { 5.0 };
     // A p99 needs many samples: no early stop on a tight mean.
@@ -73,20 +73,20 @@ pub fn measure(plan: &Plan) -> anyhow::Result<Measured> {
     }
     let under_writes = match plan.background {
         Some(rate) if etcd || postgres => {
-            let (results, writer) = crate::background::measure_under(dir, rate, || {
+            let (results, writer) = crate::measure::background::measure_under(dir, rate, || {
                 let cases = if postgres { super::cases::postgres_under_writes() } else { Vec::new() };
-                let mut results = crate::runner::run_plan(&cases, rounds, &budget, &target, None, &mut |_| {});
+                let mut results = crate::measure::runner::run_plan(&cases, rounds, &budget, &target, None, &mut |_| {});
                 if etcd {
                     results.push(run_case(&super::cases::etcd(), &etcd_budget, &target));
                 }
-                crate::background::no_failed_case(results)
+                crate::measure::background::no_failed_case(results)
             });
             Some(BackgroundRun { writer, results: results.unwrap_or_default() })
         }
         _ => None,
     };
     drop(prepared);
-    let mut verdicts = crate::probe::verdicts(&environment, &results);
-    verdicts.extend(steal.pct().and_then(|pct| crate::probe::steal::verdict(pct, "the measurement")));
+    let mut verdicts = crate::observe::probe::verdicts(&environment, &results);
+    verdicts.extend(steal.pct().and_then(|pct| crate::observe::probe::steal::verdict(pct, "the measurement")));
     Ok(Measured { environment, verdicts, results, under_writes })
 }

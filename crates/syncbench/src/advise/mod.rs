@@ -7,6 +7,7 @@
 pub mod cases;
 mod etcd;
 pub mod evidence;
+mod export;
 mod facts;
 pub mod measure;
 mod mysql;
@@ -20,9 +21,9 @@ pub use etcd::{ETCD_P99_LIMIT_NS, ETCD_WRITE_BYTES};
 pub use facts::{Facts, Rate};
 pub use render::{answer, body, to_text};
 
-use crate::probe::Environment;
-use crate::schema::CaseResult;
-use crate::verdict::{Severity, Verdict, VerdictCode};
+use crate::core::schema::CaseResult;
+use crate::core::verdict::{Severity, Verdict, VerdictCode};
+use crate::observe::probe::Environment;
 use serde::{Deserialize, Serialize};
 
 /// The databases syncbench advises on.
@@ -138,7 +139,7 @@ pub struct Input<'a> {
     /// The measured cases.
     pub results: &'a [CaseResult],
     /// The same cases measured again under background writes (`--background-writes`), if they were.
-    pub under_writes: Option<&'a crate::background::BackgroundRun>,
+    pub under_writes: Option<&'a crate::measure::background::BackgroundRun>,
 }
 
 /// A measured number behind a setting.
@@ -204,7 +205,7 @@ pub struct AdvisePayload {
     /// PostgreSQL's and etcd's cases measured again under background writes (`--background-writes`, or
     /// the `--from` run's), with what the writer did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub background_writes: Option<crate::background::BackgroundRun>,
+    pub background_writes: Option<crate::measure::background::BackgroundRun>,
 }
 
 /// Said by the rules whose answer changes when the disk is busy (etcd's p99, PostgreSQL's WAL on a shared

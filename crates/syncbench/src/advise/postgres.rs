@@ -303,12 +303,12 @@ fn wal_init_and_recycle(f: &Facts<'_>) -> Vec<Setting> {
 mod tests {
     use super::*;
     use crate::advise::Input;
-    use crate::schema::{CaseResult, LatencyNs};
+    use crate::core::schema::{CaseResult, LatencyNs};
 
     fn fdatasync(p10: Option<u64>) -> CaseResult {
         CaseResult {
-            section: crate::suite::Section::OneWrite,
-            method: crate::method::SyncMethod::Fdatasync,
+            section: crate::core::suite::Section::OneWrite,
+            method: crate::core::method::SyncMethod::Fdatasync,
             supported: true,
             write_size_bytes: BLOCK_8K,
             writes_per_commit: 1,
@@ -321,7 +321,7 @@ mod tests {
     }
 
     fn delay(results: &[CaseResult]) -> Setting {
-        let env = crate::probe::Environment::default();
+        let env = crate::observe::probe::Environment::default();
         let facts = Facts::new(&Input { environment: &env, verdicts: &[], results, under_writes: None });
         let chosen = Rate {
             method: "fdatasync".into(),

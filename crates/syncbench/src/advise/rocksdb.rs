@@ -2,7 +2,7 @@
 
 use super::facts::{Facts, dur, evidence, per_s};
 use super::{DatabaseAdvice, Setting, Version};
-use crate::schema::CaseResult;
+use crate::core::schema::CaseResult;
 
 /// Recycling must make an fdatasync at least this much faster to be worth its constraints.
 const RECYCLE_GAIN: f64 = 0.10;

@@ -2,9 +2,9 @@
 //! the faster method (so they fail if a rule ever prefers a slower one).
 
 use super::*;
-use crate::probe::{Device, Environment};
-use crate::schema::{CaseResult, LatencyNs};
-use crate::verdict::{Severity, Verdict};
+use crate::core::schema::{CaseResult, LatencyNs};
+use crate::core::verdict::{Severity, Verdict};
+use crate::observe::probe::{Device, Environment};
 
 /// (section, method, write size, writes per commit, file state, commits/s)
 type Row = (&'static str, &'static str, u64, u32, &'static str, f64);
@@ -91,7 +91,7 @@ impl Fixture {
     /// A fixture whose verdicts are what the probe's own rules say about its environment and results,
     /// as `advise` gets them from a real measurement.
     fn probed(name: &'static str, env: Environment, results: Vec<CaseResult>) -> Fixture {
-        let verdicts = crate::probe::verdicts(&env, &results);
+        let verdicts = crate::observe::probe::verdicts(&env, &results);
         Fixture { name, env, verdicts, results }
     }
 }
@@ -99,7 +99,7 @@ impl Fixture {
 fn disk(name: &str, rotational: bool, cache: &str, fua: bool) -> Device {
     Device {
         name: name.into(),
-        kind: crate::probe::DeviceKind::Disk,
+        kind: crate::observe::probe::DeviceKind::Disk,
         rotational: Some(rotational),
         write_cache: Some(cache.into()),
         fua: Some(fua),
@@ -295,7 +295,7 @@ fn postgres_picks_the_fastest_wal_sync_method() {
     let mut results = base.results.clone();
     for c in results
         .iter_mut()
-        .filter(|c| c.method == crate::method::SyncMethod::OpenDatasync && c.write_size_bytes == 16384)
+        .filter(|c| c.method == crate::core::method::SyncMethod::OpenDatasync && c.write_size_bytes == 16384)
     {
         c.ops_per_s *= 0.6;
     }
@@ -306,15 +306,16 @@ fn postgres_picks_the_fastest_wal_sync_method() {
 #[test]
 fn postgres_without_16k_cases_scores_separate_writes_and_says_so() {
     let mut f = fixtures().remove(0);
-    f.results.retain(|c| c.section != crate::suite::Section::WriteSizes);
+    f.results.retain(|c| c.section != crate::core::suite::Section::WriteSizes);
     let advice = run_fixture(&f, &[Target { database: Database::Postgres, version: Version::new(17, 0) }]);
     // On two separate 8 KiB writes open_datasync pays two round trips and fdatasync wins.
     assert_eq!(setting(&advice, "postgres", "wal_sync_method"), "fdatasync");
     assert!(advice[0].caveats.iter().any(|c| c.contains("no single 16 KiB write")), "{:?}", advice[0].caveats);
     // One method without its 16 KiB case puts every method back on the separate-writes basis.
     let mut f = fixtures().remove(0);
-    f.results
-        .retain(|c| !(c.section == crate::suite::Section::WriteSizes && c.method == crate::method::SyncMethod::Fsync));
+    f.results.retain(|c| {
+        !(c.section == crate::core::suite::Section::WriteSizes && c.method == crate::core::method::SyncMethod::Fsync)
+    });
     let advice = run_fixture(&f, &[Target { database: Database::Postgres, version: Version::new(17, 0) }]);
     assert!(advice[0].caveats.iter().any(|c| c.contains("no single 16 KiB write")), "{:?}", advice[0].caveats);
 }
@@ -399,12 +400,13 @@ fn mariadb_10_11_scores_flush_method_on_one_direct_write_per_commit() {
     let direct = results
         .iter()
         .find(|c| {
-            c.section == crate::suite::Section::OneWrite && c.method == crate::method::SyncMethod::FdatasyncDirect
+            c.section == crate::core::suite::Section::OneWrite
+                && c.method == crate::core::method::SyncMethod::FdatasyncDirect
         })
         .unwrap()
         .ops_per_s;
-    for c in results.iter_mut().filter(|c| c.method == crate::method::SyncMethod::OpenDatasyncDirect) {
-        c.ops_per_s = if c.section == crate::suite::Section::OneWrite { direct * 1.4 } else { direct * 0.6 };
+    for c in results.iter_mut().filter(|c| c.method == crate::core::method::SyncMethod::OpenDatasyncDirect) {
+        c.ops_per_s = if c.section == crate::core::suite::Section::OneWrite { direct * 1.4 } else { direct * 0.6 };
     }
     let f = Fixture { results, ..fixture("vm") };
     let advice = run_fixture(&f, &t);
@@ -414,7 +416,8 @@ fn mariadb_10_11_scores_flush_method_on_one_direct_write_per_commit() {
     // Inside the margin: the default stays.
     let mut results = base.results.clone();
     for c in results.iter_mut().filter(|c| {
-        c.method == crate::method::SyncMethod::OpenDatasyncDirect && c.section == crate::suite::Section::OneWrite
+        c.method == crate::core::method::SyncMethod::OpenDatasyncDirect
+            && c.section == crate::core::suite::Section::OneWrite
     }) {
         c.ops_per_s = direct * 1.03;
     }
@@ -446,18 +449,18 @@ fn rocksdb_recycles_only_when_overwrite_is_clearly_faster() {
     let base = fixtures().remove(0);
     assert_eq!(setting(&run_fixture(&base, &t), "rocksdb", "recycle_log_file_num"), "4");
     let mut results = base.results.clone();
-    for c in results
-        .iter_mut()
-        .filter(|c| c.section == crate::suite::Section::FileState && c.file_state == crate::suite::FileState::Append)
-    {
-        c.ops_per_s = base.results.iter().find(|c| c.section == crate::suite::Section::FileState).unwrap().ops_per_s;
+    for c in results.iter_mut().filter(|c| {
+        c.section == crate::core::suite::Section::FileState && c.file_state == crate::core::suite::FileState::Append
+    }) {
+        c.ops_per_s =
+            base.results.iter().find(|c| c.section == crate::core::suite::Section::FileState).unwrap().ops_per_s;
     }
     let f = Fixture { results, ..fixtures().remove(0) };
     assert_eq!(setting(&run_fixture(&f, &t), "rocksdb", "recycle_log_file_num"), "0");
     // Faster by more than the 10% but within wide intervals (a device in and out of slow phases): the
     // default stays, and the reason says why in those words.
     let mut noisy = base.results.clone();
-    noisy.iter_mut().filter(|c| c.section == crate::suite::Section::FileState).for_each(|c| c.ci95_rel = 0.6);
+    noisy.iter_mut().filter(|c| c.section == crate::core::suite::Section::FileState).for_each(|c| c.ci95_rel = 0.6);
     let advice = run_fixture(&Fixture { results: noisy, ..fixtures().remove(0) }, &t);
     assert_eq!(setting(&advice, "rocksdb", "recycle_log_file_num"), "0");
     let reason = &advice[0].settings.iter().find(|s| s.name == "recycle_log_file_num").unwrap().reason;
@@ -492,7 +495,7 @@ fn sqlite_states_the_cost_of_full() {
         .remove(0)
         .results
         .iter()
-        .find(|c| c.method == crate::method::SyncMethod::Fdatasync && c.write_size_bytes == 4096)
+        .find(|c| c.method == crate::core::method::SyncMethod::Fdatasync && c.write_size_bytes == 4096)
         .unwrap()
         .ops_per_s;
     let journal = &a[0].settings.iter().find(|s| s.name == "journal_mode").unwrap().reason;

@@ -3,7 +3,7 @@
 //! PostgreSQL's WAL placement from a run whose p99 stalled under writes and one whose did not.
 
 use super::*;
-use crate::schema::{Envelope, RunPayload};
+use crate::core::schema::{Envelope, RunPayload};
 
 /// etcd's 2300-byte fdatasync on btrfs over a loop device on tmpfs (2026-11-24, `run --sections a --methods
 /// fdatasync --size 2300 --secs 2 --rounds 2 --background-writes max`): p99 8.97 ms idle, 62.72 ms under writes.
@@ -17,7 +17,7 @@ const PG_STALLS: &str = include_str!("fixtures/pg-ext4-vda-max-stalls.json");
 const PG_HOLDS: &str = include_str!("fixtures/pg-ext4-vda-50MiB-holds.json");
 
 fn run(text: &str) -> Envelope<RunPayload> {
-    crate::export::parse_any("fixture", text).unwrap()
+    crate::core::export::parse_any("fixture", text).unwrap()
 }
 
 /// The advice for `db` from a recorded run, with its results under writes or (`idle_only`) without them.

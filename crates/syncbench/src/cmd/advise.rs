@@ -2,10 +2,10 @@
 
 use crate::advise::measure::{Measured, Plan};
 use crate::advise::{AdvisePayload, Database, Input, Target, Version, versions};
-use crate::background::Rate;
-use crate::exit::{Outcome, usage};
-use crate::schema::Envelope;
-use crate::verdict::Verdict;
+use crate::core::exit::{Outcome, usage};
+use crate::core::schema::Envelope;
+use crate::core::verdict::Verdict;
+use crate::measure::background::Rate;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,7 +30,7 @@ pub struct Args {
     /// database), --openmetrics (an info gauge per setting: database, setting, value, evidence level; and
     /// etcd's pass); `-` for stdout (the text then goes to stderr). Checked before measuring.
     #[command(flatten)]
-    pub export: crate::export::ExportArgs,
+    pub export: crate::core::export::ExportArgs,
     /// Measure quickly (a few seconds; rougher numbers).
     #[arg(long)]
     pub quick: bool,
@@ -111,17 +111,17 @@ pub fn parse_targets_with(
 pub fn main(args: Args) -> Outcome {
     let (targets, version_notes) = parse_targets_with(&args.databases, &detect)?;
     args.export.validate()?;
-    let background = crate::background::Rate::from_option(args.background_writes.as_deref())?;
+    let background = crate::measure::background::Rate::from_option(args.background_writes.as_deref())?;
     if background.is_some() && args.from.is_some() {
         return Err(usage(
             "--background-writes measures; with --from the file's own results under writes are used (make it with \
              `syncbench run --background-writes RATE --json FILE`)",
         ));
     }
-    let started_at = crate::schema::now_rfc3339();
+    let started_at = crate::core::schema::now_rfc3339();
     let (measured, source, dir) = match &args.from {
         Some(path) => {
-            let run = crate::export::read_run(path)?;
+            let run = crate::core::export::read_run(path)?;
             let p = run.payload;
             let under_writes = p.background_writes;
             let measured =
@@ -148,22 +148,22 @@ pub fn main(args: Args) -> Outcome {
         + &disturbed_measurement(&verdicts)
         + &crate::advise::body(&advice)
         + &under_writes.as_ref().map_or(String::new(), failed_under_writes);
-    crate::export::print_human(&args.export, &text)?;
+    crate::core::export::print_human(&args.export, &text)?;
     let evidence = advice.iter().map(crate::advise::evidence::of).collect();
     let failed = advice.iter().any(|a| a.pass == Some(false));
     let under_writes_failed = under_writes.as_ref().and_then(|u| u.error()).map(str::to_string);
     let payload =
         AdvisePayload { dir, source, advice: advice.clone(), evidence, results, background_writes: under_writes };
-    crate::export::write_all(&Envelope::new(started_at, environment, verdicts, payload), &args.export)?;
+    crate::core::export::write_all(&Envelope::new(started_at, environment, verdicts, payload), &args.export)?;
     // Exit 1 when etcd's rule failed or the part under writes did (its line on stderr).
-    let code = crate::background::exit_code(under_writes_failed.as_deref());
+    let code = crate::measure::background::exit_code(under_writes_failed.as_deref());
     Ok(if failed { ExitCode::from(1) } else { code })
 }
 
 /// The measurement's plan: the directory checked (space for the test files and the background writer's).
 fn plan(args: &Args, targets: &[Target], background: Option<Rate>) -> anyhow::Result<Plan> {
     let need = (crate::advise::measure::space_needed_bytes(background), "syncbench advise", "its test files");
-    let dir = crate::workdir::check(&args.dir, Some(need))?;
+    let dir = crate::core::workdir::check(&args.dir, Some(need))?;
     let databases = targets.iter().map(|t| t.database).collect();
     Ok(Plan { dir, quick: args.quick, databases, background })
 }
@@ -173,14 +173,14 @@ fn plan(args: &Args, targets: &[Target], background: Option<Rate>) -> anyhow::Re
 fn disturbed_measurement(verdicts: &[Verdict]) -> String {
     verdicts
         .iter()
-        .filter(|v| v.is(crate::verdict::VerdictCode::CpuSteal))
+        .filter(|v| v.is(crate::core::verdict::VerdictCode::CpuSteal))
         .map(|v| format!("Measurement\n  !! {} The comparisons below may not repeat.\n  → {}\n\n", v.message, v.advice))
         .collect()
 }
 
 /// Below the advice when the part under background writes failed: the advice above is from idle only.
-fn failed_under_writes(under: &crate::background::BackgroundRun) -> String {
-    let failed = crate::background::failed_part(&under.writer);
+fn failed_under_writes(under: &crate::measure::background::BackgroundRun) -> String {
+    let failed = crate::measure::background::failed_part(&under.writer);
     if failed.is_empty() { failed } else { failed + "  The advice above is from the idle measurement only.\n" }
 }
 
@@ -199,7 +199,7 @@ mod tests {
         assert_eq!(targets[1].version, Database::Sqlite.default_version());
         assert_eq!(notes, vec!["postgres 15.4: the installed version (`postgres --version`)".to_string()]);
         let err = parse_targets_with(&["postgres:99".to_string()], &installed).unwrap_err();
-        assert!(err.downcast_ref::<crate::exit::UsageError>().is_some());
+        assert!(err.downcast_ref::<crate::core::exit::UsageError>().is_some());
         assert_eq!(err.to_string(), "--for postgres:99: postgres 99 is not a version these rules know; known: 12-18");
         let odd = |_: Database| Some((Version::new(42, 0), "x".to_string()));
         let (targets, notes) = parse_targets_with(&["postgres".to_string()], &odd).unwrap();

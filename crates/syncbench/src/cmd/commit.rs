@@ -1,13 +1,14 @@
-//! `syncbench commit`: what group commit buys (the measurement is in [`crate::commit`]). This file turns
+//! `syncbench commit`: what group commit buys (the measurement is in [`crate::measure::commit`]). This file turns
 //! the flags into a validated [`Plan`], runs it in a directory of our own, and hands the results to the
 //! exporters.
 
-use crate::cleanup::{Created, unique_name};
-use crate::commit::{CommitPayload, DelayCount, Plan, PointSpec, parse_delay_count, render};
-use crate::exit::{Outcome, usage};
-use crate::export::ExportArgs;
-use crate::schema::Envelope;
-use crate::{output, probe};
+use crate::core::cleanup::{Created, unique_name};
+use crate::core::exit::{Outcome, usage};
+use crate::core::export::ExportArgs;
+use crate::core::output;
+use crate::core::schema::Envelope;
+use crate::measure::commit::{CommitPayload, DelayCount, Plan, PointSpec, parse_delay_count, render};
+use crate::observe::probe;
 use std::path::PathBuf;
 use syncbench_engine::wal::{LOG_METHODS, SyncMethod};
 
@@ -76,13 +77,13 @@ const MAX_DELAY_US: u64 = 100_000; // PostgreSQL's range for commit_delay
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     let plan = plan(&args)?;
-    let rate = crate::background::Rate::from_option(args.background_writes.as_deref())?;
+    let rate = crate::measure::background::Rate::from_option(args.background_writes.as_deref())?;
     args.export.validate()?;
-    let need = (crate::commit::space_needed_bytes(rate), "syncbench commit", "its log");
-    crate::workdir::check(&plan.dir, Some(need))?;
+    let need = (crate::measure::commit::space_needed_bytes(rate), "syncbench commit", "its log");
+    crate::core::workdir::check(&plan.dir, Some(need))?;
     // Two measurements in one directory measure each other: refused (and a killed run's leftovers reported).
-    let _lock = crate::disturbance::DirLock::take(&plan.dir)?;
-    let started_at = crate::schema::now_rfc3339();
+    let _lock = crate::observe::disturbance::DirLock::take(&plan.dir)?;
+    let started_at = crate::core::schema::now_rfc3339();
     let environment = probe::collect(&plan.dir);
     let root = Created::register(plan.dir.join(unique_name("commit")));
     std::fs::create_dir(root.path())
@@ -92,14 +93,14 @@ pub fn main(args: Args) -> Outcome {
             eprintln!("syncbench commit: point {}/{}: {}", i + 1, plan.points.len(), spec.describe());
         }
     };
-    let commit = crate::commit::measure_watched(&plan, root.path(), &environment, progress)?;
-    let background_writes = rate.map(|r| crate::background::commit_points(&plan, root.path(), r));
+    let commit = crate::measure::commit::measure_watched(&plan, root.path(), &environment, progress)?;
+    let background_writes = rate.map(|r| crate::measure::background::commit_points(&plan, root.path(), r));
     drop(root);
-    let verdicts = crate::commit::verdicts(&plan, &environment, &commit.points);
+    let verdicts = crate::measure::commit::verdicts(&plan, &environment, &commit.points);
     let payload = CommitPayload { dir: plan.dir.display().to_string(), commit, background_writes };
     let envelope = Envelope::new(started_at, environment, verdicts, payload);
     write_outputs(&args, &envelope)?;
-    Ok(crate::background::exit_code(envelope.payload.background_writes.as_ref().and_then(|b| b.error())))
+    Ok(crate::measure::background::exit_code(envelope.payload.background_writes.as_ref().and_then(|b| b.error())))
 }
 
 /// Validate the flags into a plan (pure: no file system access).
@@ -152,13 +153,13 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
 
 /// Exports as asked; the table goes to stdout, or to stderr when an export took stdout.
 fn write_outputs(args: &Args, envelope: &Envelope<CommitPayload>) -> anyhow::Result<()> {
-    crate::export::write_all(envelope, &args.export)?;
+    crate::core::export::write_all(envelope, &args.export)?;
     let results = &envelope.payload.commit;
     let header = probe::render::header(&envelope.environment, &envelope.verdicts);
-    let answer = crate::summary::commit_answer(results, &envelope.verdicts);
+    let answer = crate::present::summary::commit_answer(results, &envelope.verdicts);
     let under = envelope.payload.background_writes.as_ref();
-    let bg = under.map_or(String::new(), |b| crate::background::commit_side_by_side(&results.points, b));
-    crate::export::print_human(&args.export, &format!("{answer}\n{header}\n{}{bg}", render::to_table(results)))
+    let bg = under.map_or(String::new(), |b| crate::measure::background::commit_side_by_side(&results.points, b));
+    crate::core::export::print_human(&args.export, &format!("{answer}\n{header}\n{}{bg}", render::to_table(results)))
 }
 
 #[cfg(test)]

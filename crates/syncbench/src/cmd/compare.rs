@@ -1,10 +1,10 @@
 //! `syncbench compare A.json B.json [C.json …]`: cases side by side, each candidate's ratio to the baseline
 //! (the first file) with its uncertainty, cases present in only some files, and environment differences.
 
-use crate::compare::render;
-use crate::exit::{Outcome, usage};
-use crate::export::ExportArgs;
-use crate::report::input;
+use crate::core::exit::{Outcome, usage};
+use crate::core::export::ExportArgs;
+use crate::present::compare::render;
+use crate::present::report::input;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -24,12 +24,12 @@ pub struct Args {
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     validate(&args)?;
-    let started_at = crate::schema::now_rfc3339();
+    let started_at = crate::core::schema::now_rfc3339();
     let runs = args.inputs.iter().map(|path| input::load(path)).collect::<anyhow::Result<Vec<_>>>()?;
-    crate::compare::check_inputs(&runs)?;
-    let doc = crate::export::compare::document(started_at, &runs);
-    crate::export::print_human(&args.export, &render::text(&doc.payload.0))?;
-    crate::export::write_all(&doc, &args.export)?;
+    crate::present::compare::check_inputs(&runs)?;
+    let doc = crate::present::compare::export::document(started_at, &runs);
+    crate::core::export::print_human(&args.export, &render::text(&doc.payload.0))?;
+    crate::core::export::write_all(&doc, &args.export)?;
     Ok(ExitCode::SUCCESS)
 }
 

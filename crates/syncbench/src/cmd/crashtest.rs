@@ -3,15 +3,15 @@
 //! summary (the library's `Summary`, serialised as is) → a line or JSON. A failure prints a one-line
 //! reproducer and exits 1.
 
-use crate::crashtest::bugs::EngineBug;
-use crate::crashtest::json::{CrashtestJson, FailureJson, Payload};
-use crate::crashtest::pages::PagesScenario;
-use crate::crashtest::wal::WalScenario;
-use crate::crashtest::{self, ExploreOptions, Failure, Summary};
-use crate::exit::{CheckFailed, Outcome, usage};
-use crate::export::crashtest::summary_line;
-use crate::probe::Environment;
-use crate::schema::{Envelope, now_rfc3339};
+use crate::core::exit::{CheckFailed, Outcome, usage};
+use crate::core::schema::{Envelope, now_rfc3339};
+use crate::observe::probe::Environment;
+use crate::proof::crashtest::bugs::EngineBug;
+use crate::proof::crashtest::export::summary_line;
+use crate::proof::crashtest::json::{CrashtestJson, FailureJson, Payload};
+use crate::proof::crashtest::pages::PagesScenario;
+use crate::proof::crashtest::wal::WalScenario;
+use crate::proof::crashtest::{self, ExploreOptions, Failure, Summary};
 use std::process::ExitCode;
 use syncbench_engine::pages::{DwDesign, Mode as PageMode};
 use syncbench_simfs::Profile;
@@ -75,7 +75,7 @@ pub struct Args {
     /// --json, --csv (one row: settings, outcome, summary, coverage), --markdown, --openmetrics (points and
     /// crashes run, failed points, a planted bug caught); `-` for stdout (the line then goes to stderr).
     #[command(flatten)]
-    pub export: crate::export::ExportArgs,
+    pub export: crate::core::export::ExportArgs,
     /// Double-write design with --mode dw: 2012 or pipelined.
     #[arg(long, default_value = "2012", value_parser = |s: &str| DwDesign::from_name(s).ok_or("use 2012 or pipelined"))]
     pub dw_design: DwDesign,
@@ -140,7 +140,7 @@ pub fn main(args: Args) -> Outcome {
         generations: args.generations,
         ..ExploreOptions::new(args.seed, args.points, profile_of(args.profile))
     };
-    let bar = crate::output::progress_bar(
+    let bar = crate::core::output::progress_bar(
         if args.point.is_some() { 1 } else { args.points },
         "crash points {pos}/{len} {wide_bar} {eta}",
     );
@@ -171,9 +171,9 @@ pub fn main(args: Args) -> Outcome {
     let environment = Environment { fs_type: "simfs".to_string(), ..Environment::default() };
     let envelope = Envelope::new(started_at, environment, Vec::new(), Payload { crashtest: json });
     if envelope.payload.crashtest.passed {
-        crate::export::print_human(&args.export, &(summary_line(&envelope.payload.crashtest) + "\n"))?;
+        crate::core::export::print_human(&args.export, &(summary_line(&envelope.payload.crashtest) + "\n"))?;
     }
-    crate::export::write_all(&envelope, &args.export)?;
+    crate::core::export::write_all(&envelope, &args.export)?;
     finish(&args, &envelope.payload.crashtest)
 }
 

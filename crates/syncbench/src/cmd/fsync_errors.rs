@@ -1,9 +1,9 @@
 //! `syncbench fsync-errors`: make one block's writeback fail on a real ext4, xfs or btrfs and show what
 //! every later fsync and read reports, next to the USENIX ATC'20 findings.
 
-use crate::exit::{Outcome, usage};
-use crate::export::ExportArgs;
-use crate::fsync_errors::cases::{self, FsCase, SyncCall};
+use crate::core::exit::{Outcome, usage};
+use crate::core::export::ExportArgs;
+use crate::proof::fsync_errors::cases::{self, FsCase, SyncCall};
 
 /// Flags of `syncbench fsync-errors`.
 #[derive(Debug, clap::Args)]
@@ -39,12 +39,12 @@ fn run(_cases: &[FsCase], _args: &Args) -> Outcome {
 
 #[cfg(feature = "fuse")]
 fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
-    use crate::fsync_errors::{prereq, report, results};
+    use crate::proof::fsync_errors::{prereq, report, results};
     let missing = prereq::missing_for_command();
     if !missing.is_empty() {
         return Err(usage(format!("fsync-errors cannot run: missing {}", missing.join("; "))));
     }
-    let started_at = crate::schema::now_rfc3339();
+    let started_at = crate::core::schema::now_rfc3339();
     let all = run_cases(fs_cases, args.sync);
     let payload =
         results::Payload { fsync_errors: results::Report { conclusion: report::conclusion(&all), results: all } };
@@ -62,32 +62,32 @@ fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
 
 /// Every case in order; on SIGINT/SIGTERM this never returns (the signal thread tears down and exits).
 #[cfg(feature = "fuse")]
-fn run_cases(fs_cases: &[FsCase], sync: SyncCall) -> Vec<crate::fsync_errors::results::FsResult> {
-    use crate::fsync_errors::experiment;
+fn run_cases(fs_cases: &[FsCase], sync: SyncCall) -> Vec<crate::proof::fsync_errors::results::FsResult> {
+    use crate::proof::fsync_errors::experiment;
     let mut all = Vec::new();
     for &case in fs_cases {
-        if crate::output::stderr_is_terminal() {
+        if crate::core::output::stderr_is_terminal() {
             eprintln!("fsync-errors: {} …", case.name());
         }
         all.push(experiment::run_case(case, sync));
     }
     // On a signal the handler exits with 128+signal once teardown is done; a partial table would mislead.
-    crate::cleanup::stop_if_interrupted();
+    crate::core::cleanup::stop_if_interrupted();
     all
 }
 
 /// The table (on stderr when an export took stdout), then the requested exports.
 #[cfg(feature = "fuse")]
 fn write_outputs(
-    payload: &crate::fsync_errors::results::Payload,
+    payload: &crate::proof::fsync_errors::results::Payload,
     args: &Args,
     started_at: String,
 ) -> anyhow::Result<()> {
-    use crate::fsync_errors::report;
+    use crate::proof::fsync_errors::report;
     let found = &payload.fsync_errors;
-    crate::export::print_human(&args.export, &report::render(&found.results, &found.conclusion, false))?;
-    let environment = crate::probe::collect(&std::env::temp_dir());
+    crate::core::export::print_human(&args.export, &report::render(&found.results, &found.conclusion, false))?;
+    let environment = crate::observe::probe::collect(&std::env::temp_dir());
     let verdicts = report::verdicts(&found.results);
-    let envelope = crate::schema::Envelope::new(started_at, environment, verdicts, payload.clone());
-    crate::export::write_all(&envelope, &args.export)
+    let envelope = crate::core::schema::Envelope::new(started_at, environment, verdicts, payload.clone());
+    crate::core::export::write_all(&envelope, &args.export)
 }

@@ -1,8 +1,8 @@
 //! `syncbench lab`: a real file system on an emulated disk whose truth is known — flush cost, volatile
 //! cache, honesty — and whose power can be cut.
 
-use crate::exit::{Outcome, usage};
-use crate::lab::profile::{LabFs, Overrides};
+use crate::core::exit::{Outcome, usage};
+use crate::proof::lab::profile::{LabFs, Overrides};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -116,7 +116,7 @@ pub struct RunArgs {
 pub fn main(args: Args) -> Outcome {
     match args.action {
         Action::Profiles => {
-            print!("{}", crate::lab::render::profiles());
+            print!("{}", crate::proof::lab::render::profiles());
             Ok(ExitCode::SUCCESS)
         }
         action => run(action),
@@ -130,14 +130,14 @@ fn run(_action: Action) -> Outcome {
 
 #[cfg(feature = "fuse")]
 fn run(action: Action) -> Outcome {
-    use crate::lab::control::Client;
-    use crate::lab::{daemon, render};
+    use crate::proof::lab::control::Client;
+    use crate::proof::lab::{daemon, render};
     if let Action::Serve { config } = action {
         let config = serde_json::from_str(&config).map_err(|e| usage(format!("bad --config: {e}")))?;
         daemon::serve_main(config)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let missing = crate::fsync_errors::prereq::missing_for_command();
+    let missing = crate::proof::fsync_errors::prereq::missing_for_command();
     if !missing.is_empty() {
         return Err(usage(format!("lab cannot run: missing {}", missing.join("; "))));
     }
@@ -160,7 +160,7 @@ fn run(action: Action) -> Outcome {
                 print!("{}", render::cut(&outcome));
             }
             if let Some(dest) = &a.json {
-                crate::output::write_to(dest, &(serde_json::to_string_pretty(&outcome)? + "\n"))?;
+                crate::core::output::write_to(dest, &(serde_json::to_string_pretty(&outcome)? + "\n"))?;
             }
         }
         Action::Stats(a) => {
@@ -169,7 +169,7 @@ fn run(action: Action) -> Outcome {
             match &a.json {
                 Some(dest) => {
                     let doc = serde_json::json!({ "lab": state, "device": stats });
-                    crate::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
+                    crate::core::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
                 }
                 None => {
                     let header = format!(
@@ -188,8 +188,9 @@ fn run(action: Action) -> Outcome {
             println!("lab down: {} unmounted, disk removed", state.mount.display());
         }
         Action::Run(a) => {
-            let mount =
-                crate::cleanup::Created::register(std::env::temp_dir().join(crate::cleanup::unique_name("lab-mnt")));
+            let mount = crate::core::cleanup::Created::register(
+                std::env::temp_dir().join(crate::core::cleanup::unique_name("lab-mnt")),
+            );
             let config = plan(&a.disk, mount.path().to_path_buf())?;
             std::fs::create_dir(mount.path())
                 .map_err(|e| usage(format!("cannot create {}: {e}", mount.path().display())))?;
@@ -205,10 +206,10 @@ fn run(action: Action) -> Outcome {
 
 /// What `up` and `run` build, checked: a bad flag is one line and exit 2.
 #[cfg(feature = "fuse")]
-fn plan(disk: &DiskArgs, mount: PathBuf) -> anyhow::Result<crate::lab::daemon::ServeConfig> {
-    use crate::lab::stack::MIN_IMAGE_BYTES;
-    let profile = crate::lab::profile::by_name(&disk.profile).map_err(usage)?;
-    let size_bytes = crate::size::parse_size(&disk.size)
+fn plan(disk: &DiskArgs, mount: PathBuf) -> anyhow::Result<crate::proof::lab::daemon::ServeConfig> {
+    use crate::proof::lab::stack::MIN_IMAGE_BYTES;
+    let profile = crate::proof::lab::profile::by_name(&disk.profile).map_err(usage)?;
+    let size_bytes = crate::core::units::parse_size(&disk.size)
         .ok_or_else(|| usage(format!("--size {:?} is not a size; use e.g. 4GiB or 512MiB", disk.size)))?;
     if size_bytes < MIN_IMAGE_BYTES {
         return Err(usage(format!(
@@ -217,7 +218,7 @@ fn plan(disk: &DiskArgs, mount: PathBuf) -> anyhow::Result<crate::lab::daemon::S
         )));
     }
     let fs = disk.fs.case();
-    if let Some(why) = crate::fsync_errors::prereq::missing_for_case(fs) {
+    if let Some(why) = crate::proof::fsync_errors::prereq::missing_for_case(fs) {
         return Err(usage(format!("lab cannot make {}: {why}", fs.fs_type())));
     }
     let work_parent = std::env::temp_dir();
@@ -225,7 +226,7 @@ fn plan(disk: &DiskArgs, mount: PathBuf) -> anyhow::Result<crate::lab::daemon::S
         return Err(usage(format!("{} has less than 320 MiB free for the disk image", work_parent.display())));
     }
     let params = disk.overrides.apply(profile.params);
-    Ok(crate::lab::daemon::ServeConfig {
+    Ok(crate::proof::lab::daemon::ServeConfig {
         profile: profile.name.into(),
         params,
         fs,

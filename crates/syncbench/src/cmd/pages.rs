@@ -1,12 +1,12 @@
 //! `syncbench pages`: a TPC-B-like workload on the reference page store, once per torn-page protection
-//! mode (and buffer-pool size); the measurement is in [`crate::pages`]. This file turns the flags into a
+//! mode (and buffer-pool size); the measurement is in [`crate::measure::pages`]. This file turns the flags into a
 //! validated [`Plan`], checks the directories have room, runs it and hands the table to the exporters.
-//! `--ack-log` and `--recover` exist for the kill -9 test ([`crate::pages::recover`]).
+//! `--ack-log` and `--recover` exist for the kill -9 test ([`crate::measure::pages::recover`]).
 
-use crate::exit::{Outcome, usage};
-use crate::pages::{PagesPayload, Plan, recover, render};
-use crate::schema::Envelope;
-use crate::size::{format_size, parse_size};
+use crate::core::exit::{Outcome, usage};
+use crate::core::schema::Envelope;
+use crate::core::units::{format_size, parse_size};
+use crate::measure::pages::{PagesPayload, Plan, recover, render};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use syncbench_engine::pages::{DwDesign, Mode, dw_pipelined};
@@ -72,7 +72,7 @@ pub struct Paths {
     pub dw_dir: Option<PathBuf>,
     /// --json, --csv, --markdown.
     #[command(flatten)]
-    pub export: crate::export::ExportArgs,
+    pub export: crate::core::export::ExportArgs,
     /// Append each acknowledged transaction id to this file as it is acknowledged (kill -9 tests).
     #[arg(long, hide = true)]
     pub ack_log: Option<PathBuf>,
@@ -97,22 +97,25 @@ pub fn main(args: Args) -> Outcome {
     let plan = validate(&args)?;
     check_space(&plan)?;
     // Two measurements in one directory measure each other: refused (and a killed run's leftovers reported).
-    let _lock = crate::disturbance::DirLock::take(&plan.dir)?;
-    let started_at = crate::schema::now_rfc3339();
-    let environment = crate::probe::collect(&plan.dir);
+    let _lock = crate::observe::disturbance::DirLock::take(&plan.dir)?;
+    let started_at = crate::core::schema::now_rfc3339();
+    let environment = crate::observe::probe::collect(&plan.dir);
     let progress = |row: &str, pool: usize, round: u32| {
-        if crate::output::stderr_is_terminal() {
+        if crate::core::output::stderr_is_terminal() {
             eprintln!("syncbench pages: round {round}: {row} with a {} buffer pool …", format_size(pool as u64));
         }
     };
-    let monitor = crate::disturbance::Monitor::new(&environment);
-    let table = crate::pages::run_all(&plan, Some(&monitor), progress)?;
-    let mut verdicts = crate::probe::verdicts(&environment, &[]);
-    verdicts.extend(crate::pages::verdicts(&table.rows));
+    let monitor = crate::observe::disturbance::Monitor::new(&environment);
+    let table = crate::measure::pages::run_all(&plan, Some(&monitor), progress)?;
+    let mut verdicts = crate::observe::probe::verdicts(&environment, &[]);
+    verdicts.extend(crate::measure::pages::verdicts(&table.rows));
     let envelope = Envelope::new(started_at, environment, verdicts, PagesPayload { pages: table });
-    crate::export::write_all(&envelope, &args.paths.export)?;
-    let answer = crate::summary::pages_answer(&envelope.payload.pages, &envelope.verdicts);
-    crate::export::print_human(&args.paths.export, &(answer + "\n" + &render::to_table(&envelope.payload.pages)))?;
+    crate::core::export::write_all(&envelope, &args.paths.export)?;
+    let answer = crate::present::summary::pages_answer(&envelope.payload.pages, &envelope.verdicts);
+    crate::core::export::print_human(
+        &args.paths.export,
+        &(answer + "\n" + &render::to_table(&envelope.payload.pages)),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -130,8 +133,8 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
     let modes = parse_modes(&args.mode)?;
     let dw_designs = parse_designs(&args.dw_design)?;
     let pools_bytes = args.buffer_pool.split(',').map(pool_size).collect::<anyhow::Result<Vec<_>>>()?;
-    let checkpoint_secs = args.checkpoint_secs.unwrap_or(crate::pages::default_checkpoint_secs(args.quick));
-    let secs = args.secs.unwrap_or(crate::pages::default_secs(checkpoint_secs));
+    let checkpoint_secs = args.checkpoint_secs.unwrap_or(crate::measure::pages::default_checkpoint_secs(args.quick));
+    let secs = args.secs.unwrap_or(crate::measure::pages::default_secs(checkpoint_secs));
     if !(secs > 0.0 && secs <= 86_400.0) {
         return Err(usage(format!("--secs {secs} is not in (0, 86400]")));
     }
@@ -153,7 +156,7 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
         dw_designs,
         pools_bytes,
         secs,
-        rounds: crate::pages::ROUNDS,
+        rounds: crate::measure::pages::ROUNDS,
         checkpoint_secs,
         scale: args.scale,
         accounts_per_branch: args.accounts_per_branch,
@@ -221,7 +224,7 @@ fn pool_size(text: &str) -> anyhow::Result<usize> {
 /// late, with the engine's error instead of one line naming the directory.
 fn check_space(plan: &Plan) -> anyhow::Result<()> {
     for (dir, need) in plan.space_needed() {
-        crate::workdir::require_free(dir, need, "syncbench pages", "its tables and log (lower --scale?)")?;
+        crate::core::workdir::require_free(dir, need, "syncbench pages", "its tables and log (lower --scale?)")?;
     }
     Ok(())
 }
@@ -234,8 +237,8 @@ mod tests {
     fn modes_parse_and_unknown_is_a_usage_error() {
         assert_eq!(parse_modes("none,fpw,dw,fpw").unwrap(), vec![Mode::None, Mode::Fpw, Mode::Dw]);
         let err = parse_modes("none,raid").unwrap_err();
-        assert!(err.downcast_ref::<crate::exit::UsageError>().is_some());
+        assert!(err.downcast_ref::<crate::core::exit::UsageError>().is_some());
         assert_eq!(parse_designs("pipelined, 2012,pipelined").unwrap(), vec![DwDesign::Pipelined, DwDesign::V2012]);
-        assert!(parse_designs("2013").unwrap_err().downcast_ref::<crate::exit::UsageError>().is_some());
+        assert!(parse_designs("2013").unwrap_err().downcast_ref::<crate::core::exit::UsageError>().is_some());
     }
 }

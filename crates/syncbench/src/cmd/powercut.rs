@@ -1,9 +1,9 @@
 //! `syncbench powercut`: prove that acknowledged writes survive a power cut — on real hardware with a
 //! witness (`write`, `listen`, `verify`), and on lab disks automatically (`lab`).
 
-use crate::exit::{Outcome, usage};
-use crate::method::SyncMethod;
-use crate::powercut::{acks, listen, render, verify, writer};
+use crate::core::exit::{Outcome, usage};
+use crate::core::method::SyncMethod;
+use crate::proof::powercut::{acks, listen, render, verify, writer};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -82,7 +82,7 @@ pub struct LabArgs {
     pub profile: Vec<String>,
     /// File systems, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ext4,xfs")]
-    pub fs: Vec<crate::lab::profile::LabFs>,
+    pub fs: Vec<crate::proof::lab::profile::LabFs>,
     /// Power cuts per profile × fs × method.
     #[arg(long, default_value_t = 10)]
     pub cuts: u32,
@@ -188,19 +188,19 @@ fn verify_main(a: VerifyArgs) -> Outcome {
         acks::parse(&text).map_err(|e| usage(format!("{} is not a powercut acks file: {e}", a.acks.display())))?;
     let root = verify::run_root(&dir, &header).map_err(|e| usage(format!("{}: {e}", a.acks.display())))?;
     let v = verify::verify(&root, &header, &acks)?;
-    let env = crate::probe::collect(&dir);
-    let verdicts = crate::probe::verdicts(&env, &[]);
+    let env = crate::observe::probe::collect(&dir);
+    let verdicts = crate::observe::probe::verdicts(&env, &[]);
     if a.json.as_deref() != Some(Path::new("-")) {
         print!(
             "{}\n{}\n{}",
-            crate::probe::render::environment_tree(&env),
-            crate::probe::render::verdict_list(&verdicts),
+            crate::observe::probe::render::environment_tree(&env),
+            crate::observe::probe::render::verdict_list(&verdicts),
             render::verification(&v)
         );
     }
     if let Some(dest) = &a.json {
         let doc = serde_json::json!({ "verify": v, "environment": env, "verdicts": verdicts });
-        crate::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
+        crate::core::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
     }
     Ok(if v.failures() > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
@@ -214,14 +214,17 @@ fn lab(_a: LabArgs) -> Outcome {
 
 #[cfg(feature = "fuse")]
 fn lab(a: LabArgs) -> Outcome {
-    use crate::powercut::lab;
-    let profiles =
-        a.profile.iter().map(|p| crate::lab::profile::by_name(p).map_err(usage)).collect::<anyhow::Result<Vec<_>>>()?;
+    use crate::proof::powercut::lab;
+    let profiles = a
+        .profile
+        .iter()
+        .map(|p| crate::proof::lab::profile::by_name(p).map_err(usage))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let methods = a.method.iter().map(|m| method(m)).collect::<anyhow::Result<Vec<_>>>()?;
     if a.cuts == 0 {
         return Err(usage("--cuts must be at least 1"));
     }
-    let missing = crate::fsync_errors::prereq::missing_for_command();
+    let missing = crate::proof::fsync_errors::prereq::missing_for_command();
     if !missing.is_empty() {
         return Err(usage(format!("powercut lab cannot run: missing {}", missing.join("; "))));
     }
@@ -231,13 +234,13 @@ fn lab(a: LabArgs) -> Outcome {
         print!("{}", render::lab_table(&cells));
     }
     if let Some(dest) = &a.json {
-        crate::output::write_to(
+        crate::core::output::write_to(
             dest,
             &(serde_json::to_string_pretty(&serde_json::json!({ "seed": a.seed, "cells": cells }))? + "\n"),
         )?;
     }
     if let Some(dest) = &a.markdown {
-        crate::output::write_to(dest, &render::lab_markdown(&cells))?;
+        crate::core::output::write_to(dest, &render::lab_markdown(&cells))?;
     }
     Ok(if cells.iter().any(lab::Cell::unexpected_loss) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -1,12 +1,12 @@
 //! `syncbench probe [DIR]`: what stands between a write and stable storage, and whether a flush rate is
 //! too good to be true.
 
-use crate::exit::{Outcome, usage};
-use crate::export::ExportArgs;
-use crate::probe::burst::{self, BurstError};
-use crate::probe::{self as env_probe, render};
-use crate::schema::{CaseResult, Envelope};
-use crate::verdict::{Severity, Verdict};
+use crate::core::exit::{Outcome, usage};
+use crate::core::export::ExportArgs;
+use crate::core::schema::{CaseResult, Envelope};
+use crate::core::verdict::{Severity, Verdict};
+use crate::observe::probe::burst::{self, BurstError};
+use crate::observe::probe::{self as env_probe, render};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -66,7 +66,7 @@ pub fn main(args: Args) -> Outcome {
             "--secs must be between 0 and {SECS_MAX} (got {secs}); the probe's burst is meant to be short"
         )));
     }
-    let started_at = crate::schema::now_rfc3339();
+    let started_at = crate::core::schema::now_rfc3339();
     let env = env_probe::collect(&args.dir);
     let section = measure(&args.dir, secs, args.no_burst);
     let results: Vec<CaseResult> = section.flush_burst.iter().cloned().collect();
@@ -77,8 +77,8 @@ pub fn main(args: Args) -> Outcome {
     let failed = section.flush_burst_error.is_some();
     let text = render_text(&env, &section, &verdicts);
     let envelope = Envelope::new(started_at, env, verdicts, ProbePayload { probe: section });
-    crate::export::print_human(&args.export, &text)?;
-    crate::export::write_all(&envelope, &args.export)?;
+    crate::core::export::print_human(&args.export, &text)?;
+    crate::core::export::write_all(&envelope, &args.export)?;
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
@@ -108,7 +108,7 @@ fn measure(dir: &Path, secs: f64, no_burst: bool) -> ProbeSection {
 fn flush_failed(err: &str) -> Verdict {
     Verdict {
         severity: Severity::Critical,
-        code: crate::verdict::VerdictCode::FlushFailed.name().into(),
+        code: crate::core::verdict::VerdictCode::FlushFailed.name().into(),
         message: format!("A write or fdatasync failed during the burst: {err}. Data written here may be lost."),
         advice: "Check the kernel log (`dmesg`) and the device's health before trusting this storage; never retry a failed fsync.".into(),
     }

@@ -1,9 +1,9 @@
 //! `syncbench report RUN.json [MORE.json …] -o report.html [--svg DIR]`: charts of one or more runs in one
 //! self-contained HTML page, and each chart as its own SVG file.
 
-use crate::exit::{Outcome, usage};
-use crate::output::write_to;
-use crate::report::{self, input};
+use crate::core::exit::{Outcome, usage};
+use crate::core::output::write_to;
+use crate::present::report::{self, input};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

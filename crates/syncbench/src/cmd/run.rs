@@ -5,13 +5,13 @@
 
 mod options;
 
-use crate::exit::{CheckFailed, Outcome, usage};
-use crate::export::ExportArgs;
-use crate::probe;
-use crate::runner::{MockTiming, RunBudget, Target};
-use crate::schema::{CaseResult, Envelope, RunPayload};
-use crate::suite::{self, PlanOptions, Section};
-use crate::workdir;
+use crate::core::exit::{CheckFailed, Outcome, usage};
+use crate::core::export::ExportArgs;
+use crate::core::schema::{CaseResult, Envelope, RunPayload};
+use crate::core::suite::{self, PlanOptions, Section};
+use crate::core::workdir;
+use crate::measure::runner::{MockTiming, RunBudget, Target};
+use crate::observe::probe;
 use options::{parse_methods, parse_secs, parse_sections, parse_seed, parse_write_size};
 use std::path::PathBuf;
 
@@ -69,7 +69,7 @@ pub struct Options {
     /// Per-case budget (all rounds together).
     pub budget: RunBudget,
     /// Rounds per case, and the time they spread over.
-    pub rounds: crate::rounds::Schedule,
+    pub rounds: crate::measure::rounds::Schedule,
     /// Which cases.
     pub plan: PlanOptions,
     /// Histograms in the table.
@@ -79,7 +79,7 @@ pub struct Options {
     /// Mock timing instead of the disk.
     pub mock: Option<MockTiming>,
     /// `--background-writes`.
-    pub background: Option<crate::background::Rate>,
+    pub background: Option<crate::measure::background::Rate>,
 }
 
 impl Options {
@@ -103,9 +103,9 @@ impl Options {
         if suite::plan(&plan).is_empty() {
             return Err(usage("no case left: none of the --methods is measured in the chosen --sections"));
         }
-        let rounds = crate::rounds::Schedule::from_flag(args.rounds.as_deref(), args.quick)?;
+        let rounds = crate::measure::rounds::Schedule::from_flag(args.rounds.as_deref(), args.quick)?;
         let mock = args.mock_timing.as_deref().map(parse_seed).transpose()?;
-        let background = crate::background::Rate::from_option(args.background_writes.as_deref())?;
+        let background = crate::measure::background::Rate::from_option(args.background_writes.as_deref())?;
         if background.is_some() && mock.is_some() {
             return Err(usage("--background-writes needs a real directory, not --mock-timing"));
         }
@@ -114,7 +114,7 @@ impl Options {
             &args.dir,
             // The background writer's file comes on top of the test files.
             mock.is_none().then_some((
-                workdir::RUN_FILES_BYTES + background.map_or(0, |_| crate::background::FILE_BYTES),
+                workdir::RUN_FILES_BYTES + background.map_or(0, |_| crate::measure::background::FILE_BYTES),
                 "syncbench run",
                 "its test files",
             )),
@@ -135,18 +135,18 @@ impl Options {
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     let opts = Options::from_args(&args)?;
-    let started_at = crate::schema::now_rfc3339();
+    let started_at = crate::core::schema::now_rfc3339();
     let environment = probe::collect(&opts.dir);
     let cases = suite::plan(&opts.plan);
-    let partial = crate::partial::Partial::new(cases.len());
+    let partial = crate::core::partial::Partial::new(cases.len());
     let run = |target: &Target<'_>, monitor| {
-        crate::runner::run_plan_with_progress(&cases, opts.rounds, &opts.budget, target, monitor, &partial)
+        crate::measure::runner::run_plan_with_progress(&cases, opts.rounds, &opts.budget, target, monitor, &partial)
     };
     // Steal and disturbances are measured on real runs only: the mock's output must not depend on the machine.
     let (results, steal_pct, leftover, background) = match opts.mock {
         Some(mock) => (run(&Target::Mock(mock), None), None, None, None),
         None => {
-            let lock = crate::disturbance::DirLock::take(&opts.dir)?;
+            let lock = crate::observe::disturbance::DirLock::take(&opts.dir)?;
             let prepared = workdir::prepare_run_file(&opts.dir, &environment.fs_type)?;
             let (o, env, at, note) = (opts.clone(), environment.clone(), started_at.clone(), lock.leftover_note());
             partial.on_interrupt(move |results| {
@@ -154,12 +154,13 @@ pub fn main(args: Args) -> Outcome {
                     eprintln!("syncbench: {e:#}");
                 }
             });
-            let (monitor, steal) = (crate::disturbance::Monitor::new(&environment), probe::steal::StealMeter::start());
+            let (monitor, steal) =
+                (crate::observe::disturbance::Monitor::new(&environment), probe::steal::StealMeter::start());
             let results = run(&Target::Disk(&prepared), Some(&monitor));
             let (budget, rounds) = (&opts.budget, opts.rounds);
             let background = opts
                 .background
-                .map(|rate| crate::background::run_cases(&cases, rounds, budget, &prepared, &opts.dir, rate));
+                .map(|rate| crate::measure::background::run_cases(&cases, rounds, budget, &prepared, &opts.dir, rate));
             (results, steal.pct(), lock.leftover_note(), background)
             // `prepared` is dropped here: the overwrite file is removed before anything is printed.
         }
@@ -169,7 +170,8 @@ pub fn main(args: Args) -> Outcome {
     let failed: Vec<&CaseResult> =
         envelope.payload.results.iter().filter(|r| r.supported && r.error.is_some()).collect();
     // The line about a failed part under writes first, then the failed cases' (both exit 1).
-    let code = crate::background::exit_code(envelope.payload.background_writes.as_ref().and_then(|b| b.error()));
+    let code =
+        crate::measure::background::exit_code(envelope.payload.background_writes.as_ref().and_then(|b| b.error()));
     match failed.first() {
         None => Ok(code),
         Some(first) => Err(CheckFailed(format!(
@@ -189,28 +191,33 @@ fn report(
     environment: probe::Environment,
     started_at: String,
     results: Vec<CaseResult>,
-    (steal_pct, leftover, background_writes): (Option<f64>, Option<String>, Option<crate::background::BackgroundRun>),
+    (steal_pct, leftover, background_writes): (
+        Option<f64>,
+        Option<String>,
+        Option<crate::measure::background::BackgroundRun>,
+    ),
     partial: bool,
 ) -> anyhow::Result<Envelope<RunPayload>> {
     let mut verdicts = probe::verdicts(&environment, &results);
     verdicts.extend(steal_pct.and_then(|pct| probe::steal::verdict(pct, "the measurement")));
-    let next = crate::summary::next_command(opts.exports.json.as_deref(), &opts.dir);
-    let ctx = crate::summary::RunContext { verdicts: &verdicts, next, partial, leftover };
-    let text_opts = text_options(opts, &results, crate::summary::run_summary(&results, &ctx));
-    let mut text = crate::export::text::run(&text_opts, &environment, &verdicts, &results);
-    text += &background_writes.as_ref().map_or(String::new(), |b| crate::background::side_by_side(&results, b));
-    crate::export::print_human(&opts.exports, &text)?;
+    let next = crate::present::summary::next_command(opts.exports.json.as_deref(), &opts.dir);
+    let ctx = crate::present::summary::RunContext { verdicts: &verdicts, next, partial, leftover };
+    let text_opts = text_options(opts, &results, crate::present::summary::run_summary(&results, &ctx));
+    let mut text = crate::present::run_text::run(&text_opts, &environment, &verdicts, &results);
+    text +=
+        &background_writes.as_ref().map_or(String::new(), |b| crate::measure::background::side_by_side(&results, b));
+    crate::core::export::print_human(&opts.exports, &text)?;
     let (dir, pattern) = (opts.dir.display().to_string(), opts.plan.pattern.name().to_string());
     let payload = RunPayload { dir, pattern, results, partial, background_writes };
     let envelope = Envelope::new(started_at, environment, verdicts, payload);
-    crate::export::write_all(&envelope, &opts.exports)?;
+    crate::core::export::write_all(&envelope, &opts.exports)?;
     Ok(envelope)
 }
 
 /// What the human-readable text needs of the options (the rounds that ran), and the answer that opens it.
-fn text_options(opts: &Options, results: &[CaseResult], answer: String) -> crate::export::text::RunTextOptions {
-    let rounds = crate::rounds::rounds_run(results, opts.rounds.rounds);
-    crate::export::text::RunTextOptions {
+fn text_options(opts: &Options, results: &[CaseResult], answer: String) -> crate::present::run_text::RunTextOptions {
+    let rounds = crate::measure::rounds::rounds_run(results, opts.rounds.rounds);
+    crate::present::run_text::RunTextOptions {
         mock: opts.mock.is_some(),
         answer,
         rounds,

@@ -6,7 +6,7 @@
 //! (`-- COMMAND`): runs COMMAND under ptrace with a seccomp filter and exits with its exit status (128+N
 //! when a signal killed it), so a test suite run under `trace --no-sync` keeps its meaning. One report.
 
-use crate::exit::{Outcome, usage};
+use crate::core::exit::{Outcome, usage};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -22,7 +22,7 @@ pub struct Args {
     /// --json, --csv (one row per call kind, overall and per file), --markdown, --openmetrics (calls per
     /// second and latency p50/p99/p99.9 per call kind); `-` for stdout. Checked before anything is traced.
     #[command(flatten)]
-    pub export: crate::export::ExportArgs,
+    pub export: crate::core::export::ExportArgs,
     /// Also print a log2 latency histogram per call (like DTrace's quantize).
     #[arg(long)]
     pub histogram: bool,
@@ -90,13 +90,13 @@ fn platform_main(_args: Args) -> Outcome {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod imp {
     use super::*;
-    use crate::schema::Envelope;
-    use crate::trace::attach::{AttachOptions, Backend};
-    use crate::trace::baseline;
-    use crate::trace::follow::{self, Selection};
-    use crate::trace::report::{self, TracePayload};
-    use crate::trace::session::{self, Done};
-    use crate::trace::tracer::{Ending, TraceOptions};
+    use crate::core::schema::Envelope;
+    use crate::observe::trace::attach::{AttachOptions, Backend};
+    use crate::observe::trace::baseline;
+    use crate::observe::trace::follow::{self, Selection};
+    use crate::observe::trace::report::{self, TracePayload};
+    use crate::observe::trace::session::{self, Done};
+    use crate::observe::trace::tracer::{Ending, TraceOptions};
     use std::process::ExitCode;
     use std::sync::{Arc, Condvar, Mutex};
     use std::time::Duration;
@@ -104,7 +104,7 @@ mod imp {
     pub fn main(args: Args) -> Outcome {
         args.export.validate()?;
         let baseline_case = args.baseline.as_deref().map(baseline::load).transpose()?;
-        let started_at = crate::schema::now_rfc3339();
+        let started_at = crate::core::schema::now_rfc3339();
         let done: Done = Arc::new((Mutex::new(false), Condvar::new()));
         let (mut report, code) = match plan_attach(&args)? {
             Some(options) => (session::attached(options, done.clone())?, ExitCode::SUCCESS),
@@ -122,9 +122,9 @@ mod imp {
             eprintln!("syncbench: warning: {}", warning.message);
         }
         if args.export.any() {
-            let env = crate::probe::collect(&std::env::current_dir().unwrap_or_default());
+            let env = crate::observe::probe::collect(&std::env::current_dir().unwrap_or_default());
             let doc = Envelope::new(started_at, env, Vec::new(), TracePayload { trace: report });
-            crate::export::write_all(&doc, &args.export)?;
+            crate::core::export::write_all(&doc, &args.export)?;
         }
         session::report_done(&done);
         Ok(code)
@@ -170,7 +170,7 @@ mod imp {
                     "--per-task records with perf events per task: give --tracer perf or leave --tracer out",
                 ));
             }
-            Some("bpf") => match crate::trace::inkernel::pid_namespace_refusal_here() {
+            Some("bpf") => match crate::observe::trace::inkernel::pid_namespace_refusal_here() {
                 Some(why) => return Err(usage(format!("--tracer bpf: {why}: give --tracer perf"))),
                 None => Backend::Bpf,
             },

@@ -2,8 +2,8 @@
 
 use assert_cmd::Command;
 use predicates::prelude::*;
-use syncbench::probe::Environment;
-use syncbench::schema::{CaseResult, Envelope, LatencyNs, RunPayload};
+use syncbench::core::schema::{CaseResult, Envelope, LatencyNs, RunPayload};
+use syncbench::observe::probe::Environment;
 
 fn case(section: &str, method: &str, size: u64, writes: u32, state: &str, ops_per_s: f64) -> CaseResult {
     let mean = 1e9 / ops_per_s;
@@ -37,7 +37,7 @@ fn saved_run(dir: &std::path::Path, etcd_ops_per_s: f64) -> std::path::PathBuf {
 fn saved_run_with(
     dir: &std::path::Path,
     etcd_ops_per_s: f64,
-    verdicts: Vec<syncbench::verdict::Verdict>,
+    verdicts: Vec<syncbench::core::verdict::Verdict>,
 ) -> std::path::PathBuf {
     let results = vec![
         case("one_write", "fdatasync", 8192, 1, "overwrite", 5000.0),
@@ -82,7 +82,7 @@ fn a_measurement_the_hypervisor_disturbed_is_called_out_above_the_advice() {
     let clean = saved_run(dir.path(), 3000.0);
     advise_from(&clean, "postgres")
         .stdout(predicate::str::starts_with("answer:\n  PostgreSQL 17.0: wal_sync_method = "));
-    let steal = syncbench::probe::steal::verdict(23.0, "the measurement").unwrap();
+    let steal = syncbench::observe::probe::steal::verdict(23.0, "the measurement").unwrap();
     let stolen_dir = tempfile::tempdir().unwrap();
     let stolen = saved_run_with(stolen_dir.path(), 3000.0, vec![steal]);
     advise_from(&stolen, "postgres")

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use syncbench::schema::{AnyPayload, Envelope, RunPayload};
+use syncbench::core::schema::{AnyPayload, Envelope, RunPayload};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1").join(name)
@@ -36,7 +36,7 @@ fn assert_contains(old: &Value, new: &Value, at: &str) {
 /// Read `name` as `T` with the one reader and check nothing the old file held is lost.
 fn read_back<T: DeserializeOwned + Serialize>(name: &str) -> Envelope<T> {
     let path = fixture(name);
-    let doc: Envelope<T> = syncbench::export::read_any(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let doc: Envelope<T> = syncbench::core::export::read_any(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
     let old: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_contains(&old, &serde_json::to_value(&doc).unwrap(), name);
     doc
@@ -48,20 +48,20 @@ fn every_command_s_v1_file_reads_into_today_s_type_without_losing_a_field() {
     assert!(run.payload.results.len() > 20);
     // Every section of the suite was read by name (a missing name would default to one_write).
     let sections: std::collections::BTreeSet<_> = run.payload.results.iter().map(|c| c.section).collect();
-    assert_eq!(sections.len(), syncbench::suite::Section::ALL.len(), "{sections:?}");
-    let commit = read_back::<syncbench::commit::CommitPayload>("commit.json");
+    assert_eq!(sections.len(), syncbench::core::suite::Section::ALL.len(), "{sections:?}");
+    let commit = read_back::<syncbench::measure::commit::CommitPayload>("commit.json");
     assert_eq!(commit.payload.commit.points.len(), 4, "clients 1,4 with and without group commit");
-    let pages = read_back::<syncbench::pages::PagesPayload>("pages.json");
+    let pages = read_back::<syncbench::measure::pages::PagesPayload>("pages.json");
     let modes: Vec<&str> = pages.payload.pages.rows.iter().map(|r| r.mode.name()).collect();
     assert_eq!(modes, ["none", "fpw", "dw", "atomic"]);
     read_back::<syncbench::cmd::probe::ProbePayload>("probe.json");
     let advise = read_back::<syncbench::advise::AdvisePayload>("advise.json");
     assert!(!advise.payload.advice.is_empty());
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-    read_back::<syncbench::trace::report::TracePayload>("trace.json");
+    read_back::<syncbench::observe::trace::report::TracePayload>("trace.json");
     // crashtest, fsync-errors and compare: the envelope every reader shares.
     for name in ["crashtest.json", "fsync_errors.json", "compare.json"] {
-        syncbench::export::read_any::<AnyPayload>(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        syncbench::core::export::read_any::<AnyPayload>(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
 

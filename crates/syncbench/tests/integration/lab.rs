@@ -83,7 +83,7 @@ mod as_root {
         if let Some(pid) = server_pid.filter(|p| Path::new(&format!("/proc/{p}")).exists()) {
             found.push(format!("server process {pid}"));
         }
-        let state = syncbench::lab::control::state_dir(mount);
+        let state = syncbench::proof::lab::control::state_dir(mount);
         if state.exists() {
             found.push(format!("state dir {}", state.display()));
         }
@@ -96,7 +96,7 @@ mod as_root {
             }
         }
         if let Some(tag) = &tag {
-            let loops = Command::new(syncbench::fsync_errors::prereq::find_program("losetup").unwrap())
+            let loops = Command::new(syncbench::proof::fsync_errors::prereq::find_program("losetup").unwrap())
                 .arg("-a")
                 .output()
                 .unwrap();
@@ -117,7 +117,7 @@ mod as_root {
 
     impl Drop for DownOnDrop {
         fn drop(&mut self) {
-            if syncbench::lab::control::state_dir(&self.0).exists() {
+            if syncbench::proof::lab::control::state_dir(&self.0).exists() {
                 let _ = syncbench().args(["lab", "down"]).arg(&self.0).output();
             }
         }
@@ -130,7 +130,7 @@ mod as_root {
     }
 
     fn server_pid(mount: &Path) -> u32 {
-        syncbench::lab::control::read_state(&syncbench::lab::control::state_dir(mount)).unwrap().pid
+        syncbench::proof::lab::control::read_state(&syncbench::proof::lab::control::state_dir(mount)).unwrap().pid
     }
 
     /// Append `n` records to a file on the lab, fdatasync after each; the records whose fdatasync returned.
@@ -223,7 +223,7 @@ mod as_root {
         std::fs::remove_file(mount.join("file")).unwrap();
 
         let bin = assert_cmd::cargo::cargo_bin("syncbench");
-        let user = Command::new(syncbench::fsync_errors::prereq::find_program("setpriv").unwrap())
+        let user = Command::new(syncbench::proof::fsync_errors::prereq::find_program("setpriv").unwrap())
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(&bin)
             .args(["lab", "up", "--profile", "zero", m])
@@ -263,7 +263,7 @@ mod as_root {
             .spawn()
             .unwrap();
         // The state directory appears just before the server starts building: interrupt mid-build.
-        let state = syncbench::lab::control::state_dir(&mount);
+        let state = syncbench::proof::lab::control::state_dir(&mount);
         wait_until("the lab's state directory", || state.exists());
         let server = std::fs::read_dir("/proc")
             .unwrap()

@@ -6,7 +6,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use syncbench::cmd::probe::ProbePayload;
-use syncbench::schema::Envelope;
+use syncbench::core::schema::Envelope;
 
 fn syncbench() -> Command {
     Command::cargo_bin("syncbench").expect("syncbench binary")

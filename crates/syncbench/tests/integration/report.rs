@@ -16,10 +16,10 @@ fn syncbench() -> Command {
     Command::cargo_bin("syncbench").expect("binary builds")
 }
 
-fn load(name: &str) -> syncbench::report::input::RunFile {
+fn load(name: &str) -> syncbench::present::report::input::RunFile {
     // Relative names keep snapshots independent of where the repository is checked out.
     let text = std::fs::read_to_string(fixture(name)).unwrap();
-    syncbench::report::input::parse(name, &text).unwrap()
+    syncbench::present::report::input::parse(name, &text).unwrap()
 }
 
 /// A readable outline of a chart: title, legend, axes with ticks, series with points, bar groups.
@@ -127,7 +127,7 @@ fn check_chart_structure(name: &str, svg: &str) {
 #[test]
 fn every_chart_of_every_fixture_is_well_formed_with_axes_legend_and_data() {
     let runs = vec![load("ext4.json"), load("xfs.json"), load("tmpfs.json")];
-    let report = syncbench::report::build(&runs);
+    let report = syncbench::present::report::build(&runs);
     assert_eq!(report.figures.len(), 50, "5 side-by-side charts + 16 for ext4 and xfs each + 13 for tmpfs");
     for figure in &report.figures {
         check_chart_structure(&figure.stem, &figure.svg);
@@ -140,14 +140,14 @@ fn every_chart_of_every_fixture_is_well_formed_with_axes_legend_and_data() {
 
 #[test]
 fn chart_structure_of_the_ext4_run_matches_the_golden_outline() {
-    let report = syncbench::report::build(&[load("ext4.json")]);
+    let report = syncbench::present::report::build(&[load("ext4.json")]);
     let outlines: Vec<String> = report.figures.iter().map(|f| format!("== {}\n{}", f.stem, outline(&f.svg))).collect();
     insta::assert_snapshot!("ext4_chart_outlines", outlines.join("\n\n"));
 }
 
 #[test]
 fn durable_and_not_durable_bars_look_different() {
-    let report = syncbench::report::build(&[load("ext4.json")]);
+    let report = syncbench::present::report::build(&[load("ext4.json")]);
     let svg = &report.figures.iter().find(|f| f.stem == "ext4-commits-one_write").unwrap().svg;
     insta::assert_snapshot!("ext4_one_write_bars_svg", svg);
     let doc = roxmltree::Document::parse(svg).unwrap();
@@ -363,7 +363,7 @@ fn compare_writes_csv_openmetrics_and_an_enveloped_json() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("B vs A"));
     let prom = std::fs::read_to_string(prom).unwrap();
     assert!(prom.contains("syncbench_compare_cases{") && prom.contains("outcome=\"within_noise\""), "{prom}");
-    let doc = syncbench::export::read_any::<serde_json::Value>(&json).unwrap();
+    let doc = syncbench::core::export::read_any::<serde_json::Value>(&json).unwrap();
     assert_eq!(doc.payload["summaries"][0]["candidate"], "xfs.json");
     assert_eq!(doc.environment.fs_type, "ext4");
 }
@@ -413,7 +413,7 @@ fn report_renders_in_headless_chromium() {
         return crate::skip("chromium is not installed (Debian package chromium)");
     };
     let runs = ["measured-ext4-vda.json", "measured-commit-ext4.json"];
-    let expected_charts = syncbench::report::build(&runs.map(load)).figures.len();
+    let expected_charts = syncbench::present::report::build(&runs.map(load)).figures.len();
     assert!(expected_charts >= 15, "{expected_charts} charts");
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("report.html");
@@ -507,14 +507,14 @@ fn measured_runs_from_syncbench_run_render_and_compare() {
     let runs = vec![load("measured-ext4-vda.json"), load("measured-xfs-loop.json"), load("measured-commit-ext4.json")];
     assert!(runs[..2].iter().all(|r| r.results.len() > 50));
     assert!(runs[2].commit.as_ref().is_some_and(|c| c.points.len() >= 4));
-    let report = syncbench::report::build(&runs);
+    let report = syncbench::present::report::build(&runs);
     for figure in &report.figures {
         check_chart_structure(&figure.stem, &figure.svg);
     }
     assert!(report.figures.iter().any(|f| f.stem == "measured-commit-ext4-commit-group-size"));
     let side_by_side = report.figures.iter().find(|f| f.stem == "runs-commits-one_write").unwrap();
     assert!(!side_by_side.svg.contains("measured-commit-ext4.json"), "a file without run results is not a run");
-    let comparison = syncbench::compare::compare(&runs[..2]);
+    let comparison = syncbench::present::compare::compare(&runs[..2]);
     assert_eq!(comparison.cases.len(), runs[0].results.len(), "every case of the same suite joins");
     assert!(comparison.cases.iter().all(|c| c.ratios[0].is_some()));
     let summary = &comparison.summaries[0];
@@ -623,7 +623,7 @@ fn no_chart_has_overlapping_text_or_repeated_legend_colours() {
     let names = ["ext4.json", "xfs.json", "tmpfs.json", "measured-ext4-vda.json", "measured-xfs-loop.json"];
     let mut runs: Vec<_> = names.iter().map(|n| load(n)).collect();
     runs.push(load("measured-commit-ext4.json"));
-    let report = syncbench::report::build(&runs);
+    let report = syncbench::present::report::build(&runs);
     assert!(report.figures.len() > 60, "{} charts", report.figures.len());
     let mut problems = Vec::new();
     for figure in &report.figures {

@@ -278,19 +278,19 @@ fn csv_and_openmetrics_of_a_started_command() {
 
 #[test]
 fn baseline_comparison_uses_the_run_fdatasync_case() {
-    use syncbench::schema::{CaseResult, Envelope, LatencyNs, RunPayload};
+    use syncbench::core::schema::{CaseResult, Envelope, LatencyNs, RunPayload};
     let tmp = tempfile::tempdir().unwrap();
     let Some(exe) = compile(tmp.path(), "calls", &[]) else { return };
     if !can_trace() {
         return;
     }
     let case = CaseResult {
-        section: syncbench::suite::Section::OneWrite,
-        method: syncbench::method::SyncMethod::Fdatasync,
+        section: syncbench::core::suite::Section::OneWrite,
+        method: syncbench::core::method::SyncMethod::Fdatasync,
         supported: true,
         ops: 100,
         write_size_bytes: 8192,
-        file_state: syncbench::suite::FileState::Overwrite,
+        file_state: syncbench::core::suite::FileState::Overwrite,
         latency_ns: LatencyNs { p50: 200_000, p99: 900_000, ..LatencyNs::default() },
         ..CaseResult::default()
     };
@@ -598,7 +598,7 @@ fn the_whole_machine_with(backend: &str) {
     let name = file.file_name().unwrap().to_str().unwrap();
     assert_eq!(file_stat(&doc, name, "fdatasync")["count"], 5, "{text}");
     let devices = doc["trace"]["devices"].as_array().unwrap();
-    if !syncbench::blockdev::disk::disks_of_path(dir.path()).is_empty() {
+    if !syncbench::observe::blockdev::disk::disks_of_path(dir.path()).is_empty() {
         let dir_name = format!("{}/", dir.path().display());
         let dev = devices.iter().find(|d| d["dirs"].as_array().unwrap().iter().any(|x| x == &dir_name));
         let dev = dev.unwrap_or_else(|| panic!("no device under {dir_name}: {text}"));

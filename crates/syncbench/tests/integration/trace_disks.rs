@@ -10,7 +10,7 @@ use crate::skip;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
-use syncbench::blockdev::{Disk, disk, stat};
+use syncbench::observe::blockdev::{Disk, disk, stat};
 
 /// fdatasyncs made in the window: enough that a mechanism losing most completions cannot pass by luck.
 const SYNCS: u32 = 300;

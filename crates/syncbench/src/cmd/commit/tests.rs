@@ -81,7 +81,7 @@ fn bad_flags_are_usage_errors_naming_the_flag() {
         (vec!["--secs", "NaN"], "--secs"),
     ] {
         let err = plan(&parse(&line)).unwrap_err();
-        assert!(err.downcast_ref::<crate::exit::UsageError>().is_some(), "{line:?}");
+        assert!(err.downcast_ref::<crate::core::exit::UsageError>().is_some(), "{line:?}");
         assert!(err.to_string().contains(needle), "{line:?}: {err}");
     }
 }

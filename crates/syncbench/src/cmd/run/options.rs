@@ -1,9 +1,9 @@
 //! Parsing of `run`'s option values: one-line usage errors (exit code 2) naming what to give instead.
 
-use crate::exit::usage;
-use crate::method::SyncMethod;
-use crate::runner::MockTiming;
-use crate::suite::{self, Section};
+use crate::core::exit::usage;
+use crate::core::method::SyncMethod;
+use crate::core::suite::{self, Section};
+use crate::measure::runner::MockTiming;
 
 /// Smallest and largest `--size`.
 const SIZE_RANGE_BYTES: (u64, u64) = (512, suite::MIB);

@@ -9,7 +9,7 @@ fn args(dir: &Path) -> Args {
 
 fn message(result: anyhow::Result<Options>) -> String {
     let err = result.unwrap_err();
-    assert!(err.downcast_ref::<crate::exit::UsageError>().is_some(), "{err}");
+    assert!(err.downcast_ref::<crate::core::exit::UsageError>().is_some(), "{err}");
     let text = err.to_string();
     assert!(!text.contains('\n'), "{text}");
     text

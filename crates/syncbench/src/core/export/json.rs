@@ -1,0 +1,163 @@
+//! JSON export and import (schema `syncbench/v1`).
+//!
+//! Every syncbench JSON file is read by [`read_any`] with one policy: the `schema` must be
+//! `syncbench/v1` and the `version`, when present, a version number; fields this syncbench does not know
+//! are ignored (a newer syncbench adds fields within v1); fields an older file lacks take their defaults
+//! through serde, except those that say what a record is (a case's `section`, `method`, `file_state`: every
+//! syncbench wrote them). Anything else (not readable, not JSON, a field of the wrong type or missing) is a
+//! usage error naming the file and what is wrong.
+
+use crate::core::exit::usage;
+use crate::core::schema::{Envelope, RunPayload, SCHEMA};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::path::Path;
+
+/// Serialize any command's document as pretty JSON with a trailing newline.
+pub fn to_json<T: serde::Serialize>(doc: &T) -> anyhow::Result<String> {
+    let mut text = serde_json::to_string_pretty(doc)?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Read any syncbench JSON file as the envelope around payload `T` (see the module's policy).
+pub fn read_any<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Envelope<T>> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        usage(format!(
+            "cannot read {name}: {}; give the path of a JSON file written by syncbench --json",
+            crate::core::workdir::reason(&e)
+        ))
+    })?;
+    parse_any(&name, &text)
+}
+
+/// [`read_any`] on text already read (`name` is only used in messages).
+pub fn parse_any<T: DeserializeOwned>(name: &str, text: &str) -> anyhow::Result<Envelope<T>> {
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| usage(format!("{name} is not JSON ({e}); give a file written by syncbench --json")))?;
+    let Some(object) = doc.as_object() else {
+        return Err(usage(format!("{name} is JSON but not a syncbench document (expected an object)")));
+    };
+    match object.get("schema").and_then(Value::as_str) {
+        Some(SCHEMA) => {}
+        Some(other) => {
+            return Err(usage(format!(
+                "{name} has schema {other:?}, this syncbench reads {SCHEMA:?}; produce it again with this version"
+            )));
+        }
+        None => return Err(usage(format!("{name} has no \"schema\" field: it was not written by syncbench --json"))),
+    }
+    if let Some(version) = object.get("version")
+        && !version.as_str().is_some_and(is_version)
+    {
+        return Err(usage(format!("{name} has version {version}, not a syncbench version such as \"0.1.0\"")));
+    }
+    serde_json::from_value(doc)
+        .map_err(|e| usage(format!("{name} is not a valid syncbench document: {e}; produce it again with syncbench")))
+}
+
+/// `0.1.0`, `1.12.3-rc.1`: three dot-separated numbers, then anything after a `-` or `+`.
+fn is_version(text: &str) -> bool {
+    let core = text.split(['-', '+']).next().unwrap_or("");
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Read a `run` document saved with `--json`; a file with no run results is a usage error.
+pub fn read_run(path: &Path) -> anyhow::Result<Envelope<RunPayload>> {
+    let doc: Envelope<RunPayload> = read_any(path)?;
+    if doc.payload.results.is_empty() {
+        return Err(usage(format!(
+            "{} has no run results; give a file written by `syncbench run --json`",
+            path.display()
+        )));
+    }
+    Ok(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::schema::AnyPayload;
+
+    fn usage_message(text: &str) -> String {
+        let err = parse_any::<AnyPayload>("f.json", text).unwrap_err();
+        assert!(err.downcast_ref::<crate::core::exit::UsageError>().is_some(), "{err}");
+        let message = err.to_string();
+        assert!(message.contains("f.json") && !message.contains('\n'), "{message}");
+        message
+    }
+
+    #[test]
+    fn missing_fields_take_defaults_and_unknown_fields_are_ignored() {
+        let text = r#"{"schema":"syncbench/v1","from_the_future":[1],"results":[{"section":"one_write",
+            "method":"fsync","file_state":"append","ops_per_s":10.5,"new_field":true,"latency_ns":{"p50":7}}]}"#;
+        let doc = parse_any::<AnyPayload>("t.json", text).unwrap();
+        let case = &doc.payload.results[0];
+        assert_eq!((case.method.name(), case.ops_per_s, case.latency_ns.p50), ("fsync", 10.5, 7));
+        assert_eq!((case.write_size_bytes, case.latency_ns.p99), (0, 0));
+        assert!(doc.version.is_empty() && doc.verdicts.is_empty());
+    }
+
+    #[test]
+    fn optional_flags_missing_from_an_older_file_keep_their_meaning() {
+        let text = r#"{"schema":"syncbench/v1","commit":{"method":"fdatasync","points":[{"clients":4}]},
+            "pages":{"rows":[{"mode":"fpw","tps":10}]}}"#;
+        let doc = parse_any::<AnyPayload>("t.json", text).unwrap();
+        let commit = doc.payload.commit.unwrap();
+        assert!(commit.durable, "a commit file that does not say was durable");
+        assert_eq!(commit.points[0].clients, 4);
+        let pages = doc.payload.pages.unwrap();
+        assert!(pages.rows[0].supported, "a row that does not say ran");
+    }
+
+    #[test]
+    fn what_makes_a_file_unreadable_is_one_line_naming_it() {
+        assert!(usage_message("not json").contains("not JSON"));
+        assert!(usage_message("[1,2]").contains("expected an object"));
+        assert!(usage_message(r#"{"results":[]}"#).contains("no \"schema\""));
+        let old = usage_message(r#"{"schema":"syncbench/v0"}"#);
+        assert!(old.contains("syncbench/v0") && old.contains("syncbench/v1"), "{old}");
+        assert!(usage_message(r#"{"schema":"syncbench/v1","version":"tuesday"}"#).contains("version"));
+        assert!(usage_message(r#"{"schema":"syncbench/v1","version":7}"#).contains("version"));
+        let case = r#""section":"one_write","method":"fsync","file_state":"overwrite""#;
+        let wrong = usage_message(&format!(r#"{{"schema":"syncbench/v1","results":[{{{case},"ops":"many"}}]}}"#));
+        assert!(wrong.contains("not a valid syncbench document") && wrong.contains("invalid type"), "{wrong}");
+        let mode = usage_message(r#"{"schema":"syncbench/v1","pages":{"rows":[{"mode":"raid"}]}}"#);
+        assert!(mode.contains("unknown mode \"raid\"; expected none, fpw, dw or atomic"), "{mode}");
+    }
+
+    /// A case says which case it is: without its section, method or file state it is refused, not filed
+    /// as a one_write/fdatasync/overwrite case.
+    #[test]
+    fn a_case_without_what_identifies_it_is_refused_naming_the_field() {
+        let full = [r#""section":"two_writes""#, r#""method":"fsync""#, r#""file_state":"append""#];
+        let doc = |fields: &[&str]| format!(r#"{{"schema":"syncbench/v1","results":[{{{}}}]}}"#, fields.join(","));
+        let read = parse_any::<RunPayload>("t.json", &doc(&full)).unwrap();
+        let case = &read.payload.results[0];
+        assert_eq!(
+            (case.section.name(), case.method.name(), case.file_state.name()),
+            ("two_writes", "fsync", "append")
+        );
+        for (i, field) in ["section", "method", "file_state"].iter().enumerate() {
+            let mut without = full.to_vec();
+            without.remove(i);
+            let text = doc(&without);
+            let message = usage_message(&text);
+            assert!(message.contains(&format!("missing field `{field}`")), "{message}");
+            // Every reader refuses it: `report` and `compare` (AnyPayload) as `run`'s (RunPayload).
+            assert!(parse_any::<RunPayload>("t.json", &text).is_err());
+        }
+    }
+
+    #[test]
+    fn versions_are_three_numbers() {
+        for good in ["0.1.0", "10.20.30", "1.2.3-rc.1", "1.2.3+build"] {
+            assert!(is_version(good), "{good}");
+        }
+        for bad in ["", "1.2", "1.2.x", "v1.2.3", "1..3", "1.2.3.4"] {
+            assert!(!is_version(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! Statistics of one case's commit latencies: exact mean/stddev/min/max, percentiles from an HDR
+//! histogram, the 95% confidence interval of the mean, outliers, and exact log2 buckets.
+//!
+//! [`Samples`] is syncbench's one latency recorder and [`LatencyNs`] (from [`Samples::latency`]) its one
+//! latency summary: `run`, `commit`, `pages`, `probe`, `trace`, `powercut`, the block-request accounting and
+//! the lab's device model all record with it, so a `latency_ns` means the same in every payload.
+//!
+//! Recording a sample is O(1), allocation-free and division-free (integer sums of the samples shifted by
+//! the first one: exact, and free of the cancellation of a naive sum of squares), because it runs once
+//! per commit between two clock reads.
+
+use crate::core::schema::{LatencyNs, Log2Bucket};
+use hdrhistogram::Histogram;
+
+/// Largest latency the histogram tracks exactly (one hour); slower commits are clamped for percentiles only.
+const HIGHEST_TRACKABLE_NS: u64 = 3_600_000_000_000;
+
+/// Latencies of one case (commits, calls, requests), in nanoseconds.
+///
+/// What the summary means, in every payload:
+/// - `min`, `max`, `mean` and `stddev` are exact: the sample standard deviation (n − 1), 0 below two samples;
+/// - a percentile `pQ` is the nearest rank: the ⌈Q/100 · n⌉-th smallest latency (at least the first),
+///   reported as the upper edge of its HDR histogram bucket (3 significant digits: at most 0.1 % above the
+///   sample) and clamped into `[min, max]`. A latency over an hour counts as one hour for percentiles only;
+/// - every field is 0 when nothing was recorded.
+#[derive(Clone, Debug)]
+pub struct Samples {
+    histogram: Histogram<u64>,
+    count: u64,
+    /// The first sample: every later one is summed as a deviation from it.
+    shift_ns: u64,
+    /// Σ (x - shift).
+    sum_dev: i128,
+    /// Σ (x - shift)².
+    sum_dev_sq: u128,
+    min_ns: u64,
+    max_ns: u64,
+    log2_counts: [u64; 64],
+}
+
+impl Default for Samples {
+    fn default() -> Self {
+        Samples::new()
+    }
+}
+
+impl Samples {
+    /// No samples yet. Percentiles keep 3 significant digits (0.1% error). The histogram grows to the
+    /// largest latency recorded (16 KiB to start, 120 KiB for 10 ms, 264 KiB for an hour) rather than being
+    /// allocated for an hour up front: `trace` keeps one per file and call. Growing happens outside the
+    /// timed interval (after the clock read) and at most once per power of two.
+    pub fn new() -> Samples {
+        let mut histogram = Histogram::new_with_bounds(1, 2, 3).expect("static histogram bounds");
+        histogram.auto(true);
+        Samples {
+            histogram,
+            count: 0,
+            shift_ns: 0,
+            sum_dev: 0,
+            sum_dev_sq: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            log2_counts: [0; 64],
+        }
+    }
+
+    /// Add one commit latency.
+    pub fn record(&mut self, latency_ns: u64) {
+        let clamped = latency_ns.clamp(1, HIGHEST_TRACKABLE_NS);
+        // Growing fails only when the counts would not fit in memory, which an hour cannot reach.
+        if self.histogram.record(clamped).is_err() {
+            self.histogram.saturating_record(clamped);
+        }
+        if self.count == 0 {
+            self.shift_ns = latency_ns;
+        }
+        self.count += 1;
+        // u64 × u64 → u128 is one multiply instruction (a full i128 square is several).
+        let (dev_abs, below) = match latency_ns.checked_sub(self.shift_ns) {
+            Some(d) => (d, false),
+            None => (self.shift_ns - latency_ns, true),
+        };
+        self.sum_dev += if below { -i128::from(dev_abs) } else { i128::from(dev_abs) };
+        self.sum_dev_sq += u128::from(dev_abs) * u128::from(dev_abs);
+        self.min_ns = self.min_ns.min(latency_ns);
+        self.max_ns = self.max_ns.max(latency_ns);
+        self.log2_counts[log2_index(latency_ns)] += 1;
+    }
+
+    /// Add every sample of `other` (the per-thread samples of one measurement, merged): the same result as
+    /// recording them all here.
+    pub fn merge(&mut self, other: &Samples) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = other.clone();
+            return;
+        }
+        self.histogram.add(&other.histogram).expect("both grow to what they hold: one hour at most");
+        // Re-centre the other's sums on this shift: Σ(x - s) = Σ(x - s') + n·d and
+        // Σ(x - s)² = Σ(x - s')² + 2d·Σ(x - s') + n·d², with d = s' - s.
+        let d = i128::from(other.shift_ns) - i128::from(self.shift_ns);
+        let n = i128::from(other.count);
+        self.sum_dev += other.sum_dev + n * d;
+        let sq = other.sum_dev_sq as i128 + 2 * d * other.sum_dev + n * d * d;
+        self.sum_dev_sq += sq as u128;
+        self.count += other.count;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+        for (mine, theirs) in self.log2_counts.iter_mut().zip(other.log2_counts) {
+            *mine += theirs;
+        }
+    }
+
+    /// Samples of the given latencies.
+    pub fn of(latencies_ns: &[u64]) -> Samples {
+        let mut samples = Samples::new();
+        latencies_ns.iter().for_each(|&ns| samples.record(ns));
+        samples
+    }
+
+    /// Number of samples.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Exact sum of the samples in ns (saturating at `u64::MAX`, some 584 years).
+    pub fn sum_ns(&self) -> u64 {
+        let sum = i128::from(self.count) * i128::from(self.shift_ns) + self.sum_dev;
+        u64::try_from(sum).unwrap_or(u64::MAX)
+    }
+
+    /// Arithmetic mean in ns (0 when empty).
+    pub fn mean_ns(&self) -> f64 {
+        if self.count == 0 { 0.0 } else { self.shift_ns as f64 + self.sum_dev as f64 / self.count as f64 }
+    }
+
+    /// Sample standard deviation (n-1) in ns; 0 with fewer than two samples.
+    pub fn stddev_ns(&self) -> f64 {
+        if self.count < 2 {
+            return 0.0;
+        }
+        let n = self.count as f64;
+        let sum = self.sum_dev as f64;
+        ((self.sum_dev_sq as f64 - sum * sum / n) / (n - 1.0)).max(0.0).sqrt()
+    }
+
+    /// Half-width of the 95% confidence interval of the mean, relative to the mean (Student's t).
+    /// Infinite with fewer than two samples, so an adaptive stop can never trigger on too little data.
+    pub fn ci95_rel(&self) -> f64 {
+        let mean = self.mean_ns();
+        if self.count < 2 || mean <= 0.0 {
+            return f64::INFINITY;
+        }
+        let half_width = t95(self.count - 1) * self.stddev_ns() / (self.count as f64).sqrt();
+        half_width / mean
+    }
+
+    /// The latency at quantile `q` (0..=1), in ns; 0 when empty.
+    pub fn quantile_ns(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        // Clamp into [min, max]: the histogram reports bucket edges that can lie just outside them.
+        self.histogram.value_at_quantile(q).clamp(self.min_ns, self.max_ns)
+    }
+
+    /// min/mean/p50/p90/p99/p99.9/max/stddev.
+    pub fn latency(&self) -> LatencyNs {
+        if self.count == 0 {
+            return LatencyNs::default();
+        }
+        LatencyNs {
+            min: self.min_ns,
+            mean: self.mean_ns(),
+            p50: self.quantile_ns(0.50),
+            p90: self.quantile_ns(0.90),
+            p99: self.quantile_ns(0.99),
+            p999: self.quantile_ns(0.999),
+            max: self.max_ns,
+            stddev: self.stddev_ns(),
+        }
+    }
+
+    /// Fraction of commits slower than `p50 + 10 × (p90 - p50)`: stalls far outside the usual spread
+    /// (a robust fence that, unlike mean+3σ, the stalls themselves cannot widen).
+    pub fn outlier_fraction(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let p50 = self.quantile_ns(0.50);
+        let p90 = self.quantile_ns(0.90);
+        let fence = p50 + 10 * (p90 - p50).max(p50 / 100);
+        let above: u64 =
+            self.histogram.iter_recorded().filter(|v| v.value_iterated_to() > fence).map(|v| v.count_at_value()).sum();
+        above as f64 / self.count as f64
+    }
+
+    /// Non-empty log2 buckets, fastest first: `lower_ns <= latency < 2 * lower_ns` (bucket 0 holds 0 and 1 ns).
+    pub fn log2_buckets(&self) -> Vec<Log2Bucket> {
+        self.log2_counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| Log2Bucket { lower_ns: if i == 0 { 0 } else { 1u64 << i }, count: *c })
+            .collect()
+    }
+}
+
+/// Index of the log2 bucket holding `ns` (0 and 1 share bucket 0).
+fn log2_index(ns: u64) -> usize {
+    if ns <= 1 { 0 } else { 63 - ns.leading_zeros() as usize }
+}
+
+/// Two-sided 95% quantile of Student's t with `df` degrees of freedom: tabulated to 30, then the
+/// Cornish-Fisher expansion around the normal quantile (within 0.0005 of the exact value from 30 on; the
+/// steps used before were up to 1% off, e.g. 2.021 for df 60 where the quantile is 2.000).
+pub fn t95(df: u64) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    const Z: f64 = 1.959_963_985; // the normal distribution's two-sided 95% quantile
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => TABLE[df as usize - 1],
+        _ => {
+            let v = df as f64;
+            let (z3, z5, z7) = (Z.powi(3), Z.powi(5), Z.powi(7));
+            Z + (z3 + Z) / (4.0 * v)
+                + (5.0 * z5 + 16.0 * z3 + 3.0 * Z) / (96.0 * v * v)
+                + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * Z) / (384.0 * v * v * v)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn from(values: &[u64]) -> Samples {
+        let mut s = Samples::new();
+        values.iter().for_each(|v| s.record(*v));
+        s
+    }
+
+    #[test]
+    fn empty_is_all_zero_and_never_converged() {
+        let s = Samples::new();
+        assert_eq!(s.latency(), LatencyNs::default());
+        assert!(s.ci95_rel().is_infinite());
+        assert!(s.log2_buckets().is_empty());
+        assert_eq!(s.outlier_fraction(), 0.0);
+    }
+
+    #[test]
+    fn known_values() {
+        let s = from(&[100, 200, 300, 400, 500]);
+        let l = s.latency();
+        assert_eq!((l.min, l.max), (100, 500));
+        assert!((l.mean - 300.0).abs() < 1e-9);
+        assert!((l.stddev - 158.113_883).abs() < 1e-3);
+        assert_eq!(l.p50, 300);
+        assert_eq!(s.sum_ns(), 1500);
+        // t(4) = 2.776: 2.776 * 158.11 / sqrt(5) / 300
+        assert!((s.ci95_rel() - 0.654_3).abs() < 1e-3, "{}", s.ci95_rel());
+    }
+
+    /// The documented definition: the ⌈q·n⌉-th smallest sample (values under 2048 are exact in the
+    /// histogram), not an interpolation (which would give 5.5 for the median of 1..=10).
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let l = from(&(1..=10).collect::<Vec<_>>()).latency();
+        assert_eq!((l.p50, l.p90, l.p99, l.p999), (5, 9, 10, 10));
+        let l = from(&(1..=1000).rev().collect::<Vec<_>>()).latency();
+        assert_eq!((l.min, l.p50, l.p90, l.p99, l.p999, l.max), (1, 500, 900, 990, 999, 1000));
+        // Above 2048 the bucket's upper edge, within 0.1 %, never past the exact max.
+        let l = from(&[3_000_000, 3_000_000, 5_000_000]).latency();
+        assert!(l.p50 > 3_000_000 && l.p50 <= 3_003_000, "{l:?}");
+        assert_eq!(l.p99, 5_000_000);
+    }
+
+    /// Past an hour a latency counts as an hour for percentiles only: min, max and mean stay exact.
+    #[test]
+    fn an_hour_long_stall_is_clamped_for_percentiles_only() {
+        const HOUR: u64 = 3_600_000_000_000;
+        let l = from(&[1000, 2 * HOUR, 2 * HOUR]).latency();
+        assert!(l.p99 >= HOUR && l.p99 <= HOUR + HOUR / 1000, "{l:?}");
+        assert_eq!((l.min, l.max), (1000, 2 * HOUR));
+        assert!((l.mean - (1000 + 4 * HOUR) as f64 / 3.0).abs() < 1.0, "{l:?}");
+    }
+
+    #[test]
+    fn log2_buckets_like_quantize() {
+        let s = from(&[0, 1, 2, 3, 4, 7, 8, 1000]);
+        let b = s.log2_buckets();
+        let pairs: Vec<(u64, u64)> = b.iter().map(|b| (b.lower_ns, b.count)).collect();
+        assert_eq!(pairs, vec![(0, 2), (2, 2), (4, 2), (8, 1), (512, 1)]);
+    }
+
+    #[test]
+    fn a_stall_is_an_outlier() {
+        let mut values = vec![1000u64; 999];
+        values.extend([1100, 1_000_000]);
+        let s = from(&values);
+        let f = s.outlier_fraction();
+        assert!(f > 0.0 && f < 0.002, "{f}");
+        assert_eq!(from(&[1000; 100]).outlier_fraction(), 0.0);
+    }
+
+    /// P(|T| < x) for Student's t with `df` degrees of freedom, by Simpson's rule on θ = atan(x / √df),
+    /// where the density becomes cos^(df-1) θ (no gamma function needed): an independent check of the table.
+    fn t_two_sided_coverage(x: f64, df: u64) -> f64 {
+        let integral = |upper: f64| {
+            let n = 20_000;
+            let h = upper / n as f64;
+            let f = |theta: f64| theta.cos().powi(df as i32 - 1);
+            let inner: f64 = (1..n).map(|i| f(i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 }).sum();
+            (f(0.0) + inner + f(upper)) * h / 3.0
+        };
+        integral((x / (df as f64).sqrt()).atan()) / integral(std::f64::consts::FRAC_PI_2)
+    }
+
+    /// The exact two-sided 95% quantile, by bisection on the coverage.
+    fn t95_exact(df: u64) -> f64 {
+        let (mut lo, mut hi) = (1.0, 20.0);
+        for _ in 0..60 {
+            let mid = (lo + hi) / 2.0;
+            if t_two_sided_coverage(mid, df) < 0.95 { lo = mid } else { hi = mid }
+        }
+        (lo + hi) / 2.0
+    }
+
+    #[test]
+    fn t95_is_the_exact_quantile_for_every_df() {
+        // Every tabulated value to its three printed decimals: a mistyped digit fails here.
+        for df in 1..=30 {
+            let exact = t95_exact(df);
+            assert!((t95(df) - exact).abs() < 0.0006, "df {df}: table {} exact {exact:.4}", t95(df));
+        }
+        // Past the table, the expansion.
+        for df in [31, 40, 45, 60, 61, 90, 119, 120, 200, 1000, 100_000] {
+            let exact = t95_exact(df);
+            assert!((t95(df) - exact).abs() < 0.0005, "df {df}: {} vs exact {exact:.4}", t95(df));
+        }
+        assert!(t95(0).is_infinite());
+    }
+
+    #[test]
+    fn merged_samples_equal_samples_recorded_in_one_place() {
+        let (a, b) = ([5_000u64, 7_000, 1_000_000, 3], [40u64, 90_000, 12, 6_000_000, 7_000]);
+        let mut merged = from(&a);
+        merged.merge(&from(&b));
+        merged.merge(&Samples::new());
+        let all = from(&[&a[..], &b[..]].concat());
+        assert_eq!(merged.latency(), all.latency());
+        assert_eq!(merged.count(), 9);
+        assert_eq!(merged.sum_ns(), a.iter().chain(&b).sum::<u64>());
+        assert_eq!(merged.log2_buckets(), all.log2_buckets());
+        assert!((merged.stddev_ns() - all.stddev_ns()).abs() < 1e-6);
+        let mut empty = Samples::new();
+        empty.merge(&from(&b));
+        assert_eq!(empty.latency(), from(&b).latency());
+    }
+
+    proptest! {
+        #[test]
+        fn matches_naive_computation(values in proptest::collection::vec(1u64..10_000_000, 2..300)) {
+            let s = from(&values);
+            let n = values.len() as f64;
+            let mean = values.iter().map(|v| *v as f64).sum::<f64>() / n;
+            let var = values.iter().map(|v| (*v as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            prop_assert!((s.mean_ns() - mean).abs() <= mean * 1e-9);
+            prop_assert_eq!(s.sum_ns(), values.iter().sum::<u64>());
+            prop_assert!((s.stddev_ns() - var.sqrt()).abs() <= var.sqrt() * 1e-6 + 1e-6);
+            let l = s.latency();
+            prop_assert_eq!(l.min, *values.iter().min().unwrap());
+            prop_assert_eq!(l.max, *values.iter().max().unwrap());
+            prop_assert!(l.min <= l.p50 && l.p50 <= l.p90 && l.p90 <= l.p99 && l.p99 <= l.p999 && l.p999 <= l.max);
+            // The median is within the histogram's 0.1% precision of a true order statistic.
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            let lo = sorted[(values.len() - 1) / 2] as f64;
+            let hi = sorted[values.len() / 2] as f64;
+            prop_assert!(l.p50 as f64 >= lo * 0.998 && l.p50 as f64 <= hi * 1.002, "p50 {} not in [{lo}, {hi}]", l.p50);
+            let buckets = s.log2_buckets();
+            prop_assert_eq!(buckets.iter().map(|b| b.count).sum::<u64>(), values.len() as u64);
+            for v in &values {
+                let b = buckets.iter().rev().find(|b| b.lower_ns <= *v).unwrap();
+                prop_assert!(*v < b.lower_ns.max(1) * 2);
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! `commit`'s table, CSV and Markdown.
+
+use super::{CommitPayload, CommitPoint, CommitResults};
+use crate::core::export::Exportable;
+use crate::core::export::openmetrics::{Family, push_quantiles};
+use crate::core::schema::Envelope;
+
+impl Exportable for CommitPayload {
+    fn csv(doc: &Envelope<Self>) -> anyhow::Result<String> {
+        to_csv(&doc.payload.commit)
+    }
+    fn markdown(doc: &Envelope<Self>) -> String {
+        to_markdown(&doc.payload.commit)
+    }
+    fn metrics(doc: &Envelope<Self>) -> Vec<Family> {
+        metrics(&doc.payload.commit)
+    }
+}
+
+/// Commits and syncs per second and the commit latency quantiles of every point.
+fn metrics(results: &CommitResults) -> Vec<Family> {
+    let mut commits = Family::new("syncbench_commit_commits_per_second", "", "Commits per second at one point.");
+    let mut syncs = Family::new("syncbench_commit_syncs_per_second", "", "Log flushes per second at one point.");
+    let mut latency = Family::new("syncbench_commit_latency_seconds", "seconds", "Commit latency quantile.");
+    for p in results.points.iter().filter(|p| p.commits > 0) {
+        let labels = vec![
+            ("method", results.method.clone()),
+            ("durable", results.durable.to_string()),
+            ("clients", p.clients.to_string()),
+            ("group_commit", p.group_commit.to_string()),
+            ("commit_delay_us", p.commit_delay_us.to_string()),
+            ("commit_delay_count", p.commit_delay_count.to_string()),
+        ];
+        commits.push(labels.clone(), p.commits_per_s);
+        syncs.push(labels.clone(), p.syncs_per_s);
+        push_quantiles(&mut latency, &labels, &[("0.5", p.latency_ns.p50), ("0.99", p.latency_ns.p99)]);
+    }
+    vec![commits, syncs, latency]
+}
+
+pub fn to_markdown(results: &CommitResults) -> String {
+    let durability = if results.durable { "" } else { " (NOT durable: no sync at all)" };
+    let mut md = format!(
+        "## syncbench commit: {}, {}-byte records{durability}\n\n\
+         | clients | commit_delay µs | log | commits/s | syncs/s | commits/sync | sync µs | p50 µs | p99 µs | p99.9 µs | max µs | steal % |\n\
+         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        results.method, results.record_size_bytes
+    );
+    for p in &results.points {
+        let l = &p.latency_ns;
+        md += &format!(
+            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {} | {} | {} | {} | {} |\n",
+            p.clients,
+            delay_cell(p),
+            if p.group_commit { "group" } else { "naive" },
+            p.commits_per_s,
+            p.syncs_per_s,
+            p.commits_per_sync,
+            p.sync_latency_ns_mean / 1000.0,
+            micros(l.p50),
+            micros(l.p99),
+            micros(l.p999),
+            micros(l.max),
+            steal_cell(p),
+        );
+    }
+    md
+}
+
+/// The steal column: the share of CPU time the hypervisor took during the point, `-` where unknown.
+fn steal_cell(p: &CommitPoint) -> String {
+    p.cpu_steal_pct.map_or_else(|| "-".to_string(), |s| format!("{s:.1}"))
+}
+
+/// The delay column: microseconds, and the count that ends it early when there is one.
+fn delay_cell(p: &CommitPoint) -> String {
+    match p.commit_delay_count {
+        0 => p.commit_delay_us.to_string(),
+        n => format!("{} until {n}", p.commit_delay_us),
+    }
+}
+
+const CSV_HEADER: [&str; 19] = [
+    "method",
+    "record_size_bytes",
+    "clients",
+    "commit_delay_us",
+    "commit_delay_count",
+    "group_commit",
+    "commits",
+    "commits_per_s",
+    "syncs_per_s",
+    "commits_per_sync",
+    "sync_latency_ns_mean",
+    "latency_ns_p50",
+    "latency_ns_p90",
+    "latency_ns_p99",
+    "latency_ns_p999",
+    "latency_ns_max",
+    "latency_ns_mean",
+    "duration_s",
+    "cpu_steal_pct",
+];
+
+pub fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(CSV_HEADER)?;
+    for p in &results.points {
+        let l = &p.latency_ns;
+        w.write_record([
+            results.method.clone(),
+            results.record_size_bytes.to_string(),
+            p.clients.to_string(),
+            p.commit_delay_us.to_string(),
+            p.commit_delay_count.to_string(),
+            p.group_commit.to_string(),
+            p.commits.to_string(),
+            format!("{:.1}", p.commits_per_s),
+            format!("{:.1}", p.syncs_per_s),
+            format!("{:.2}", p.commits_per_sync),
+            format!("{:.0}", p.sync_latency_ns_mean),
+            l.p50.to_string(),
+            l.p90.to_string(),
+            l.p99.to_string(),
+            l.p999.to_string(),
+            l.max.to_string(),
+            format!("{:.0}", l.mean),
+            format!("{:.3}", p.duration_s),
+            p.cpu_steal_pct.map(|s| format!("{s:.1}")).unwrap_or_default(),
+        ])?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+fn micros(ns: u64) -> String {
+    format!("{:.0}", ns as f64 / 1000.0)
+}
+
+pub fn to_table(results: &CommitResults) -> String {
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    let device = results.points.iter().any(|p| p.device.is_some());
+    let mut header = vec![
+        "clients",
+        "delay µs",
+        "log",
+        "commits/s",
+        "±95%",
+        "syncs/s",
+        "commits/sync",
+        "sync µs",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "steal %",
+    ];
+    if device {
+        header.extend(crate::observe::blockdev::render::CELL_HEADINGS);
+    }
+    table.set_header(header);
+    for p in &results.points {
+        let l = &p.latency_ns;
+        let mut row = vec![
+            p.clients.to_string(),
+            delay_cell(p),
+            if p.group_commit { "group" } else { "naive" }.to_string(),
+            format!("{:.0}", p.commits_per_s),
+            match p.ci95_rel {
+                _ if p.lower_bound => "≥ (disturbed)".to_string(),
+                Some(c) => format!("{:.0}%", c * 100.0),
+                // Rounds recorded but fewer than three used: t(1) would give ±1000%, a number that says nothing.
+                None if !p.rounds_commits_per_s.is_empty() => "n/a <3 rounds".to_string(),
+                None => "—".to_string(),
+            },
+            format!("{:.0}", p.syncs_per_s),
+            format!("{:.2}", p.commits_per_sync),
+            format!("{:.0}", p.sync_latency_ns_mean / 1000.0),
+            micros(l.p50),
+            micros(l.p99),
+            micros(l.p999),
+            micros(l.max),
+            steal_cell(p),
+        ];
+        if device {
+            row.extend(crate::observe::blockdev::render::cells(p.device.as_ref()));
+        }
+        table.add_row(row);
+    }
+    let durability = if results.durable { "" } else { "  (NOT durable: no sync at all)" };
+    let labels: Vec<String> = results.points.iter().map(point_label).collect();
+    let mut notes = crate::observe::blockdev::render::notes(
+        labels.iter().map(String::as_str).zip(results.points.iter().map(|p| p.device.as_ref())),
+    );
+    for (label, p) in labels.iter().zip(&results.points) {
+        for d in &p.disturbances {
+            notes += &format!("{label}: {}: {}\n", d.kind, d.detail);
+        }
+    }
+    format!(
+        "syncbench commit: method {}, {}-byte records ({} bytes in the log){durability}\n{table}\n{notes}",
+        results.method, results.record_size_bytes, results.record_log_bytes
+    )
+}
+
+/// A point named in a note under the table.
+fn point_label(p: &CommitPoint) -> String {
+    format!("{} clients, delay {} µs, {}", p.clients, delay_cell(p), if p.group_commit { "group" } else { "naive" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_has_one_row_per_point_with_units_in_the_header() {
+        let p = CommitPoint { clients: 2, duration_s: 2.0, cpu_steal_pct: Some(12.5), ..CommitPoint::default() };
+        let csv = to_csv(&CommitResults {
+            method: "fdatasync".into(),
+            durable: true,
+            record_size_bytes: 256,
+            leader_extra_batches: 0,
+            record_log_bytes: 296,
+            points: vec![p],
+        })
+        .unwrap();
+        assert_eq!(csv.lines().count(), 2);
+        assert!(csv.starts_with("method,record_size_bytes,clients"));
+        assert!(csv.lines().next().unwrap().ends_with(",duration_s,cpu_steal_pct"));
+        assert!(csv.lines().nth(1).unwrap().ends_with(",2.000,12.5"), "{csv}");
+    }
+
+    #[test]
+    fn the_interval_cell_says_when_there_were_too_few_rounds_for_one() {
+        let point = |rounds: Vec<f64>, ci95_rel| CommitPoint {
+            rounds_commits_per_s: rounds,
+            ci95_rel,
+            ..CommitPoint::default()
+        };
+        let table = |p: CommitPoint| {
+            to_table(&CommitResults { method: "fdatasync".into(), points: vec![p], ..CommitResults::default() })
+        };
+        assert!(table(point(vec![100.0, 130.0], None)).contains("n/a <3 rounds"));
+        let three = table(point(vec![100.0, 130.0, 115.0], Some(0.42)));
+        assert!(three.contains(" 42% ") && !three.contains("n/a"), "{three}");
+        assert!(!table(point(Vec::new(), None)).contains("n/a"), "a file from before rounds: no claim about them");
+    }
+}

@@ -1,0 +1,373 @@
+//! What stands between a write and stable storage: environment readers and the verdict rules.
+//!
+//! The types below are part of the JSON envelope of every command and are shared with `advise`, `report`
+//! and `compare`; add fields, never rename. The readers are small functions over a [`sysfs::Root`] so that
+//! golden tests replace /proc and /sys with fixture trees; only [`dir_facts`] makes syscalls on DIR.
+
+pub mod block;
+pub mod burst;
+mod export;
+pub mod fs_type;
+pub mod mountinfo;
+pub mod render;
+pub mod rules;
+pub mod steal;
+pub mod sysfs;
+pub mod virt;
+
+#[cfg(test)]
+mod golden_tests;
+
+use serde::{Deserialize, Serialize};
+
+/// What the target directory sits on. Every field that could not be read is `None`/empty/"unknown",
+/// never an error.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Environment {
+    /// `uname -r`.
+    pub kernel: String,
+    /// The target directory (absolute).
+    pub dir: String,
+    /// File system type of the target directory (`ext4`, `xfs`, `btrfs`, `tmpfs`, `overlay`, `nfs`, `fuse`,
+    /// …, or `unknown`), from the fstatfs magic.
+    pub fs_type: String,
+    /// The fstatfs magic number, for types syncbench does not name.
+    pub fs_magic: u64,
+    /// Mount point of the target's mount (from /proc/self/mountinfo).
+    pub mount_point: Option<String>,
+    /// Mount source (device path, `tmpfs`, server:path …).
+    pub mount_source: Option<String>,
+    /// Per-mount and super-block options, e.g. `rw`, `relatime`, `data=ordered`, `nobarrier`, `commit=5`.
+    pub mount_options: Vec<String>,
+    /// The per-mount options alone (mountinfo field 6: `ro` of a read-only bind mount, `relatime`, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_mount_options: Vec<String>,
+    /// The super-block options alone (the file system's, shared by all its mounts: `rw`, `data=ordered`, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub super_options: Vec<String>,
+    /// Block devices from the file system down: partition → disk, loop → (backing file), dm/md → slaves.
+    pub devices: Vec<Device>,
+    /// For a loop device in the chain: its backing file and that file's own file system.
+    pub loop_backing: Option<LoopBacking>,
+    /// When that loop device is a `syncbench lab` emulated disk: its profile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emulated_disk: Option<EmulatedDisk>,
+    /// Hypervisor or container, when detected.
+    pub virtualization: Virtualization,
+    /// `statx(STATX_DIOALIGN)` for a file in DIR: offset alignment for O_DIRECT, `None` if unsupported.
+    pub dio_offset_align_bytes: Option<u32>,
+    /// `statx(STATX_DIOALIGN)`: memory alignment for O_DIRECT.
+    pub dio_mem_align_bytes: Option<u32>,
+    /// `statx(STATX_WRITE_ATOMIC)` minimum untorn write for a file in DIR (`None`: not supported).
+    pub atomic_write_unit_min_bytes: Option<u32>,
+    /// `statx(STATX_WRITE_ATOMIC)` maximum untorn write.
+    pub atomic_write_unit_max_bytes: Option<u32>,
+    /// File-system type as the mount table names it (`ext4`, `fuse.sshfs`, `virtiofs`, …).
+    pub mount_fs_type: Option<String>,
+    /// For an overlay mount: its `upperdir`, where writes really go.
+    pub overlay_upper_dir: Option<String>,
+    /// For an overlay mount: the file system holding `upperdir`.
+    pub overlay_upper_fs_type: Option<String>,
+    /// What could not be found out, and why (unreadable files, a DIR syncbench cannot write to, …).
+    pub notes: Vec<String>,
+}
+
+/// One block device in the chain.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Device {
+    /// Kernel name, e.g. `vda`, `nvme0n1p1`, `loop3`, `dm-0`.
+    pub name: String,
+    /// `major:minor`.
+    pub dev: String,
+    /// `partition`, `disk`, `loop`, `dm`, `md`, or `unknown`.
+    pub kind: DeviceKind,
+    /// The bus or driver, when known: `virtio`, `nvme`, `scsi`, `ata`, `mmc`, …
+    pub transport: Option<Transport>,
+    /// `queue/rotational`.
+    pub rotational: Option<bool>,
+    /// `queue/write_cache`: `write back` (volatile cache, flushes needed) or `write through`.
+    pub write_cache: Option<String>,
+    /// `queue/fua`: the device honours Force Unit Access writes.
+    pub fua: Option<bool>,
+    /// `queue/logical_block_size`.
+    pub logical_block_size_bytes: Option<u32>,
+    /// `queue/physical_block_size`.
+    pub physical_block_size_bytes: Option<u32>,
+    /// `queue/atomic_write_unit_min_bytes` (0 or absent: no atomic writes).
+    pub atomic_write_unit_min_bytes: Option<u32>,
+    /// `queue/atomic_write_unit_max_bytes`.
+    pub atomic_write_unit_max_bytes: Option<u32>,
+    /// `device/model`, trimmed.
+    pub model: Option<String>,
+    /// `device/vendor`, trimmed.
+    pub vendor: Option<String>,
+    /// `dm/name`: the device-mapper name (LVM volume, dm-crypt mapping) of a `dm` device.
+    pub dm_name: Option<String>,
+    /// The device directly above this one in the chain (the partition on this disk, the dm device over
+    /// this slave); `None` for the device the file system sits on.
+    pub holder: Option<String>,
+}
+
+crate::core::named::named_enum! {
+    /// What a block device is, from its sysfs directory and name. A name a newer syncbench writes reads as
+    /// `unknown`.
+    #[derive(Default)]
+    pub enum DeviceKind ("device kind") else Unknown {
+        /// A partition of a disk.
+        Partition = "partition",
+        /// A whole disk (the physical device, or what the hypervisor presents as one).
+        Disk = "disk",
+        /// A loop device over a backing file.
+        Loop = "loop",
+        /// A device-mapper device (LVM, dm-crypt, …) over its slaves.
+        Dm = "dm",
+        /// A software RAID (md) device over its members.
+        Md = "md",
+        /// None of these.
+        #[default]
+        Unknown = "unknown",
+    }
+}
+
+crate::core::named::named_enum! {
+    /// The bus or driver of a block device. A name a newer syncbench writes reads as `other`.
+    pub enum Transport ("transport") else Other {
+        /// NVMe.
+        Nvme = "nvme",
+        /// virtio-blk (a virtual machine's disk).
+        Virtio = "virtio",
+        /// USB mass storage.
+        Usb = "usb",
+        /// SATA/PATA through libata.
+        Ata = "ata",
+        /// SD/eMMC.
+        Mmc = "mmc",
+        /// SCSI or SAS.
+        Scsi = "scsi",
+        /// Xen's block front end.
+        Xen = "xen",
+        /// Named by a newer syncbench.
+        Other = "other",
+    }
+}
+
+/// A loop device's backing file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoopBacking {
+    /// `loop/backing_file`.
+    pub file: String,
+    /// File system type holding the backing file, `unknown` if it cannot be found.
+    pub fs_type: String,
+    /// Whether the loop device uses direct I/O (`loop/dio`).
+    pub direct_io: Option<bool>,
+    /// Mount point of the file system holding the backing file.
+    pub mount_point: Option<String>,
+    /// Mount source of the file system holding the backing file.
+    pub mount_source: Option<String>,
+}
+
+/// A `syncbench lab` disk: timing and honesty are the lab's device model, not hardware.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EmulatedDisk {
+    /// The lab profile (`hdd-7200`, `ssd-200us`, …).
+    pub profile: String,
+    /// `honest`, `write-through` or `ignores-flush`.
+    pub honesty: String,
+    /// The modelled cost of one flush.
+    pub flush_us: u64,
+    /// The modelled latency of one write.
+    pub write_us: u64,
+    /// Whether the profile models a spinning disk.
+    pub rotational: bool,
+    /// Where the lab is mounted (for `syncbench lab cut`).
+    pub mount: String,
+}
+
+/// Virtualization, when detected.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Virtualization {
+    /// Whether a hypervisor was detected (cpuinfo `hypervisor` flag or DMI).
+    pub virtual_machine: bool,
+    /// The hypervisor or platform, when named by DMI (`KVM`, `QEMU`, `VMware`, `Amazon EC2`, …).
+    pub hypervisor: Option<String>,
+    /// DMI `sys_vendor`.
+    pub dmi_vendor: Option<String>,
+    /// DMI `product_name`.
+    pub dmi_product: Option<String>,
+    /// A container runtime, when detected.
+    pub container: Option<String>,
+}
+
+/// What syncbench learns about DIR through syscalls (everything else comes from files under a root).
+#[derive(Clone, Debug, Default)]
+pub struct DirFacts {
+    /// DIR, absolute and with symbolic links resolved.
+    pub dir: std::path::PathBuf,
+    /// `fstatfs` magic of DIR's file system.
+    pub fs_magic: Option<u64>,
+    /// `st_dev` of DIR as `(major, minor)`.
+    pub dev: Option<(u32, u32)>,
+    /// `statx` direct-I/O and untorn-write units of a file created in DIR.
+    pub statx: Option<syncbench_sys::StatxIo>,
+    /// What failed while gathering these facts.
+    pub notes: Vec<String>,
+}
+
+/// Read everything syncbench can learn about the storage under `dir`. Never fails: what cannot be
+/// read is reported as unknown.
+pub fn collect(dir: &std::path::Path) -> Environment {
+    collect_with_root(dir, &sysfs::Root::system())
+}
+
+/// [`collect`] with /proc and /sys read below `root` (syscalls on `dir` are still real).
+pub fn collect_with_root(dir: &std::path::Path, root: &sysfs::Root) -> Environment {
+    collect_from(&dir_facts(dir), root)
+}
+
+/// The syscall part of the probe: fstatfs, fstat and statx on DIR (statx on a `.syncbench-probe-*` file
+/// created and removed at once). Failures become notes.
+pub fn dir_facts(dir: &std::path::Path) -> DirFacts {
+    let mut facts = DirFacts { dir: dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()), ..DirFacts::default() };
+    match syncbench_sys::open_dir(&facts.dir) {
+        Ok(fd) => {
+            facts.fs_magic = syncbench_sys::fs_magic(&fd).map_err(|e| facts.notes.push(format!("fstatfs: {e}"))).ok();
+            facts.dev = syncbench_sys::device_of(&fd).map_err(|e| facts.notes.push(format!("fstat: {e}"))).ok();
+        }
+        Err(e) => facts.notes.push(format!("cannot open {}: {e}", facts.dir.display())),
+    }
+    facts.statx = statx_of_new_file(&facts.dir).map_err(|e| facts.notes.push(e)).ok();
+    facts
+}
+
+fn statx_of_new_file(dir: &std::path::Path) -> Result<syncbench_sys::StatxIo, String> {
+    let created = crate::core::cleanup::Created::register(dir.join(crate::core::cleanup::unique_name("probe")));
+    let fd = syncbench_sys::create_new(created.path(), syncbench_sys::OpenFlags::BUFFERED)
+        .map_err(|e| format!("statx skipped: cannot create a file in {}: {e}", dir.display()))?;
+    syncbench_sys::statx_io(&fd).map_err(|e| format!("statx: {e}"))
+}
+
+/// Assemble the environment from the syscall facts and the files under `root`.
+pub fn collect_from(facts: &DirFacts, root: &sysfs::Root) -> Environment {
+    let mut env = Environment {
+        kernel: root.read("proc/sys/kernel/osrelease").map_or_else(|| "unknown".into(), |k| k.trim().to_string()),
+        dir: facts.dir.display().to_string(),
+        fs_magic: facts.fs_magic.unwrap_or(0),
+        virtualization: virt::detect(root),
+        notes: facts.notes.clone(),
+        ..Environment::default()
+    };
+    describe_statx(&mut env, facts.statx);
+    let mounts = read_mounts(root, &mut env.notes);
+    let dev = facts.dev.map(|(major, minor)| format!("{major}:{minor}"));
+    let mount = mountinfo::find(&mounts, &facts.dir, dev.as_deref());
+    describe_mount(&mut env, mount, facts.fs_magic);
+    describe_devices(&mut env, root, &mounts, dev.as_deref());
+    describe_overlay(&mut env, &mounts);
+    env
+}
+
+fn read_mounts(root: &sysfs::Root, notes: &mut Vec<String>) -> Vec<mountinfo::Mount> {
+    match root.read("proc/self/mountinfo") {
+        Some(text) => mountinfo::parse(&text),
+        None => {
+            notes.push("cannot read /proc/self/mountinfo: mount unknown".into());
+            Vec::new()
+        }
+    }
+}
+
+fn describe_statx(env: &mut Environment, statx: Option<syncbench_sys::StatxIo>) {
+    let dio = statx.and_then(|s| s.dio);
+    let atomic = statx.and_then(|s| s.atomic);
+    env.dio_offset_align_bytes = dio.map(|d| d.offset_align_bytes);
+    env.dio_mem_align_bytes = dio.map(|d| d.mem_align_bytes);
+    env.atomic_write_unit_min_bytes = atomic.map(|a| a.unit_min_bytes);
+    env.atomic_write_unit_max_bytes = atomic.map(|a| a.unit_max_bytes);
+}
+
+fn describe_mount(env: &mut Environment, mount: Option<&mountinfo::Mount>, fs_magic: Option<u64>) {
+    env.mount_fs_type = mount.map(|m| m.fs_type.clone());
+    env.fs_type = fs_type::resolve(fs_magic, env.mount_fs_type.as_deref());
+    env.mount_point = mount.map(|m| m.mount_point.clone());
+    env.mount_source = mount.map(|m| m.source.clone());
+    env.mount_options = mount.map(|m| m.options.clone()).unwrap_or_default();
+    env.per_mount_options = mount.map(|m| m.per_mount_options.clone()).unwrap_or_default();
+    env.super_options = mount.map(|m| m.super_options.clone()).unwrap_or_default();
+}
+
+/// The block-device chain, and for a loop device its backing file and the chain below that.
+fn describe_devices(env: &mut Environment, root: &sysfs::Root, mounts: &[mountinfo::Mount], dev: Option<&str>) {
+    let Some(start) = block::device_dir(root, dev, env.mount_source.as_deref()) else {
+        if let Some(dev) = dev.filter(|d| !d.starts_with("0:")) {
+            env.notes.push(format!("cannot read /sys/dev/block/{dev}: block device unknown"));
+        }
+        return;
+    };
+    let chain = block::walk(root, &start);
+    env.devices = chain.devices;
+    let Some(file) = chain.loop_backing_file else { return };
+    let holder = mountinfo::find(mounts, std::path::Path::new(&file), None);
+    let backing = block::loop_backing(file, chain.loop_direct_io, holder);
+    // The loop device's flushes end up on the device under its backing file: show that chain too.
+    let lower = block::backing_devices(root, &env.devices, &backing);
+    env.devices.extend(lower);
+    env.emulated_disk = block::lab_disk(root, &backing.file);
+    env.loop_backing = Some(backing);
+}
+
+/// For overlayfs: where writes really go (`upperdir`) and on which file system.
+fn describe_overlay(env: &mut Environment, mounts: &[mountinfo::Mount]) {
+    if env.fs_type != "overlay" {
+        return;
+    }
+    env.overlay_upper_dir = mountinfo::option_value(&env.mount_options, "upperdir").map(str::to_string);
+    env.overlay_upper_fs_type = env
+        .overlay_upper_dir
+        .as_deref()
+        .and_then(|d| mountinfo::find(mounts, std::path::Path::new(d), None))
+        .map(|m| m.fs_type.clone());
+}
+
+/// The verdict rules over the environment and whatever measurements exist (see [`rules`]).
+pub fn verdicts(env: &Environment, results: &[crate::core::schema::CaseResult]) -> Vec<crate::core::verdict::Verdict> {
+    rules::all(env, results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_real_dir_with_an_empty_root_is_partly_unknown_never_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty_root = tempfile::tempdir().unwrap();
+        let env = collect_with_root(dir.path(), &sysfs::Root::at(empty_root.path()));
+        // The syscalls still work: the file system is known from its magic.
+        assert_ne!(env.fs_magic, 0);
+        assert_eq!(env.fs_type, fs_type::name_of_magic(env.fs_magic).unwrap_or("unknown"));
+        // Everything from /proc and /sys is unknown, and says so.
+        assert_eq!(env.kernel, "unknown");
+        assert!(env.mount_point.is_none() && env.devices.is_empty());
+        assert!(env.notes.iter().any(|n| n.contains("mountinfo")), "{:?}", env.notes);
+        assert!(!env.virtualization.virtual_machine);
+        // The statx file is gone.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn environment_json_without_the_new_fields_still_loads() {
+        let old = r#"{"kernel":"6.1","dir":"/d","fs_type":"ext4","fs_magic":61267,"mount_point":null,
+            "mount_source":null,"mount_options":[],"devices":[{"name":"sda","dev":"8:0","kind":"disk","transport":"fibre"}],
+            "loop_backing":null,"virtualization":{"virtual_machine":false}}"#;
+        let env: Environment = serde_json::from_str(old).unwrap();
+        assert_eq!(env.devices[0].holder, None);
+        // A kind or transport a newer syncbench names is read, not refused.
+        assert_eq!((env.devices[0].kind, env.devices[0].transport), (DeviceKind::Disk, Some(Transport::Other)));
+        assert!(env.notes.is_empty());
+    }
+}

@@ -1,0 +1,480 @@
+//! The emulated disk's device model: a volatile write cache, its timing, its honesty about flushes, and a
+//! seeded power cut. Pure: time is passed in (`now_ns`), the persistent medium is a [`Medium`], so the model
+//! runs the same on a mock clock in unit tests and under the FUSE server on the real clock.
+//!
+//! Data lives in 512-byte sectors. The medium always holds what is durable; every write not yet durable is
+//! a *version* of its sectors kept in the cache, newest last. Reads see the newest version over the medium.
+//! Destaging a write copies its versions to the medium and drops every older version of those sectors, so
+//! destaging in any order leaves the newest destaged data on the medium, as a real cache would.
+
+use super::profile::{DeviceParams, Honesty};
+use crate::core::schema::LatencyNs;
+use crate::core::stats::Samples;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use syncbench_simfs::SimRng;
+
+/// The unit a power cut tears a write at, and the unit of the cache.
+pub const SECTOR_BYTES: u64 = 512;
+
+/// Where durable data lives (the image file in the lab, a vector in tests).
+pub trait Medium {
+    /// Fill `buf` from `offset`.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()>;
+    /// Write `data` at `offset`.
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()>;
+}
+
+/// A request that belongs to a device generation that lost power: it fails like a dead disk.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the emulated disk lost power while this request was in flight")]
+pub struct DeviceLost;
+
+/// One write the device has received and not yet made durable.
+#[derive(Clone, Debug)]
+struct CachedWrite {
+    offset: u64,
+    len: u64,
+    /// Acknowledged to the host (its latency has elapsed).
+    acked: bool,
+    /// Covered by a flush the device reported complete (only possible without durability: ignores-flush).
+    promised: bool,
+    /// When the write was acknowledged, for age-based destaging.
+    acked_at_ns: u64,
+    /// Sectors of this write that still hold a version in the cache.
+    live_sectors: u64,
+}
+
+/// A flush in progress: the writes it covers (acknowledged before it began) and when it completes.
+#[derive(Clone, Debug)]
+pub struct FlushTicket {
+    epoch: u64,
+    covers: Vec<u64>,
+    started_ns: u64,
+    /// When the device answers the flush.
+    pub done_at_ns: u64,
+}
+
+/// A write accepted by the device: its sequence number and when it is acknowledged.
+#[derive(Clone, Copy, Debug)]
+pub struct WriteTicket {
+    epoch: u64,
+    seq: u64,
+    started_ns: u64,
+    /// When the device acknowledges the write.
+    pub done_at_ns: u64,
+}
+
+/// The device's own counters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Counters {
+    /// Writes received.
+    pub writes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Reads received.
+    pub reads: u64,
+    /// Flushes received.
+    pub flushes: u64,
+    /// Flushes that completed with nothing to make durable.
+    pub empty_flushes: u64,
+    /// Writes with Force Unit Access: always 0 through a loop device, which offers no FUA (the block layer
+    /// turns FUA into a write and a flush).
+    pub fua_writes: u64,
+    /// Writes destaged in the background (cache full or old), not by a flush.
+    pub background_destages: u64,
+    /// Power cuts.
+    pub cuts: u64,
+    /// Bytes in the volatile cache now.
+    pub cached_bytes: u64,
+}
+
+/// What one power cut did to the cache.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CutReport {
+    /// The seed that chose what survived.
+    pub seed: u64,
+    /// Writes in the cache (received, not durable) when the power went.
+    pub cached_writes: u64,
+    /// Of those, writes the device had acknowledged.
+    pub acknowledged_writes: u64,
+    /// Writes destaged just before the cut (survived whole).
+    pub destaged_writes: u64,
+    /// Writes whose every sector a newer destaged write had overwritten (nothing of them to lose).
+    pub superseded_writes: u64,
+    /// Writes lost whole or in part.
+    pub lost_writes: u64,
+    /// Bytes lost.
+    pub lost_bytes: u64,
+    /// Lost writes a completed flush had covered: the device had said they were durable.
+    pub lost_after_flush: u64,
+    /// Lost writes the device had acknowledged.
+    pub lost_acknowledged: u64,
+    /// The write torn at a sector boundary, if any.
+    pub torn: Option<TornWrite>,
+    /// The first lost writes (offset, bytes), for showing.
+    pub lost_sample: Vec<LostWrite>,
+}
+
+/// A write of which only the first sectors reached the medium.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TornWrite {
+    /// Byte offset of the write.
+    pub offset: u64,
+    /// Its length.
+    pub len_bytes: u64,
+    /// Bytes that reached the medium (a multiple of 512, less than the length).
+    pub persisted_bytes: u64,
+}
+
+/// One lost write.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostWrite {
+    /// Byte offset.
+    pub offset: u64,
+    /// Length.
+    pub len_bytes: u64,
+    /// A completed flush had covered it.
+    pub after_flush: bool,
+}
+
+/// One cached version of a sector: the sequence number of the write that made it, and the sector's data.
+type Version = (u64, Box<[u8]>);
+
+/// How many lost writes a cut report lists.
+const LOST_SAMPLE: usize = 16;
+
+/// The device model.
+pub struct DeviceModel {
+    params: DeviceParams,
+    /// Cache versions per sector, oldest first: (write sequence number, data).
+    versions: HashMap<u64, Vec<Version>>,
+    /// Writes with versions in the cache, by sequence number.
+    writes: BTreeMap<u64, CachedWrite>,
+    next_seq: u64,
+    /// Power generation: requests from an earlier one fail with [`DeviceLost`].
+    epoch: u64,
+    /// When the media channel is free again (bandwidth) and the next flush may start.
+    channel_free_ns: u64,
+    flush_free_ns: u64,
+    rng: SimRng,
+    counters: Counters,
+    write_latency: Samples,
+    flush_latency: Samples,
+    cut_reports: Vec<CutReport>,
+}
+
+impl DeviceModel {
+    /// An empty, powered device; `seed` drives background destaging order.
+    pub fn new(params: DeviceParams, seed: u64) -> DeviceModel {
+        DeviceModel {
+            params,
+            versions: HashMap::new(),
+            writes: BTreeMap::new(),
+            next_seq: 1,
+            epoch: 0,
+            channel_free_ns: 0,
+            flush_free_ns: 0,
+            rng: SimRng::new(seed),
+            counters: Counters::default(),
+            write_latency: Samples::new(),
+            flush_latency: Samples::new(),
+            cut_reports: Vec::new(),
+        }
+    }
+
+    /// The parameters the device runs with.
+    pub fn params(&self) -> &DeviceParams {
+        &self.params
+    }
+
+    /// The current power generation.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Accept a write: it enters the cache now (reads see it) and is acknowledged at `done_at_ns`.
+    pub fn submit_write(
+        &mut self,
+        now_ns: u64,
+        offset: u64,
+        data: &[u8],
+        medium: &impl Medium,
+    ) -> std::io::Result<WriteTicket> {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let len = data.len() as u64;
+        let first = offset / SECTOR_BYTES;
+        let end = (offset + len).div_ceil(SECTOR_BYTES);
+        for sector in first..end {
+            let start = sector * SECTOR_BYTES;
+            let mut block = self.view_sector(sector, medium)?;
+            let from = offset.max(start);
+            let to = (offset + len).min(start + SECTOR_BYTES);
+            block[(from - start) as usize..(to - start) as usize]
+                .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
+            self.versions.entry(sector).or_default().push((seq, block.into_boxed_slice()));
+        }
+        let write =
+            CachedWrite { offset, len, acked: false, promised: false, acked_at_ns: 0, live_sectors: end - first };
+        self.writes.insert(seq, write);
+        self.counters.writes += 1;
+        self.counters.write_bytes += len;
+        self.counters.cached_bytes += (end - first) * SECTOR_BYTES;
+        let start = now_ns.max(self.channel_free_ns);
+        self.channel_free_ns = start + self.params.transfer_ns(len);
+        let done_at_ns = self.channel_free_ns + self.params.write_ns;
+        Ok(WriteTicket { epoch: self.epoch, seq, started_ns: now_ns, done_at_ns })
+    }
+
+    /// The write's latency has elapsed: acknowledge it (write-through makes it durable first).
+    pub fn complete_write(&mut self, ticket: WriteTicket, medium: &impl Medium) -> Result<(), DeviceLost> {
+        if ticket.epoch != self.epoch {
+            return Err(DeviceLost);
+        }
+        self.write_latency.record(ticket.done_at_ns - ticket.started_ns);
+        if self.params.honesty == Honesty::WriteThrough {
+            self.destage(ticket.seq, medium).map_err(|_| DeviceLost)?;
+        } else if let Some(w) = self.writes.get_mut(&ticket.seq) {
+            w.acked = true;
+            w.acked_at_ns = ticket.done_at_ns;
+        }
+        Ok(())
+    }
+
+    /// A flush arrives: it covers every write acknowledged so far and completes at `done_at_ns`.
+    pub fn begin_flush(&mut self, now_ns: u64) -> FlushTicket {
+        self.counters.flushes += 1;
+        let covers: Vec<u64> = self.writes.iter().filter(|(_, w)| w.acked).map(|(&seq, _)| seq).collect();
+        let done_at_ns = match self.params.honesty {
+            // The lie: answered at once, nothing made durable.
+            Honesty::IgnoresFlush => now_ns + self.params.flush_ns,
+            Honesty::WriteThrough => now_ns.max(self.flush_free_ns) + self.params.flush_ns,
+            Honesty::Honest => {
+                let dirty: u64 = covers.iter().map(|seq| self.writes[seq].live_sectors * SECTOR_BYTES).sum();
+                now_ns.max(self.flush_free_ns) + self.params.flush_ns + self.params.transfer_ns(dirty)
+            }
+        };
+        if self.params.honesty != Honesty::IgnoresFlush {
+            self.flush_free_ns = done_at_ns;
+        }
+        FlushTicket { epoch: self.epoch, covers, started_ns: now_ns, done_at_ns }
+    }
+
+    /// The flush's time has come: make what it covers durable (or, ignoring flushes, only promise it).
+    pub fn complete_flush(&mut self, ticket: FlushTicket, medium: &impl Medium) -> Result<(), DeviceLost> {
+        if ticket.epoch != self.epoch {
+            return Err(DeviceLost);
+        }
+        self.flush_latency.record(ticket.done_at_ns - ticket.started_ns);
+        if ticket.covers.iter().all(|seq| !self.writes.contains_key(seq)) {
+            self.counters.empty_flushes += 1;
+        }
+        for seq in ticket.covers.iter().rev() {
+            if self.params.honesty == Honesty::IgnoresFlush {
+                if let Some(w) = self.writes.get_mut(seq) {
+                    w.promised = true;
+                }
+            } else {
+                self.destage(*seq, medium).map_err(|_| DeviceLost)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Background destaging at `now_ns`: writes acknowledged longer ago than the profile's destage delay, then
+    /// random writes while the cache is over capacity — the device's own order, not the host's.
+    pub fn tick(&mut self, now_ns: u64, medium: &impl Medium) -> std::io::Result<()> {
+        if let Some(after_ns) = self.params.destage_after_ns {
+            let old: Vec<u64> = self
+                .writes
+                .iter()
+                .filter(|(_, w)| w.acked && now_ns.saturating_sub(w.acked_at_ns) >= after_ns)
+                .map(|(&seq, _)| seq)
+                .collect();
+            for seq in self.shuffled(old) {
+                self.destage(seq, medium)?;
+                self.counters.background_destages += 1;
+            }
+        }
+        while self.counters.cached_bytes > self.params.cache_bytes {
+            let acked: Vec<u64> = self.writes.iter().filter(|(_, w)| w.acked).map(|(&s, _)| s).collect();
+            if acked.is_empty() {
+                break;
+            }
+            let seq = acked[self.rng.below(acked.len() as u64) as usize];
+            self.destage(seq, medium)?;
+            self.counters.background_destages += 1;
+        }
+        Ok(())
+    }
+
+    /// Read `buf.len()` bytes at `offset`: the newest cached data over the medium.
+    pub fn read(&mut self, offset: u64, buf: &mut [u8], medium: &impl Medium) -> std::io::Result<()> {
+        self.counters.reads += 1;
+        medium.read_at(offset, buf)?;
+        let len = buf.len() as u64;
+        for sector in offset / SECTOR_BYTES..(offset + len).div_ceil(SECTOR_BYTES) {
+            let Some((_, data)) = self.versions.get(&sector).and_then(|v| v.last()) else { continue };
+            let start = sector * SECTOR_BYTES;
+            let from = offset.max(start);
+            let to = (offset + len).min(start + SECTOR_BYTES);
+            buf[(from - offset) as usize..(to - offset) as usize]
+                .copy_from_slice(&data[(from - start) as usize..(to - start) as usize]);
+        }
+        Ok(())
+    }
+
+    /// Power cut: a seeded random subset of the cache was destaged just before it (each write with the
+    /// profile's probability), one more write was being destaged and is torn at a sector boundary, and
+    /// everything else in the cache is gone. Requests of the old generation fail from now on.
+    pub fn cut(&mut self, seed: u64, medium: &impl Medium) -> std::io::Result<CutReport> {
+        let mut rng = SimRng::new(seed);
+        let mut report = CutReport { seed, cached_writes: self.writes.len() as u64, ..CutReport::default() };
+        report.acknowledged_writes = self.writes.values().filter(|w| w.acked).count() as u64;
+        let all: Vec<u64> = self.writes.keys().copied().collect();
+        let mut remaining = Vec::new();
+        for seq in all {
+            if rng.chance(self.params.destaged_at_cut_percent, 100) {
+                self.destage(seq, medium)?;
+                report.destaged_writes += 1;
+            } else {
+                remaining.push(seq);
+            }
+        }
+        // Destaging a newer write retires the older writes it fully overwrote: they are not lost.
+        let before = remaining.len();
+        remaining.retain(|seq| self.writes.contains_key(seq));
+        report.superseded_writes = (before - remaining.len()) as u64;
+        let tearable: Vec<u64> = remaining.iter().copied().filter(|s| self.writes[s].live_sectors >= 2).collect();
+        if !tearable.is_empty() {
+            let seq = tearable[rng.below(tearable.len() as u64) as usize];
+            report.torn = Some(self.tear(seq, &mut rng, medium)?);
+        }
+        for seq in remaining {
+            let w = &self.writes[&seq];
+            report.lost_writes += 1;
+            report.lost_bytes += w.len;
+            report.lost_after_flush += u64::from(w.promised);
+            report.lost_acknowledged += u64::from(w.acked);
+            if report.lost_sample.len() < LOST_SAMPLE {
+                report.lost_sample.push(LostWrite { offset: w.offset, len_bytes: w.len, after_flush: w.promised });
+            }
+        }
+        self.versions.clear();
+        self.writes.clear();
+        self.counters.cached_bytes = 0;
+        self.counters.cuts += 1;
+        self.epoch += 1;
+        self.channel_free_ns = 0;
+        self.flush_free_ns = 0;
+        self.cut_reports.push(report.clone());
+        Ok(report)
+    }
+
+    /// Make everything in the cache durable at once (the lab starts from a settled disk: mkfs's writes are
+    /// not part of any experiment).
+    pub fn settle(&mut self, medium: &impl Medium) -> std::io::Result<()> {
+        let all: Vec<u64> = self.writes.keys().copied().collect();
+        for seq in all.into_iter().rev() {
+            self.destage(seq, medium)?;
+        }
+        Ok(())
+    }
+
+    /// Counters, with the latency histograms and every cut's report.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            counters: self.counters.clone(),
+            writes_acknowledged: self.write_latency.count(),
+            write_latency_ns: self.write_latency.latency(),
+            flushes_completed: self.flush_latency.count(),
+            flush_latency_ns: self.flush_latency.latency(),
+            cuts: self.cut_reports.clone(),
+        }
+    }
+
+    /// Writes received and not yet durable, by sequence number (for tests and stats).
+    pub fn cached_writes(&self) -> usize {
+        self.writes.len()
+    }
+
+    /// Persist the first sectors (at least one, not all) of `seq`'s cached versions.
+    fn tear(&mut self, seq: u64, rng: &mut SimRng, medium: &impl Medium) -> std::io::Result<TornWrite> {
+        let w = self.writes[&seq].clone();
+        let sectors: Vec<u64> = (w.offset / SECTOR_BYTES..(w.offset + w.len).div_ceil(SECTOR_BYTES))
+            .filter(|s| self.versions.get(s).is_some_and(|v| v.iter().any(|(q, _)| *q == seq)))
+            .collect();
+        let keep = 1 + rng.below(sectors.len() as u64 - 1) as usize;
+        for &sector in &sectors[..keep] {
+            let data = &self.versions[&sector].iter().find(|(q, _)| *q == seq).expect("filtered above").1;
+            medium.write_at(sector * SECTOR_BYTES, data)?;
+        }
+        Ok(TornWrite { offset: w.offset, len_bytes: w.len, persisted_bytes: keep as u64 * SECTOR_BYTES })
+    }
+
+    /// Copy `seq`'s versions to the medium and drop every version of those sectors up to it.
+    fn destage(&mut self, seq: u64, medium: &impl Medium) -> std::io::Result<()> {
+        let Some(w) = self.writes.get(&seq) else { return Ok(()) };
+        let range = w.offset / SECTOR_BYTES..(w.offset + w.len).div_ceil(SECTOR_BYTES);
+        for sector in range {
+            let Some(list) = self.versions.get_mut(&sector) else { continue };
+            let Some(pos) = list.iter().position(|(q, _)| *q == seq) else { continue };
+            medium.write_at(sector * SECTOR_BYTES, &list[pos].1)?;
+            let dropped: Vec<u64> = list.drain(..=pos).map(|(q, _)| q).collect();
+            if list.is_empty() {
+                self.versions.remove(&sector);
+            }
+            for q in dropped {
+                self.counters.cached_bytes -= SECTOR_BYTES;
+                let gone = self.writes.get_mut(&q).map(|w| {
+                    w.live_sectors -= 1;
+                    w.live_sectors == 0
+                });
+                if gone == Some(true) {
+                    self.writes.remove(&q);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The current contents of one sector: its newest cached version, else the medium.
+    fn view_sector(&self, sector: u64, medium: &impl Medium) -> std::io::Result<Vec<u8>> {
+        if let Some((_, data)) = self.versions.get(&sector).and_then(|v| v.last()) {
+            return Ok(data.to_vec());
+        }
+        let mut block = vec![0u8; SECTOR_BYTES as usize];
+        medium.read_at(sector * SECTOR_BYTES, &mut block)?;
+        Ok(block)
+    }
+
+    fn shuffled(&mut self, mut items: Vec<u64>) -> Vec<u64> {
+        for i in (1..items.len()).rev() {
+            let j = self.rng.below(i as u64 + 1) as usize;
+            items.swap(i, j);
+        }
+        items
+    }
+}
+
+/// Counters and latency summaries, as `lab stats` shows them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Stats {
+    /// The device's counters.
+    pub counters: Counters,
+    /// Writes acknowledged (the samples of the write latency).
+    pub writes_acknowledged: u64,
+    /// Write latency the device charged (syncbench's one latency summary, see [`Samples`]).
+    pub write_latency_ns: LatencyNs,
+    /// Flushes completed (the samples of the flush latency).
+    pub flushes_completed: u64,
+    /// Flush latency the device charged.
+    pub flush_latency_ns: LatencyNs,
+    /// One report per power cut.
+    pub cuts: Vec<CutReport>,
+}
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod tests;

@@ -1,0 +1,259 @@
+//! The device model on a mock clock and an in-memory medium.
+
+use super::*;
+use crate::proof::lab::profile::{DeviceParams, Honesty};
+use std::cell::RefCell;
+
+/// An in-memory disk.
+struct Mem(RefCell<Vec<u8>>);
+
+impl Mem {
+    fn new(bytes: usize) -> Mem {
+        Mem(RefCell::new(vec![0; bytes]))
+    }
+    fn sector(&self, n: u64) -> Vec<u8> {
+        let s = (n * SECTOR_BYTES) as usize;
+        self.0.borrow()[s..s + SECTOR_BYTES as usize].to_vec()
+    }
+}
+
+impl Medium for Mem {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let o = offset as usize;
+        buf.copy_from_slice(&self.0.borrow()[o..o + buf.len()]);
+        Ok(())
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        let o = offset as usize;
+        self.0.borrow_mut()[o..o + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+fn params(honesty: Honesty) -> DeviceParams {
+    DeviceParams {
+        honesty,
+        flush_ns: 200_000,
+        write_ns: 20_000,
+        bandwidth_bytes_per_s: None,
+        cache_bytes: 1 << 30,
+        destage_after_ns: None,
+        destaged_at_cut_percent: 0,
+    }
+}
+
+/// A write of `sectors` sectors at sector `at`, every byte `fill`; acknowledged when its time comes.
+fn write(dev: &mut DeviceModel, mem: &Mem, now: &mut u64, at: u64, sectors: usize, fill: u8) {
+    let data = vec![fill; sectors * SECTOR_BYTES as usize];
+    let ticket = dev.submit_write(*now, at * SECTOR_BYTES, &data, mem).unwrap();
+    *now = ticket.done_at_ns;
+    dev.complete_write(ticket, mem).unwrap();
+}
+
+fn flush(dev: &mut DeviceModel, mem: &Mem, now: &mut u64) {
+    let ticket = dev.begin_flush(*now);
+    *now = ticket.done_at_ns;
+    dev.complete_flush(ticket, mem).unwrap();
+}
+
+fn is(mem: &Mem, sector: u64, fill: u8) -> bool {
+    mem.sector(sector).iter().all(|&b| b == fill)
+}
+
+#[test]
+fn honest_loses_exactly_the_writes_no_completed_flush_covered() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    for s in 0..10 {
+        write(&mut dev, &mem, &mut now, s, 1, 1 + s as u8);
+    }
+    flush(&mut dev, &mem, &mut now);
+    for s in 10..20 {
+        write(&mut dev, &mem, &mut now, s, 1, 1 + s as u8);
+    }
+    // A write overwriting a flushed sector: the flushed version must survive it.
+    write(&mut dev, &mem, &mut now, 3, 1, 99);
+    let report = dev.cut(7, &mem).unwrap();
+    assert!((0..10).all(|s| is(&mem, s, 1 + s as u8)), "flushed writes survive");
+    assert!((10..20).all(|s| is(&mem, s, 0)), "unflushed writes are lost");
+    assert_eq!((report.lost_writes, report.lost_after_flush, report.lost_acknowledged), (11, 0, 11));
+    assert_eq!(report.lost_bytes, 11 * SECTOR_BYTES);
+}
+
+#[test]
+fn a_flush_covers_only_writes_acknowledged_before_it_began() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 1, 1);
+    let ticket = dev.begin_flush(now);
+    // A write arriving while the flush runs is not stalled by it and not covered by it.
+    let late = dev.submit_write(now + 1, SECTOR_BYTES, &[2; 512], &mem).unwrap();
+    assert!(late.done_at_ns < ticket.done_at_ns, "the write does not wait for the flush");
+    dev.complete_write(late, &mem).unwrap();
+    dev.complete_flush(ticket, &mem).unwrap();
+    dev.cut(1, &mem).unwrap();
+    assert!(is(&mem, 0, 1) && is(&mem, 1, 0));
+}
+
+#[test]
+fn ignores_flush_loses_writes_it_said_were_flushed() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::IgnoresFlush), 1);
+    let mut now = 0;
+    for s in 0..8 {
+        write(&mut dev, &mem, &mut now, s, 1, 7);
+        let before = now;
+        flush(&mut dev, &mem, &mut now);
+        assert_eq!(now - before, 200_000, "acknowledged after its fixed cost, no data transferred");
+    }
+    let report = dev.cut(3, &mem).unwrap();
+    assert!((0..8).all(|s| is(&mem, s, 0)));
+    assert_eq!((report.lost_writes, report.lost_after_flush), (8, 8));
+}
+
+#[test]
+fn write_through_loses_nothing_acknowledged() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::WriteThrough), 1);
+    let mut now = 0;
+    for s in 0..8 {
+        write(&mut dev, &mem, &mut now, s * 2, 2, 5);
+    }
+    // One write still in flight (not acknowledged) when the power goes.
+    dev.submit_write(now, 40 * SECTOR_BYTES, &[9; 512], &mem).unwrap();
+    let report = dev.cut(11, &mem).unwrap();
+    assert!((0..16).all(|s| is(&mem, s, 5)));
+    assert_eq!((report.lost_acknowledged, report.lost_writes), (0, 1));
+    assert!(is(&mem, 40, 0));
+}
+
+#[test]
+fn a_cut_tears_one_write_at_a_sector_boundary() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 8, 8, 0xAB);
+    let torn = dev.cut(5, &mem).unwrap().torn.expect("one multi-sector write to tear");
+    assert_eq!((torn.offset, torn.len_bytes), (8 * SECTOR_BYTES, 8 * SECTOR_BYTES));
+    assert!(torn.persisted_bytes > 0 && torn.persisted_bytes < torn.len_bytes);
+    assert_eq!(torn.persisted_bytes % SECTOR_BYTES, 0);
+    let kept = torn.persisted_bytes / SECTOR_BYTES;
+    // Every sector is whole: the first `kept` are new, the rest old.
+    assert!((8..8 + kept).all(|s| is(&mem, s, 0xAB)));
+    assert!((8 + kept..16).all(|s| is(&mem, s, 0)));
+}
+
+#[test]
+fn the_same_seed_gives_the_same_cut_and_another_seed_another() {
+    let run = |seed: u64| {
+        let mem = Mem::new(1 << 20);
+        let mut dev = DeviceModel::new(DeviceParams { destaged_at_cut_percent: 50, ..params(Honesty::Honest) }, 9);
+        let mut now = 0;
+        // Each place is written 4 times: destaging a newer write retires the older ones it covers.
+        for s in 0..64 {
+            write(&mut dev, &mem, &mut now, (s % 16) * 4, 4, 1 + s as u8);
+        }
+        let report = dev.cut(seed, &mem).unwrap();
+        (report, mem.0.into_inner())
+    };
+    let (a, disk_a) = run(42);
+    let (b, disk_b) = run(42);
+    let (c, disk_c) = run(43);
+    assert_eq!(a, b);
+    assert_eq!(disk_a, disk_b);
+    assert!(a.destaged_writes > 0 && a.lost_writes > 0, "{a:?}");
+    assert_eq!(a.destaged_writes + a.superseded_writes + a.lost_writes, a.cached_writes, "{a:?}");
+    assert!(a != c || disk_a != disk_c);
+}
+
+#[test]
+fn destaging_in_any_order_keeps_the_newest_version() {
+    let mem = Mem::new(1 << 16);
+    let p = DeviceParams { destage_after_ns: Some(1), ..params(Honesty::Honest) };
+    let mut dev = DeviceModel::new(p, 3);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 4, 1);
+    write(&mut dev, &mem, &mut now, 2, 4, 2);
+    write(&mut dev, &mem, &mut now, 1, 1, 3);
+    dev.tick(now + 10, &mem).unwrap();
+    assert_eq!(dev.cached_writes(), 0);
+    let expect = [1, 3, 2, 2, 2, 2];
+    assert!(expect.iter().enumerate().all(|(s, &f)| is(&mem, s as u64, f)));
+}
+
+#[test]
+fn reads_see_the_cache_and_partial_sector_writes_merge() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let ticket = dev.submit_write(0, 100, &[7; 10], &mem).unwrap();
+    dev.complete_write(ticket, &mem).unwrap();
+    let mut buf = vec![0xFF; 1024];
+    dev.read(0, &mut buf, &mem).unwrap();
+    assert!(buf[..100].iter().all(|&b| b == 0) && buf[100..110].iter().all(|&b| b == 7));
+    assert!(buf[110..].iter().all(|&b| b == 0));
+    assert!(is(&mem, 0, 0), "nothing durable before a flush");
+}
+
+#[test]
+fn requests_of_a_generation_that_lost_power_fail() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let w = dev.submit_write(0, 0, &[1; 512], &mem).unwrap();
+    let f = dev.begin_flush(0);
+    dev.cut(1, &mem).unwrap();
+    assert_eq!(dev.complete_write(w, &mem), Err(DeviceLost));
+    assert_eq!(dev.complete_flush(f, &mem), Err(DeviceLost));
+    assert!(is(&mem, 0, 0));
+}
+
+#[test]
+fn a_full_cache_destages_in_the_background() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(DeviceParams { cache_bytes: 4 * SECTOR_BYTES, ..params(Honesty::Honest) }, 1);
+    let mut now = 0;
+    for s in 0..16 {
+        write(&mut dev, &mem, &mut now, s, 1, 4);
+        dev.tick(now, &mem).unwrap();
+    }
+    assert_eq!(dev.cached_writes(), 4);
+    assert_eq!(dev.stats().counters.background_destages, 12);
+}
+
+#[test]
+fn an_honest_flush_pays_for_the_dirty_data() {
+    let mem = Mem::new(1 << 20);
+    let p = DeviceParams { bandwidth_bytes_per_s: Some(512_000_000), ..params(Honesty::Honest) };
+    let mut dev = DeviceModel::new(p, 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 1000, 1);
+    let ticket = dev.begin_flush(now);
+    assert_eq!(ticket.done_at_ns - now, 200_000 + 1_000_000);
+}
+
+#[test]
+fn stats_record_the_latency_the_device_charged() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 1, 1);
+    flush(&mut dev, &mem, &mut now);
+    let stats = dev.stats();
+    assert_eq!((stats.writes_acknowledged, stats.flushes_completed), (1, 1));
+    // One sample each: every percentile is the exact latency charged.
+    assert_eq!((stats.write_latency_ns.p50, stats.write_latency_ns.max), (20_000, 20_000), "{stats:?}");
+    assert_eq!((stats.flush_latency_ns.p99, stats.flush_latency_ns.mean), (200_000, 200_000.0), "{stats:?}");
+}
+
+#[test]
+fn settle_makes_the_whole_cache_durable() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::IgnoresFlush), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 2, 1);
+    write(&mut dev, &mem, &mut now, 1, 2, 2);
+    dev.settle(&mem).unwrap();
+    assert_eq!(dev.cut(1, &mem).unwrap().lost_writes, 0);
+    assert!(is(&mem, 0, 1) && is(&mem, 1, 2) && is(&mem, 2, 2));
+}

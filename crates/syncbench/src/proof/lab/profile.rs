@@ -1,0 +1,246 @@
+//! The emulated disks: named profiles built from measured devices, and the overrides a user may apply.
+//!
+//! Flush costs come from published fdatasync rates (one ext4 fdatasync of an overwritten block is one write
+//! plus one device flush): Percona, "Why Consumer SSD Reviews are Useless for Database Performance Use
+//! Case" (2018; shared/seeds/001_*), and the pgsql-performance thread of 2010-11 showing one SATA disk with
+//! its write cache on (≈1200 fdatasync/s, flushes not sent) and off (≈108/s) (shared/seeds/000_*).
+//! Cache sizes, destage delays and the share of the cache destaged just before a cut are model choices,
+//! not measurements: a real drive does not publish them.
+
+use clap::ValueEnum;
+use serde::Serialize;
+
+/// What the device does with a flush.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Honesty {
+    /// A volatile write cache; a flush makes everything acknowledged before it durable.
+    Honest,
+    /// No volatile cache: a write is durable when acknowledged (power-loss protection, battery-backed cache).
+    WriteThrough,
+    /// A volatile cache whose flushes are acknowledged at once and make nothing durable (the cheating SSD).
+    IgnoresFlush,
+}
+
+impl Honesty {
+    /// The name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Honesty::Honest => "honest",
+            Honesty::WriteThrough => "write-through",
+            Honesty::IgnoresFlush => "ignores-flush",
+        }
+    }
+}
+
+/// The file systems the lab makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LabFs {
+    /// ext4, data=ordered.
+    Ext4,
+    /// XFS.
+    Xfs,
+    /// Btrfs.
+    Btrfs,
+}
+
+impl LabFs {
+    /// How the shared stack makes and mounts it.
+    pub fn case(self) -> crate::proof::fsync_errors::cases::FsCase {
+        use crate::proof::fsync_errors::cases::FsCase;
+        match self {
+            LabFs::Ext4 => FsCase::Ext4,
+            LabFs::Xfs => FsCase::Xfs,
+            LabFs::Btrfs => FsCase::Btrfs,
+        }
+    }
+}
+
+/// Everything the device model needs to know.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct DeviceParams {
+    /// Flush honesty.
+    pub honesty: Honesty,
+    /// Fixed cost of one flush (rotation, FTL journal commit), in addition to transferring the dirty data.
+    pub flush_ns: u64,
+    /// Fixed latency of one write (command overhead; a cache hit).
+    pub write_ns: u64,
+    /// Media bandwidth in bytes per second; `None` for unlimited.
+    pub bandwidth_bytes_per_s: Option<u64>,
+    /// Volatile cache capacity: beyond it, the device destages in the background.
+    pub cache_bytes: u64,
+    /// Acknowledged writes older than this are destaged in the background; `None` for never.
+    pub destage_after_ns: Option<u64>,
+    /// Percent of the cached writes that reached the medium just before a power cut.
+    pub destaged_at_cut_percent: u64,
+}
+
+impl DeviceParams {
+    /// Time to move `bytes` over the media channel.
+    pub fn transfer_ns(&self, bytes: u64) -> u64 {
+        self.bandwidth_bytes_per_s.map_or(0, |bw| (bytes as u128 * 1_000_000_000 / bw as u128) as u64)
+    }
+}
+
+/// One named profile.
+#[derive(Clone, Debug, Serialize)]
+pub struct Profile {
+    /// Name used with `--profile`.
+    pub name: &'static str,
+    /// The device class.
+    pub class: &'static str,
+    /// The device parameters.
+    pub params: DeviceParams,
+    /// Where the numbers come from.
+    pub source: &'static str,
+}
+
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+const MB: u64 = 1_000_000;
+const MIB: u64 = 1 << 20;
+
+fn params(honesty: Honesty, flush_us: u64, write_us: u64, bandwidth_mb_s: u64, cache_mib: u64) -> DeviceParams {
+    DeviceParams {
+        honesty,
+        flush_ns: flush_us * US,
+        write_ns: write_us * US,
+        bandwidth_bytes_per_s: Some(bandwidth_mb_s * MB),
+        cache_bytes: cache_mib * MIB,
+        destage_after_ns: Some(100 * MS),
+        destaged_at_cut_percent: 25,
+    }
+}
+
+/// Every profile, in the order `lab profiles` lists them.
+pub fn all() -> Vec<Profile> {
+    vec![
+        Profile {
+            name: "hdd-7200",
+            class: "7200 rpm SATA disk, write cache on",
+            params: params(Honesty::Honest, 8_500, 50, 150, 64),
+            source: "WD2502ABYS 7200 rpm: 118 fdatasync/s = 8.5 ms (Percona 2018, seeds/001); \
+                     ~150 MB/s sequential",
+        },
+        Profile {
+            name: "sata-ssd-consumer",
+            class: "consumer SATA SSD, no power-loss protection",
+            params: params(Honesty::Honest, 3_000, 30, 500, 256),
+            source: "Samsung MZ7LN512: 333 fdatasync/s = 3.0 ms (Percona 2018, seeds/001); SATA 500 MB/s",
+        },
+        Profile {
+            name: "nvme-consumer",
+            class: "consumer NVMe SSD, no power-loss protection",
+            params: params(Honesty::Honest, 1_400, 20, 2_000, 512),
+            source: "Samsung 960 PRO: 714 fdatasync/s = 1.4 ms, 267 fsync/s (Percona 2018, seeds/001)",
+        },
+        Profile {
+            name: "nvme-plp",
+            class: "enterprise NVMe with power-loss protection (write-through in effect)",
+            params: params(Honesty::WriteThrough, 20, 50, 2_000, 0),
+            source: "Intel PC-3700 (DC P3700): 7380 fsync/s = 0.14 ms (Percona 2018, seeds/001)",
+        },
+        Profile {
+            name: "raid-bbu",
+            class: "RAID controller with battery-backed cache",
+            params: params(Honesty::WriteThrough, 0, 20, 1_000, 0),
+            source: "Dell PERC with BBU: 23000 fsync/s = 0.04 ms (Percona 2018, seeds/001)",
+        },
+        Profile {
+            name: "cheating-ssd",
+            class: "SSD that acknowledges flushes without persisting",
+            params: DeviceParams {
+                destage_after_ns: Some(2_000 * MS),
+                ..params(Honesty::IgnoresFlush, 0, 300, 1_000, 512)
+            },
+            source: "Intel PC-3100: 1274 fsync/s = 0.79 ms, no power-loss protection, \"obviously cheating\" \
+                     (Percona 2018, seeds/001); a SATA disk not sent flushes: 1200/s vs 108/s (seeds/000)",
+        },
+        Profile {
+            name: "ssd-200us",
+            class: "reference disk for group commit: 200 µs flush",
+            params: params(Honesty::Honest, 200, 20, 1_000, 256),
+            source: "the group-commit goal's reference disk (issue 17): flush 200 µs",
+        },
+        Profile {
+            name: "zero",
+            class: "no added latency: the stack's own cost",
+            params: DeviceParams { bandwidth_bytes_per_s: None, ..params(Honesty::Honest, 0, 0, 1, 1024) },
+            source: "none: measures FUSE + loop + the model",
+        },
+    ]
+}
+
+/// The profile called `name`, or a one-line error listing the names.
+pub fn by_name(name: &str) -> Result<Profile, String> {
+    all().into_iter().find(|p| p.name == name).ok_or_else(|| {
+        let names: Vec<&str> = all().iter().map(|p| p.name).collect();
+        format!("unknown lab profile {name:?}; choose one of {}", names.join(", "))
+    })
+}
+
+/// The image exactly as the kernel wrote it: no latency, no volatile cache (what `fsync-errors` runs on:
+/// it reads the image file to see what reached the "disk").
+pub fn pass_through() -> DeviceParams {
+    DeviceParams { honesty: Honesty::WriteThrough, ..by_name("zero").expect("zero is a profile").params }
+}
+
+/// User overrides of a profile's numbers.
+#[derive(Clone, Copy, Debug, Default, clap::Args)]
+pub struct Overrides {
+    /// Override the profile's flush cost, in microseconds.
+    #[arg(long, value_name = "US")]
+    pub flush_us: Option<u64>,
+    /// Override the profile's per-write latency, in microseconds.
+    #[arg(long, value_name = "US")]
+    pub write_us: Option<u64>,
+    /// Override the profile's honesty about flushes.
+    #[arg(long, value_enum)]
+    pub honesty: Option<Honesty>,
+}
+
+impl Overrides {
+    /// `params` with these overrides applied.
+    pub fn apply(&self, mut params: DeviceParams) -> DeviceParams {
+        if let Some(us) = self.flush_us {
+            params.flush_ns = us * US;
+        }
+        if let Some(us) = self.write_us {
+            params.write_ns = us * US;
+        }
+        if let Some(h) = self.honesty {
+            params.honesty = h;
+        }
+        params
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        let all = all();
+        for p in &all {
+            assert_eq!(by_name(p.name).unwrap().name, p.name);
+            assert_eq!(all.iter().filter(|q| q.name == p.name).count(), 1);
+        }
+        assert!(by_name("floppy").unwrap_err().contains("hdd-7200"));
+    }
+
+    #[test]
+    fn transfer_time_follows_bandwidth() {
+        let p = by_name("hdd-7200").unwrap().params;
+        assert_eq!(p.transfer_ns(150 * MB), 1_000_000_000);
+        assert_eq!(by_name("zero").unwrap().params.transfer_ns(1 << 30), 0);
+    }
+
+    #[test]
+    fn overrides_replace_only_what_is_given() {
+        let base = by_name("ssd-200us").unwrap().params;
+        let o = Overrides { flush_us: Some(5), write_us: None, honesty: Some(Honesty::IgnoresFlush) };
+        let p = o.apply(base.clone());
+        assert_eq!((p.flush_ns, p.write_ns, p.honesty), (5_000, base.write_ns, Honesty::IgnoresFlush));
+    }
+}
