@@ -3,7 +3,7 @@
 
 use crate::core::exit::{Outcome, usage};
 use crate::core::export::ExportArgs;
-use crate::proof::fsync_errors::cases::{self, FsCase, SyncCall};
+use crate::proof::lab::cases::{self, FsCase, SyncCall};
 
 /// Flags of `syncbench fsync-errors`.
 #[derive(Debug, clap::Args)]
@@ -39,7 +39,8 @@ fn run(_cases: &[FsCase], _args: &Args) -> Outcome {
 
 #[cfg(feature = "fuse")]
 fn run(fs_cases: &[FsCase], args: &Args) -> Outcome {
-    use crate::proof::fsync_errors::{prereq, report, results};
+    use crate::proof::fsync_errors::{report, results};
+    use crate::proof::lab::prereq;
     let missing = prereq::missing_for_command();
     if !missing.is_empty() {
         return Err(usage(format!("fsync-errors cannot run: missing {}", missing.join("; "))));

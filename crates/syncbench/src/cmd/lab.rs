@@ -137,7 +137,7 @@ fn run(action: Action) -> Outcome {
         daemon::serve_main(config)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let missing = crate::proof::fsync_errors::prereq::missing_for_command();
+    let missing = crate::proof::lab::prereq::missing_for_command();
     if !missing.is_empty() {
         return Err(usage(format!("lab cannot run: missing {}", missing.join("; "))));
     }
@@ -218,7 +218,7 @@ fn plan(disk: &DiskArgs, mount: PathBuf) -> anyhow::Result<crate::proof::lab::da
         )));
     }
     let fs = disk.fs.case();
-    if let Some(why) = crate::proof::fsync_errors::prereq::missing_for_case(fs) {
+    if let Some(why) = crate::proof::lab::prereq::missing_for_case(fs) {
         return Err(usage(format!("lab cannot make {}: {why}", fs.fs_type())));
     }
     let work_parent = std::env::temp_dir();

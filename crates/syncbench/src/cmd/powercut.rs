@@ -224,7 +224,7 @@ fn lab(a: LabArgs) -> Outcome {
     if a.cuts == 0 {
         return Err(usage("--cuts must be at least 1"));
     }
-    let missing = crate::proof::fsync_errors::prereq::missing_for_command();
+    let missing = crate::proof::lab::prereq::missing_for_command();
     if !missing.is_empty() {
         return Err(usage(format!("powercut lab cannot run: missing {}", missing.join("; "))));
     }

@@ -117,10 +117,8 @@ mod as_root {
             processes = processes_of_run(run_tag, &tag);
         }
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        let loops = Command::new(syncbench::proof::fsync_errors::prereq::find_program("losetup").unwrap())
-            .arg("-a")
-            .output()
-            .unwrap();
+        let loops =
+            Command::new(syncbench::proof::lab::prereq::find_program("losetup").unwrap()).arg("-a").output().unwrap();
         let dirs: Vec<String> = std::fs::read_dir(std::env::temp_dir())
             .unwrap()
             .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))

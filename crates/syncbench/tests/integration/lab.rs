@@ -96,7 +96,7 @@ mod as_root {
             }
         }
         if let Some(tag) = &tag {
-            let loops = Command::new(syncbench::proof::fsync_errors::prereq::find_program("losetup").unwrap())
+            let loops = Command::new(syncbench::proof::lab::prereq::find_program("losetup").unwrap())
                 .arg("-a")
                 .output()
                 .unwrap();
@@ -223,7 +223,7 @@ mod as_root {
         std::fs::remove_file(mount.join("file")).unwrap();
 
         let bin = assert_cmd::cargo::cargo_bin("syncbench");
-        let user = Command::new(syncbench::proof::fsync_errors::prereq::find_program("setpriv").unwrap())
+        let user = Command::new(syncbench::proof::lab::prereq::find_program("setpriv").unwrap())
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(&bin)
             .args(["lab", "up", "--profile", "zero", m])

@@ -39,7 +39,7 @@ pub fn missing_stack_prerequisite(programs: &[&str]) -> Option<String> {
     }
     programs
         .iter()
-        .find(|p| syncbench::proof::fsync_errors::prereq::find_program(p).is_none())
+        .find(|p| syncbench::proof::lab::prereq::find_program(p).is_none())
         .map(|p| format!("{p} not installed"))
 }
 

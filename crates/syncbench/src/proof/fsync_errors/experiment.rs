@@ -1,9 +1,9 @@
 //! The experiment on one mounted file system: overwrite a synced block, make its writeback fail, and
 //! record what every later fsync and read reports.
 
-use super::cases::{FsCase, SyncCall, Targeting};
-use super::fault::{SECTOR_BYTES, Target};
 use super::results::{AfterRecovery, BlockRead, CallOutcome, FsResult, Observations, WhileFailing};
+use crate::proof::lab::cases::{FsCase, SyncCall, Targeting};
+use crate::proof::lab::fault::{SECTOR_BYTES, Target};
 use crate::proof::lab::profile;
 use crate::proof::lab::stack::{Stack, StackConfig, run_exclusive};
 use anyhow::Context;
@@ -27,7 +27,7 @@ const FILE_NAME: &str = ".syncbench-fsync-errors-victim";
 /// Run the whole experiment for `case`: skip it when its mkfs is missing, record an error when setup fails.
 pub fn run_case(case: FsCase, sync: SyncCall) -> FsResult {
     let mut result = FsResult::new(case, sync);
-    if let Some(why) = super::prereq::missing_for_case(case) {
+    if let Some(why) = crate::proof::lab::prereq::missing_for_case(case) {
         result.skipped = Some(why);
         return result;
     }
@@ -223,7 +223,7 @@ fn after_the_device_recovers(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proof::fsync_errors::fault::Target;
+    use crate::proof::lab::fault::Target;
 
     #[test]
     fn blocks_carry_their_marker_in_every_sector_and_differ() {

@@ -90,8 +90,8 @@ fn row(r: &FsResult) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proof::fsync_errors::cases::{FsCase, SyncCall};
     use crate::proof::fsync_errors::results::{Observations, Report};
+    use crate::proof::lab::cases::{FsCase, SyncCall};
 
     /// ext4 as the paper found it (first fsync EIO, the retry claims success), xfs skipped.
     fn doc() -> Envelope<Payload> {

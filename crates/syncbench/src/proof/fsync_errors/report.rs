@@ -218,8 +218,8 @@ fn differences_from_paper(results: &[FsResult]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proof::fsync_errors::cases::{FsCase, SyncCall};
     use crate::proof::fsync_errors::results::CallOutcome;
+    use crate::proof::lab::cases::{FsCase, SyncCall};
 
     fn eio() -> CallOutcome {
         CallOutcome::Failed("EIO".into())

@@ -4,7 +4,7 @@
 //! an errno name (`EIO`) ([`CallOutcome`]); a read of the overwritten block is `new`, `old`, `other` or an
 //! errno name ([`BlockRead`]).
 
-use super::cases::{FsCase, SyncCall, Targeting};
+use crate::proof::lab::cases::{FsCase, SyncCall, Targeting};
 use serde::Serialize;
 use std::io;
 

@@ -10,7 +10,7 @@ use super::control::{self, LOG_FILE, State};
 use super::profile::DeviceParams;
 use super::stack::{self, Stack, StackConfig};
 use crate::core::cleanup::Created;
-use crate::proof::fsync_errors::cases::FsCase;
+use crate::proof::lab::cases::FsCase;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};

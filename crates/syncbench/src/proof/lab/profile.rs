@@ -46,8 +46,8 @@ pub enum LabFs {
 
 impl LabFs {
     /// How the shared stack makes and mounts it.
-    pub fn case(self) -> crate::proof::fsync_errors::cases::FsCase {
-        use crate::proof::fsync_errors::cases::FsCase;
+    pub fn case(self) -> crate::proof::lab::cases::FsCase {
+        use crate::proof::lab::cases::FsCase;
         match self {
             LabFs::Ext4 => FsCase::Ext4,
             LabFs::Xfs => FsCase::Xfs,

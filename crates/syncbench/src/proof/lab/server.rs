@@ -10,7 +10,7 @@
 //! opened before it fail with EIO (the old loop device talks to a disk that lost power).
 
 use super::model::{DeviceLost, DeviceModel, FlushTicket, Medium, WriteTicket};
-use crate::proof::fsync_errors::fault::FaultSwitch;
+use crate::proof::lab::fault::FaultSwitch;
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
     LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
