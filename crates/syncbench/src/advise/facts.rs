@@ -1,10 +1,10 @@
 //! Lookups over a run's cases that the rules share: find a case, score a method, pick the best.
 
 use super::{Evidence, Input};
+use crate::core::environment::Environment;
 use crate::core::schema::CaseResult;
 use crate::core::suite::Section;
 use crate::core::verdict::Verdict;
-use crate::observe::probe::Environment;
 
 /// Size of a PostgreSQL WAL block and of the default `run` write.
 pub const BLOCK_8K: u64 = 8192;

@@ -5,11 +5,11 @@
 //! it and returns what a saved `run` file would hold, so the rules read a measurement and a file alike.
 
 use super::Database;
+use crate::core::environment::Environment;
 use crate::core::schema::CaseResult;
 use crate::core::verdict::Verdict;
 use crate::measure::background::{BackgroundRun, Rate};
 use crate::measure::runner::{RunBudget, Target, run_case};
-use crate::observe::probe::Environment;
 use std::path::PathBuf;
 
 /// What to measure, validated.
@@ -53,7 +53,7 @@ pub fn measure(plan: &Plan) -> anyhow::Result<Measured> {
     let dir = &plan.dir;
     let environment = crate::observe::probe::collect(dir);
     let _lock = crate::observe::disturbance::DirLock::take(dir)?;
-    let prepared = crate::core::workdir::prepare_run_file(dir, &environment.fs_type)?;
+    let prepared = crate::measure::runner::prepare_run_file(dir, &environment.fs_type)?;
     let case_secs = if plan.quick { RunBudget::QUICK_CASE_SECS } else { RunBudget::DEFAULT_CASE_SECS };
     let rounds = crate::measure::rounds::Schedule::default_for(plan.quick);
     // 1.5 × run's time per case, in rounds: the methods are compared across the whole measurement, so a

@@ -21,9 +21,9 @@ pub use etcd::{ETCD_P99_LIMIT_NS, ETCD_WRITE_BYTES};
 pub use facts::{Facts, Rate};
 pub use render::{answer, body, to_text};
 
+use crate::core::environment::Environment;
 use crate::core::schema::CaseResult;
 use crate::core::verdict::{Severity, Verdict, VerdictCode};
-use crate::observe::probe::Environment;
 use serde::{Deserialize, Serialize};
 
 /// The databases syncbench advises on.

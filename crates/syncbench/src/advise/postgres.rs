@@ -321,7 +321,7 @@ mod tests {
     }
 
     fn delay(results: &[CaseResult]) -> Setting {
-        let env = crate::observe::probe::Environment::default();
+        let env = crate::core::environment::Environment::default();
         let facts = Facts::new(&Input { environment: &env, verdicts: &[], results, under_writes: None });
         let chosen = Rate {
             method: "fdatasync".into(),

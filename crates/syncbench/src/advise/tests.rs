@@ -2,9 +2,9 @@
 //! the faster method (so they fail if a rule ever prefers a slower one).
 
 use super::*;
+use crate::core::environment::{Device, Environment};
 use crate::core::schema::{CaseResult, LatencyNs};
 use crate::core::verdict::{Severity, Verdict};
-use crate::observe::probe::{Device, Environment};
 
 /// (section, method, write size, writes per commit, file state, commits/s)
 type Row = (&'static str, &'static str, u64, u32, &'static str, f64);
@@ -99,7 +99,7 @@ impl Fixture {
 fn disk(name: &str, rotational: bool, cache: &str, fua: bool) -> Device {
     Device {
         name: name.into(),
-        kind: crate::observe::probe::DeviceKind::Disk,
+        kind: crate::core::environment::DeviceKind::Disk,
         rotational: Some(rotational),
         write_cache: Some(cache.into()),
         fua: Some(fua),

@@ -6,8 +6,8 @@
 use super::super::facts::Facts;
 use super::{RECYCLE_WITH_POINT_IN_TIME, advise};
 use crate::advise::Version;
+use crate::core::environment::Environment;
 use crate::core::schema::{CaseResult, LatencyNs};
-use crate::observe::probe::Environment;
 
 fn file_state(state: &str, ops_per_s: f64, ci95_rel: f64) -> CaseResult {
     let mean = 1e9 / ops_per_s;

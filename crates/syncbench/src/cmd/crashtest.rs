@@ -3,9 +3,9 @@
 //! summary (the library's `Summary`, serialised as is) → a line or JSON. A failure prints a one-line
 //! reproducer and exits 1.
 
+use crate::core::environment::Environment;
 use crate::core::exit::{CheckFailed, Outcome, usage};
 use crate::core::schema::{Envelope, now_rfc3339};
-use crate::observe::probe::Environment;
 use crate::proof::crashtest::bugs::EngineBug;
 use crate::proof::crashtest::export::summary_line;
 use crate::proof::crashtest::json::{CrashtestJson, FailureJson, Payload};

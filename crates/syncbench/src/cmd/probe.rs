@@ -5,9 +5,9 @@ use crate::core::exit::{Outcome, usage};
 use crate::core::export::ExportArgs;
 use crate::core::schema::{CaseResult, Envelope};
 use crate::core::verdict::{Severity, Verdict};
-use crate::observe::probe::burst::{self, BurstError};
+use crate::measure::burst::{self, BurstError};
+use crate::observe::probe::payload::{ProbePayload, ProbeSection};
 use crate::observe::probe::{self as env_probe, render};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,25 +31,6 @@ pub struct Args {
     /// Skip the fdatasync burst (the plausibility check then has no measurement to judge).
     #[arg(long)]
     pub no_burst: bool,
-}
-
-/// `probe`'s JSON payload: `{"probe": {...}}` next to the envelope's `environment` and `verdicts`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ProbePayload {
-    /// The probe's own measurements.
-    pub probe: ProbeSection,
-}
-
-/// What the probe measured.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ProbeSection {
-    /// The fdatasync burst, shaped like one of `run`'s results; `null` when skipped or failed.
-    pub flush_burst: Option<CaseResult>,
-    /// Why the burst did not run (`--no-burst`, read-only directory, …).
-    pub flush_burst_skipped: Option<String>,
-    /// The error a write or sync returned during the burst.
-    pub flush_burst_error: Option<String>,
 }
 
 /// Longest burst accepted: the probe is meant to be quick.
@@ -114,7 +95,7 @@ fn flush_failed(err: &str) -> Verdict {
     }
 }
 
-fn render_text(env: &env_probe::Environment, section: &ProbeSection, verdicts: &[Verdict]) -> String {
+fn render_text(env: &crate::core::environment::Environment, section: &ProbeSection, verdicts: &[Verdict]) -> String {
     let mut text = render::environment_tree(env);
     match (&section.flush_burst, &section.flush_burst_skipped, &section.flush_burst_error) {
         (Some(r), _, _) => text.push_str(&render::flush_line(r)),

@@ -147,7 +147,7 @@ pub fn main(args: Args) -> Outcome {
         Some(mock) => (run(&Target::Mock(mock), None), None, None, None),
         None => {
             let lock = crate::observe::disturbance::DirLock::take(&opts.dir)?;
-            let prepared = workdir::prepare_run_file(&opts.dir, &environment.fs_type)?;
+            let prepared = crate::measure::runner::prepare_run_file(&opts.dir, &environment.fs_type)?;
             let (o, env, at, note) = (opts.clone(), environment.clone(), started_at.clone(), lock.leftover_note());
             partial.on_interrupt(move |results| {
                 if let Err(e) = report(&o, env.clone(), at.clone(), results, (None, note.clone(), None), true) {
@@ -188,7 +188,7 @@ pub fn main(args: Args) -> Outcome {
 /// Verdicts, the text (answer first) and the exports of `results`; `partial` when interrupted.
 fn report(
     opts: &Options,
-    environment: probe::Environment,
+    environment: crate::core::environment::Environment,
     started_at: String,
     results: Vec<CaseResult>,
     (steal_pct, leftover, background_writes): (

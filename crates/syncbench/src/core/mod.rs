@@ -3,6 +3,8 @@
 //! See ARCHITECTURE.md for the layers and the test that keeps dependencies pointing down.
 
 pub mod cleanup;
+pub mod environment;
+pub mod escape;
 pub mod exit;
 pub mod export;
 pub mod hash;

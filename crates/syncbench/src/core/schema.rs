@@ -5,10 +5,10 @@
 //! ([`crate::core::export::read_any`]): a field an older file lacks takes its default (`#[serde(default)]`),
 //! except the few that say what a record is (a case's `section`, `method` and `file_state`).
 
+use crate::core::environment::Environment;
 use crate::core::method::SyncMethod;
 use crate::core::suite::{FileState, Section};
 use crate::core::verdict::Verdict;
-use crate::observe::probe::Environment;
 use serde::{Deserialize, Serialize};
 
 /// Schema identifier written into every JSON document.

@@ -2,10 +2,8 @@
 //! directory on a writable file system, and has room for what the command will put in it. Every problem
 //! is one line naming the directory and what to do (exit code 2).
 
-use crate::core::cleanup::PREFIX;
 use crate::core::exit::usage;
 use crate::core::units::{MIB, format_size};
-use crate::measure::runner::PreparedDir;
 use std::path::{Path, PathBuf};
 
 /// Size of `run`'s prepared file (a PostgreSQL WAL segment); append and fallocate cases use one each.
@@ -45,23 +43,6 @@ pub fn require_free(dir: &Path, need_bytes: u64, command: &str, purpose: &str) -
         )));
     }
     Ok(())
-}
-
-/// Prepare `run`'s overwrite file in DIR; a directory that turns out unwritable or full is a usage error.
-pub fn prepare_run_file(dir: &Path, fs_type: &str) -> anyhow::Result<PreparedDir> {
-    PreparedDir::prepare(dir, RUN_FILE_BYTES, fs_type).map_err(|e| {
-        let shown = dir.display();
-        match e.raw_os_error() {
-            Some(libc::EACCES | libc::EPERM) => {
-                usage(format!("{shown} is not writable — choose a directory you can write to"))
-            }
-            Some(libc::EROFS) => usage(format!("{shown} is on a read-only file system — choose a writable directory")),
-            Some(libc::ENOSPC | libc::EDQUOT) => {
-                usage(format!("{shown} ran out of space preparing the {PREFIX}* test file — free some space"))
-            }
-            _ => anyhow::anyhow!("preparing the test file in {shown}: {e}"),
-        }
-    })
 }
 
 /// The OS's reason in words, without the "(os error 2)" suffix users do not need.

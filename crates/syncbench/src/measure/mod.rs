@@ -4,6 +4,7 @@
 
 #[cfg(target_os = "linux")]
 pub mod background;
+pub mod burst;
 pub mod commit;
 pub mod pages;
 pub mod rounds;

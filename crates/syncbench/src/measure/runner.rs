@@ -11,7 +11,7 @@ mod mock;
 mod offsets;
 
 pub use clock::{BestClock, MonotonicClock, TscClock};
-pub use disk::PreparedDir;
+pub use disk::{PreparedDir, prepare_run_file};
 pub use mock::MockTiming;
 pub(crate) use mock::splitmix64;
 pub use offsets::OffsetPlan;

@@ -157,12 +157,12 @@ const STEAL_MIN_TICKS: u64 = 20;
 
 impl Monitor {
     /// Watch the devices of `env` (the device the file system sits on and the disk at the end of the chain).
-    pub fn new(env: &crate::observe::probe::Environment) -> Monitor {
+    pub fn new(env: &crate::core::environment::Environment) -> Monitor {
         Monitor::at(Root::system(), env)
     }
 
     /// Like [`Monitor::new`] under a fixture root.
-    pub fn at(root: Root, env: &crate::observe::probe::Environment) -> Monitor {
+    pub fn at(root: Root, env: &crate::core::environment::Environment) -> Monitor {
         let mut devices: Vec<String> = env.devices.iter().take(1).map(|d| d.name.clone()).collect();
         if let Some(last) = env.devices.last().filter(|d| !devices.contains(&d.name)) {
             devices.push(last.name.clone());
@@ -530,8 +530,8 @@ mod tests {
             .unwrap();
             std::fs::write(root.join("proc/stat"), format!("cpu  100 0 0 {total_idle} 0 0 0 {steal} 0 0\n")).unwrap();
         };
-        let env = crate::observe::probe::Environment {
-            devices: vec![crate::observe::probe::Device { name: "vda".into(), ..Default::default() }],
+        let env = crate::core::environment::Environment {
+            devices: vec![crate::core::environment::Device { name: "vda".into(), ..Default::default() }],
             ..Default::default()
         };
         let monitor = Monitor::at(Root::at(root), &env);

@@ -26,7 +26,7 @@ pub struct RunTextOptions {
 /// measurements.
 pub fn run(
     opts: &RunTextOptions,
-    env: &probe::Environment,
+    env: &crate::core::environment::Environment,
     verdicts: &[crate::core::verdict::Verdict],
     results: &[CaseResult],
 ) -> String {
@@ -67,7 +67,7 @@ pub fn run(
 /// The verdicts the rules give for the environment alone (no measurements), and the rest: those that
 /// needed the results, in the order given (most severe first).
 fn split_verdicts(
-    env: &probe::Environment,
+    env: &crate::core::environment::Environment,
     verdicts: &[crate::core::verdict::Verdict],
 ) -> (Vec<crate::core::verdict::Verdict>, Vec<crate::core::verdict::Verdict>) {
     let env_only = probe::verdicts(env, &[]);
@@ -89,21 +89,21 @@ mod tests {
             size_bytes: 8192,
             histogram: false,
         };
-        let disk = probe::Device {
+        let disk = crate::core::environment::Device {
             name: "sda".into(),
-            kind: crate::observe::probe::DeviceKind::Disk,
+            kind: crate::core::environment::DeviceKind::Disk,
             rotational: Some(true),
             write_cache: Some("write back".into()),
             fua: Some(true),
-            ..probe::Device::default()
+            ..crate::core::environment::Device::default()
         };
-        let env = probe::Environment {
+        let env = crate::core::environment::Environment {
             dir: "/data".into(),
             fs_type: "ext4".into(),
             fs_magic: 0xEF53,
             mount_options: vec!["rw".into(), "nobarrier".into()],
             devices: vec![disk],
-            ..probe::Environment::default()
+            ..crate::core::environment::Environment::default()
         };
         let result = CaseResult {
             section: crate::core::suite::Section::OneWrite,
@@ -132,11 +132,57 @@ mod tests {
         assert_eq!(text.matches("[flushes_disabled]").count(), 1, "{text}");
         assert_eq!(text.matches("[implausible_flush_rate]").count(), 1, "{text}");
         // Nothing at all to report is said once, before the tables.
-        let quiet = probe::Environment { mount_options: vec!["rw".into()], devices: vec![], ..env.clone() };
-        let quiet_disk = probe::Device { rotational: Some(false), ..probe::Device::default() };
-        let quiet = probe::Environment { devices: vec![quiet_disk], ..quiet };
+        let quiet =
+            crate::core::environment::Environment { mount_options: vec!["rw".into()], devices: vec![], ..env.clone() };
+        let quiet_disk =
+            crate::core::environment::Device { rotational: Some(false), ..crate::core::environment::Device::default() };
+        let quiet = crate::core::environment::Environment { devices: vec![quiet_disk], ..quiet };
         let none = run(&opts, &quiet, &probe::verdicts(&quiet, &results), &results);
         assert!(none.find("verdicts: nothing to report").unwrap() < none.find("(a) ").unwrap(), "{none}");
         assert!(!none.contains("verdicts from the measurements"), "{none}");
+    }
+
+    /// The answer of a mock run (the real timing loop on the deterministic model, in rounds) through `run`'s
+    /// text: golden, first after the title, and everything before the first table fits a terminal.
+    #[test]
+    fn the_answer_of_a_mock_run_comes_first_golden() {
+        use crate::measure::runner::{MockTiming, RunBudget, Target, run_plan};
+        let opts = crate::core::suite::PlanOptions {
+            sections: vec![crate::core::suite::Section::OneWrite, crate::core::suite::Section::TwoWrites],
+            ..Default::default()
+        };
+        let cases = crate::core::suite::plan(&opts);
+        let budget = RunBudget::per_case(RunBudget::DEFAULT_CASE_SECS);
+        let mock = Target::Mock(MockTiming { seed: 1 });
+        let results =
+            run_plan(&cases, crate::measure::rounds::Schedule::default_for(false), &budget, &mock, None, &mut |_| {});
+        let disk =
+            crate::core::environment::Device { name: "vda".into(), rotational: Some(false), ..Default::default() };
+        let env = crate::core::environment::Environment {
+            dir: "/data".into(),
+            fs_type: "ext4".into(),
+            devices: vec![disk],
+            ..Default::default()
+        };
+        let verdicts = crate::observe::probe::verdicts(&env, &results);
+        let next = crate::present::summary::next_command(
+            Some(std::path::Path::new("run.json")),
+            std::path::Path::new("/data"),
+        );
+        let ctx = crate::present::summary::RunContext { verdicts: &verdicts, next, partial: false, leftover: None };
+        let text_opts = RunTextOptions {
+            mock: true,
+            answer: crate::present::summary::run_summary(&results, &ctx),
+            rounds: crate::measure::rounds::DEFAULT_ROUNDS,
+            case_secs: budget.case_secs,
+            pattern: "sequential",
+            size_bytes: 8192,
+            histogram: false,
+        };
+        let text = run(&text_opts, &env, &verdicts, &results);
+        let answer: String = text.lines().take_while(|l| !l.is_empty()).map(|l| format!("{l}\n")).collect();
+        assert_golden!("syncbench__summary__tests__run_answer_mock_seed_1", answer);
+        let before_table = text.lines().take_while(|l| !l.starts_with("(a) ")).count();
+        assert!(before_table <= 40, "{before_table} lines before the first table:\n{text}");
     }
 }

@@ -294,46 +294,6 @@ mod tests {
         assert!(fastest_line(&results[..1], Section::TwoWrites, "two").ends_with("not measured (section b)"));
     }
 
-    /// The answer of a mock run (the real timing loop on the deterministic model, in rounds) through `run`'s
-    /// text: golden, first after the title, and everything before the first table fits a terminal.
-    #[test]
-    fn the_answer_of_a_mock_run_comes_first_golden() {
-        use crate::measure::runner::{MockTiming, RunBudget, Target, run_plan};
-        let opts = crate::core::suite::PlanOptions {
-            sections: vec![crate::core::suite::Section::OneWrite, crate::core::suite::Section::TwoWrites],
-            ..Default::default()
-        };
-        let cases = crate::core::suite::plan(&opts);
-        let budget = RunBudget::per_case(RunBudget::DEFAULT_CASE_SECS);
-        let mock = Target::Mock(MockTiming { seed: 1 });
-        let results =
-            run_plan(&cases, crate::measure::rounds::Schedule::default_for(false), &budget, &mock, None, &mut |_| {});
-        let disk = crate::observe::probe::Device { name: "vda".into(), rotational: Some(false), ..Default::default() };
-        let env = crate::observe::probe::Environment {
-            dir: "/data".into(),
-            fs_type: "ext4".into(),
-            devices: vec![disk],
-            ..Default::default()
-        };
-        let verdicts = crate::observe::probe::verdicts(&env, &results);
-        let next = next_command(Some(std::path::Path::new("run.json")), std::path::Path::new("/data"));
-        let ctx = RunContext { verdicts: &verdicts, next, partial: false, leftover: None };
-        let text_opts = crate::present::run_text::RunTextOptions {
-            mock: true,
-            answer: run_summary(&results, &ctx),
-            rounds: crate::measure::rounds::DEFAULT_ROUNDS,
-            case_secs: budget.case_secs,
-            pattern: "sequential",
-            size_bytes: 8192,
-            histogram: false,
-        };
-        let text = crate::present::run_text::run(&text_opts, &env, &verdicts, &results);
-        let answer: String = text.lines().take_while(|l| !l.is_empty()).map(|l| format!("{l}\n")).collect();
-        assert_golden!("syncbench__summary__tests__run_answer_mock_seed_1", answer);
-        let before_table = text.lines().take_while(|l| !l.starts_with("(a) ")).count();
-        assert!(before_table <= 40, "{before_table} lines before the first table:\n{text}");
-    }
-
     #[test]
     fn commit_and_pages_answers_say_their_point_and_their_noise() {
         use crate::measure::commit::{CommitPoint, CommitResults};

@@ -2,8 +2,8 @@
 
 use assert_cmd::Command;
 use predicates::prelude::*;
+use syncbench::core::environment::Environment;
 use syncbench::core::schema::{CaseResult, Envelope, LatencyNs, RunPayload};
-use syncbench::observe::probe::Environment;
 
 fn case(section: &str, method: &str, size: u64, writes: u32, state: &str, ops_per_s: f64) -> CaseResult {
     let mean = 1e9 / ops_per_s;

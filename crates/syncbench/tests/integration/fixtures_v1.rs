@@ -54,7 +54,7 @@ fn every_command_s_v1_file_reads_into_today_s_type_without_losing_a_field() {
     let pages = read_back::<syncbench::measure::pages::PagesPayload>("pages.json");
     let modes: Vec<&str> = pages.payload.pages.rows.iter().map(|r| r.mode.name()).collect();
     assert_eq!(modes, ["none", "fpw", "dw", "atomic"]);
-    read_back::<syncbench::cmd::probe::ProbePayload>("probe.json");
+    read_back::<syncbench::observe::probe::payload::ProbePayload>("probe.json");
     let advise = read_back::<syncbench::advise::AdvisePayload>("advise.json");
     assert!(!advise.payload.advice.is_empty());
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

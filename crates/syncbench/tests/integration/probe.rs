@@ -5,8 +5,8 @@
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use syncbench::cmd::probe::ProbePayload;
 use syncbench::core::schema::Envelope;
+use syncbench::observe::probe::payload::ProbePayload;
 
 fn syncbench() -> Command {
     Command::cargo_bin("syncbench").expect("syncbench binary")

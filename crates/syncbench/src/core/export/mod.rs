@@ -157,7 +157,11 @@ pub fn print_human(targets: &ExportArgs, text: &str) -> anyhow::Result<()> {
 
 /// A document as the export goldens pin it: a fixed start time, `environment`, and `command` as typed.
 #[cfg(test)]
-pub(crate) fn golden_doc<T>(environment: crate::observe::probe::Environment, command: &str, payload: T) -> Envelope<T> {
+pub(crate) fn golden_doc<T>(
+    environment: crate::core::environment::Environment,
+    command: &str,
+    payload: T,
+) -> Envelope<T> {
     let mut doc = Envelope::new("2026-11-21T00:00:00Z".into(), environment, Vec::new(), payload);
     doc.command = command.into();
     doc
@@ -165,8 +169,8 @@ pub(crate) fn golden_doc<T>(environment: crate::observe::probe::Environment, com
 
 /// The environment of most goldens: `dir` on ext4.
 #[cfg(test)]
-pub(crate) fn ext4_at(dir: &str) -> crate::observe::probe::Environment {
-    crate::observe::probe::Environment { dir: dir.into(), fs_type: "ext4".into(), ..Default::default() }
+pub(crate) fn ext4_at(dir: &str) -> crate::core::environment::Environment {
+    crate::core::environment::Environment { dir: dir.into(), fs_type: "ext4".into(), ..Default::default() }
 }
 
 /// CSV, Markdown and OpenMetrics of one document, as the goldens compare them.

@@ -125,7 +125,7 @@ pub fn seconds(ns: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::probe::Environment;
+    use crate::core::environment::Environment;
 
     #[test]
     fn families_render_with_type_unit_help_common_labels_and_eof() {

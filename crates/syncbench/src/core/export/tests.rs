@@ -1,9 +1,9 @@
 //! Golden and property tests of the exports, from fixed fixture cases (no disk, no clock).
 
 use super::*;
+use crate::core::environment::Environment;
 use crate::core::schema::{CaseResult, LatencyNs, Log2Bucket};
 use crate::core::verdict::{Severity, Verdict};
-use crate::observe::probe::Environment;
 use proptest::prelude::*;
 
 fn case(section: &str, method: &str, durable: bool, p50_ns: u64) -> CaseResult {

@@ -210,7 +210,7 @@ pub fn measure_all(plan: &Plan, root: &Path, progress: impl Fn(usize, &PointSpec
 pub fn measure_watched(
     plan: &Plan,
     root: &Path,
-    environment: &probe::Environment,
+    environment: &crate::core::environment::Environment,
     progress: impl Fn(usize, &PointSpec),
 ) -> anyhow::Result<CommitResults> {
     measure_rounds(plan, root, Some(&Monitor::new(environment)), progress)
@@ -316,7 +316,11 @@ pub fn steal_verdict(points: &[CommitPoint]) -> Option<Verdict> {
 
 /// The probe's verdicts about DIR, plus one if the method itself is not durable and one if the hypervisor
 /// took CPU time from the measurement (for the worst point).
-pub fn verdicts(plan: &Plan, environment: &probe::Environment, points: &[CommitPoint]) -> Vec<Verdict> {
+pub fn verdicts(
+    plan: &Plan,
+    environment: &crate::core::environment::Environment,
+    points: &[CommitPoint],
+) -> Vec<Verdict> {
     let mut verdicts = probe::verdicts(environment, &[]);
     verdicts.extend(steal_verdict(points));
     if !plan.method.durable() {

@@ -5,9 +5,11 @@ use super::{
     BestClock, CaseFailure, CommitExecutor, LoopEdges, MeasureError, Measurement, OffsetPlan, RunBudget,
     measure_with_edges,
 };
-use crate::core::cleanup::{Created, unique_name};
+use crate::core::cleanup::{Created, PREFIX, unique_name};
+use crate::core::exit::usage;
 use crate::core::method::{MethodError, MethodFile, OpenMethod, WriteCall};
 use crate::core::suite::{Case, FileState, Shape, format_size};
+use crate::core::workdir::RUN_FILE_BYTES;
 use crate::observe::blockdev::account::{Accountant, Recorded, Window};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -314,6 +316,23 @@ fn refusal_sentence(case: &Case, dir: &PreparedDir, err: &io::Error) -> String {
         WriteCall::UringLinkedFdatasync => format!("{code}: io_uring write+fdatasync refused by {fs}"),
         WriteCall::Pwrite => format!("{code}: {fs} refused {}: {err}", case.method.name()),
     }
+}
+
+/// Prepare `run`'s overwrite file in DIR; a directory that turns out unwritable or full is a usage error.
+pub fn prepare_run_file(dir: &Path, fs_type: &str) -> anyhow::Result<PreparedDir> {
+    PreparedDir::prepare(dir, RUN_FILE_BYTES, fs_type).map_err(|e| {
+        let shown = dir.display();
+        match e.raw_os_error() {
+            Some(libc::EACCES | libc::EPERM) => {
+                usage(format!("{shown} is not writable — choose a directory you can write to"))
+            }
+            Some(libc::EROFS) => usage(format!("{shown} is on a read-only file system — choose a writable directory")),
+            Some(libc::ENOSPC | libc::EDQUOT) => {
+                usage(format!("{shown} ran out of space preparing the {PREFIX}* test file — free some space"))
+            }
+            _ => anyhow::anyhow!("preparing the test file in {shown}: {e}"),
+        }
+    })
 }
 
 #[cfg(test)]

@@ -12,10 +12,10 @@
 //! Counts that other I/O made unattributable give no verdict.
 
 use super::account::DeviceAccounting;
+use crate::core::environment::Environment;
 use crate::core::method::SyncMethod;
 use crate::core::schema::CaseResult;
 use crate::core::verdict::{Severity, Verdict};
-use crate::observe::probe::Environment;
 
 /// Fewer commits than this in a case say too little about what reaches the device.
 const MIN_COMMITS: u64 = 3;
@@ -100,7 +100,7 @@ pub fn durable_commits_without_flush(results: &[CaseResult]) -> Vec<Verdict> {
 pub fn flush_faster_than_device(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
     // A lab disk's class is its profile's (its loop device says nothing about it).
     let rotational =
-        env.devices.iter().any(|d| d.kind == crate::observe::probe::DeviceKind::Disk && d.rotational == Some(true))
+        env.devices.iter().any(|d| d.kind == crate::core::environment::DeviceKind::Disk && d.rotational == Some(true))
             || env.emulated_disk.as_ref().is_some_and(|e| e.rotational);
     let floor_ns = if rotational { PLATTER_FLUSH_NS_MIN } else { ANY_FLUSH_NS_MIN };
     let fastest = results

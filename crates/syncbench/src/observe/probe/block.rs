@@ -3,7 +3,7 @@
 
 use super::mountinfo::Mount;
 use super::sysfs::{Root, read_bool, read_trimmed, read_u32};
-use super::{Device, DeviceKind, EmulatedDisk, LoopBacking, Transport};
+use crate::core::environment::{Device, DeviceKind, EmulatedDisk, LoopBacking, Transport};
 use std::path::{Path, PathBuf};
 
 /// How deep a stack of dm/md/partition devices can be before we stop (guards against link cycles).

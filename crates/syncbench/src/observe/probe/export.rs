@@ -2,12 +2,12 @@
 //! chain, the burst and the verdicts, and OpenMetrics with the burst's rate and latency and the number of
 //! verdicts of each severity (what a fleet alerts on).
 
-use crate::cmd::probe::ProbePayload;
 use crate::core::export::Exportable;
 use crate::core::export::markdown::escape;
 use crate::core::export::openmetrics::{Family, push_quantiles};
 use crate::core::schema::Envelope;
 use crate::core::verdict::Severity;
+use crate::observe::probe::payload::ProbePayload;
 use std::fmt::Write;
 
 impl Exportable for ProbePayload {
@@ -73,10 +73,10 @@ impl Exportable for ProbePayload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::probe::ProbeSection;
+    use crate::core::environment::Environment;
     use crate::core::schema::{CaseResult, LatencyNs};
     use crate::core::verdict::Verdict;
-    use crate::observe::probe::Environment;
+    use crate::observe::probe::payload::ProbeSection;
 
     /// A probe of a fixed directory whose burst and verdicts are given (nothing measured).
     fn doc(burst: Option<CaseResult>, verdicts: Vec<Verdict>) -> Envelope<ProbePayload> {

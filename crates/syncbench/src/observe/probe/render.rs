@@ -1,10 +1,10 @@
 //! The human-readable probe: a short tree (file system → mount → device chain → machine) and the verdicts.
 //! `run` prints the same two blocks above its tables.
 
-use super::{Device, DeviceKind, Environment};
+use crate::core::environment::{Device, DeviceKind, Environment};
+use crate::core::escape::escape_name;
 use crate::core::schema::CaseResult;
 use crate::core::verdict::{Severity, Verdict};
-use crate::present::table::escape_name;
 use std::fmt::Write;
 
 /// Width verdict text is wrapped at.

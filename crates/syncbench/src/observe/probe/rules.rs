@@ -1,7 +1,8 @@
 //! The verdict rules: pure functions of (environment, measurements), each returning at most a few
 //! verdicts with what to do next. Every rule has a test that it fires and one that it stays silent.
 
-use super::{Device, DeviceKind, Environment, fs_type};
+use super::fs_type;
+use crate::core::environment::{Device, DeviceKind, Environment};
 use crate::core::method::SyncMethod;
 use crate::core::schema::CaseResult;
 use crate::core::verdict::{Severity, Verdict, VerdictCode};
@@ -451,8 +452,8 @@ pub fn device_unknown(env: &Environment, _: &[CaseResult]) -> Vec<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::environment::{LoopBacking, Virtualization};
     use crate::core::schema::Log2Bucket;
-    use crate::observe::probe::{LoopBacking, Virtualization};
 
     fn disk(rotational: bool, write_cache: &str, fua: bool) -> Device {
         Device {
@@ -679,7 +680,7 @@ mod tests {
     }
 
     fn lab_disk(profile: &str, flush_us: u64, rotational: bool) -> Environment {
-        let disk = super::super::EmulatedDisk {
+        let disk = crate::core::environment::EmulatedDisk {
             profile: profile.into(),
             honesty: "honest".into(),
             flush_us,

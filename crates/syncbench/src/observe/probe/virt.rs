@@ -1,7 +1,7 @@
 //! Virtualization: is there a hypervisor (whose cache decides what a flush means) or a container?
 
-use super::Virtualization;
 use super::sysfs::{Root, read_trimmed};
+use crate::core::environment::Virtualization;
 
 /// Detect a hypervisor from the cpuinfo `hypervisor` flag, DMI, `/sys/hypervisor` and the clock sources,
 /// and a container from the marker files runtimes leave.

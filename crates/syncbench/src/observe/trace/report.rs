@@ -3,9 +3,9 @@
 use super::devices::{self, TracedDevice};
 use super::stats::{BytesSummary, CallStats, Recorder};
 use super::tracer::{Ending, Unseen};
+use crate::core::escape::escape_name;
 use crate::core::schema::{LatencyNs, Log2Bucket};
 use crate::observe::blockdev::requests::{Lost, Mechanism};
-use crate::present::table::escape_name;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -1,7 +1,7 @@
 //! What differs between the environments of the files: the first thing to check before believing a ratio.
 
+use crate::core::environment::Environment;
 use crate::core::verdict::Severity;
-use crate::observe::probe::Environment;
 use crate::present::report::html::{device_line, virtualization_line};
 use crate::present::report::input::RunFile;
 use serde::Serialize;

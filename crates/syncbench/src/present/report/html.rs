@@ -5,9 +5,9 @@ use super::chart::scale::{format_bytes, format_count, format_ns, trim_number};
 use super::chart::svg::esc;
 use super::figures::Figure;
 use super::input::RunFile;
+use crate::core::environment::Environment;
 use crate::core::verdict::{Severity, Verdict};
 use crate::measure::pages::PagesTable;
-use crate::observe::probe::Environment;
 use std::fmt::Write;
 
 const STYLE: &str = "
@@ -137,7 +137,7 @@ fn environment(out: &mut String, env: &Environment) {
 }
 
 /// One line per device: `disk, virtio, rotational, write cache: write back, FUA: no, model …`.
-pub fn device_line(device: &crate::observe::probe::Device) -> String {
+pub fn device_line(device: &crate::core::environment::Device) -> String {
     let mut parts = vec![device.kind.name().to_string()];
     parts.extend(device.transport.map(|t| t.name().to_string()));
     if let Some(rotational) = device.rotational {

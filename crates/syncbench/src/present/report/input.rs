@@ -5,11 +5,11 @@
 //! defaulted but for a case's section, method and file state), with the payload types the commands write: `run`'s cases, and `commit`'s and `pages`'s
 //! payloads when present.
 
+use crate::core::environment::Environment;
 use crate::core::schema::{AnyPayload, CaseResult};
 use crate::core::verdict::Verdict;
 use crate::measure::commit::CommitResults;
 use crate::measure::pages::PagesTable;
-use crate::observe::probe::Environment;
 use std::path::Path;
 
 /// One syncbench JSON file, with everything `report` and `compare` can show.

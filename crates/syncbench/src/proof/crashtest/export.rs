@@ -152,7 +152,7 @@ impl Exportable for Payload<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::probe::Environment;
+    use crate::core::environment::Environment;
     use crate::proof::crashtest::Summary;
     use crate::proof::crashtest::json::FailureJson;
     use std::time::Duration;
