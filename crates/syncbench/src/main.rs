@@ -12,6 +12,11 @@ use syncbench::core::{cleanup, exit};
 fn main() -> ExitCode {
     syncbench_sys::ignore_sigpipe();
     cleanup::install_signal_handlers(|code| std::process::exit(code));
+    // The device accounting (observe) reads a lab disk's own counts through the lab (proof, above it).
+    #[cfg(feature = "fuse")]
+    syncbench::observe::blockdev::account::install_device_truth(Box::new(
+        syncbench::proof::lab::device_truth::LabDeviceTruth,
+    ));
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => cmd::run::main(args),

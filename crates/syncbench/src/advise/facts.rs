@@ -34,7 +34,7 @@ pub struct Facts<'a> {
     /// The cases.
     pub results: &'a [CaseResult],
     /// The cases measured again under background writes, if they were.
-    pub under_writes: Option<&'a crate::measure::background::BackgroundRun>,
+    pub under_writes: Option<&'a crate::core::schema::BackgroundRun>,
 }
 
 /// Evidence from one case.
@@ -61,7 +61,7 @@ impl<'a> Facts<'a> {
 
     /// The same lookups over the cases measured under background writes, and what the writer did; None
     /// when the measurement had no `--background-writes`.
-    pub fn loaded(&self) -> Option<(Facts<'a>, &'a crate::measure::background::BackgroundStats)> {
+    pub fn loaded(&self) -> Option<(Facts<'a>, &'a crate::core::schema::BackgroundStats)> {
         // A part under writes that failed has no results: the rules judge idle only.
         let u = self.under_writes.filter(|u| u.error().is_none())?;
         Some((Facts { env: self.env, verdicts: self.verdicts, results: &u.results, under_writes: None }, &u.writer))

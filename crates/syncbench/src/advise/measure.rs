@@ -6,9 +6,10 @@
 
 use super::Database;
 use crate::core::environment::Environment;
+use crate::core::schema::BackgroundRun;
 use crate::core::schema::CaseResult;
 use crate::core::verdict::Verdict;
-use crate::measure::background::{BackgroundRun, Rate};
+use crate::measure::background::Rate;
 use crate::measure::runner::{RunBudget, Target, run_case};
 use std::path::PathBuf;
 

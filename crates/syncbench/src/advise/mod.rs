@@ -139,7 +139,7 @@ pub struct Input<'a> {
     /// The measured cases.
     pub results: &'a [CaseResult],
     /// The same cases measured again under background writes (`--background-writes`), if they were.
-    pub under_writes: Option<&'a crate::measure::background::BackgroundRun>,
+    pub under_writes: Option<&'a crate::core::schema::BackgroundRun>,
 }
 
 /// A measured number behind a setting.
@@ -205,7 +205,7 @@ pub struct AdvisePayload {
     /// PostgreSQL's and etcd's cases measured again under background writes (`--background-writes`, or
     /// the `--from` run's), with what the writer did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub background_writes: Option<crate::measure::background::BackgroundRun>,
+    pub background_writes: Option<crate::core::schema::BackgroundRun>,
 }
 
 /// Said by the rules whose answer changes when the disk is busy (etcd's p99, PostgreSQL's WAL on a shared

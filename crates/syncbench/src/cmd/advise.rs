@@ -179,7 +179,7 @@ fn disturbed_measurement(verdicts: &[Verdict]) -> String {
 }
 
 /// Below the advice when the part under background writes failed: the advice above is from idle only.
-fn failed_under_writes(under: &crate::measure::background::BackgroundRun) -> String {
+fn failed_under_writes(under: &crate::core::schema::BackgroundRun) -> String {
     let failed = crate::measure::background::failed_part(&under.writer);
     if failed.is_empty() { failed } else { failed + "  The advice above is from the idle measurement only.\n" }
 }

@@ -94,7 +94,7 @@ pub fn main(args: Args) -> Outcome {
         }
     };
     let commit = crate::measure::commit::measure_watched(&plan, root.path(), &environment, progress)?;
-    let background_writes = rate.map(|r| crate::measure::background::commit_points(&plan, root.path(), r));
+    let background_writes = rate.map(|r| crate::measure::commit::background::commit_points(&plan, root.path(), r));
     drop(root);
     let verdicts = crate::measure::commit::verdicts(&plan, &environment, &commit.points);
     let payload = CommitPayload { dir: plan.dir.display().to_string(), commit, background_writes };
@@ -158,7 +158,8 @@ fn write_outputs(args: &Args, envelope: &Envelope<CommitPayload>) -> anyhow::Res
     let header = probe::render::header(&envelope.environment, &envelope.verdicts);
     let answer = crate::present::summary::commit_answer(results, &envelope.verdicts);
     let under = envelope.payload.background_writes.as_ref();
-    let bg = under.map_or(String::new(), |b| crate::measure::background::commit_side_by_side(&results.points, b));
+    let bg =
+        under.map_or(String::new(), |b| crate::measure::commit::background::commit_side_by_side(&results.points, b));
     crate::core::export::print_human(&args.export, &format!("{answer}\n{header}\n{}{bg}", render::to_table(results)))
 }
 

@@ -191,11 +191,7 @@ fn report(
     environment: crate::core::environment::Environment,
     started_at: String,
     results: Vec<CaseResult>,
-    (steal_pct, leftover, background_writes): (
-        Option<f64>,
-        Option<String>,
-        Option<crate::measure::background::BackgroundRun>,
-    ),
+    (steal_pct, leftover, background_writes): (Option<f64>, Option<String>, Option<crate::core::schema::BackgroundRun>),
     partial: bool,
 ) -> anyhow::Result<Envelope<RunPayload>> {
     let mut verdicts = probe::verdicts(&environment, &results);

@@ -15,7 +15,7 @@
 
 use crate::core::cleanup::{Created, unique_name};
 use crate::core::exit::usage;
-use serde::{Deserialize, Serialize};
+use crate::core::schema::{BackgroundRun, BackgroundStats};
 use std::io;
 use std::path::Path;
 use std::process::ExitCode;
@@ -71,24 +71,6 @@ impl Rate {
             Rate::BytesPerS(b) => format!("{}/s", crate::core::units::format_size(b)),
         }
     }
-}
-
-/// What the background writer did while it ran.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct BackgroundStats {
-    /// The rate asked for (`50 MiB/s`, `max`).
-    pub rate: String,
-    /// Bytes it wrote (dirtied in the page cache).
-    pub bytes_written: u64,
-    /// Seconds it ran.
-    pub duration_s: f64,
-    /// `bytes_written / duration_s`: below the rate asked when the kernel throttled it.
-    pub bytes_per_s: f64,
-    /// Why the part under writes failed (the writer could not start, a write of it failed, or the
-    /// measurement under it did): its results are then left out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 impl BackgroundStats {
@@ -259,26 +241,14 @@ mod tests {
     #[test]
     fn a_failed_part_is_reported_as_failed_not_as_a_table() {
         let writer = BackgroundStats::not_started(Rate::Max, "cannot start the background writer: x".into());
-        let run = BackgroundRun { writer: writer.clone(), results: Vec::new() };
+        let run = BackgroundRun { writer, results: Vec::new() };
         assert_eq!(run.error(), Some("cannot start the background writer: x"));
         let text = side_by_side(&[], &run);
         assert_eq!(
             text,
             "\ncommit latency under background writes at max: FAILED, not measured: cannot start the background writer: x\n"
         );
-        assert_eq!(commit_side_by_side(&[], &BackgroundCommit { writer, points: Vec::new() }), text);
     }
-}
-
-/// `run`'s cases measured again under background writes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct BackgroundRun {
-    /// What the background writer did.
-    pub writer: BackgroundStats,
-    /// Every case again, in the plan's order, measured while the writer ran (the idle results are the
-    /// document's `results`). Device counts include the writer's write-back: they say so.
-    pub results: Vec<crate::core::schema::CaseResult>,
 }
 
 impl BackgroundRun {
@@ -407,68 +377,4 @@ pub fn failed_part(writer: &BackgroundStats) -> String {
     writer.error.as_ref().map_or(String::new(), |error| {
         format!("\ncommit latency under background writes at {}: FAILED, not measured: {error}\n", writer.rate)
     })
-}
-
-/// `commit`'s points measured again under background writes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct BackgroundCommit {
-    /// What the background writer did.
-    pub writer: BackgroundStats,
-    /// Every point again, in the plan's order, measured while the writer ran.
-    pub points: Vec<crate::measure::commit::CommitPoint>,
-}
-
-/// Measure every point of `plan` again (in `root`) while a background writer dirties data in the plan's
-/// directory at `rate`.
-pub fn commit_points(plan: &crate::measure::commit::Plan, root: &Path, rate: Rate) -> BackgroundCommit {
-    let (results, writer) =
-        measure_under(&plan.dir, rate, || crate::measure::commit::measure_all(plan, root, |_, _| {}));
-    BackgroundCommit { writer, points: results.map(|r| r.points).unwrap_or_default() }
-}
-
-impl BackgroundCommit {
-    /// Why the part under writes failed, if it did (its `points` are then empty).
-    pub fn error(&self) -> Option<&str> {
-        self.writer.error.as_deref()
-    }
-}
-
-/// `commit`'s points idle and under background writes side by side.
-pub fn commit_side_by_side(idle: &[crate::measure::commit::CommitPoint], under: &BackgroundCommit) -> String {
-    use std::fmt::Write;
-    let w = &under.writer;
-    if w.error.is_some() {
-        return failed_part(w);
-    }
-    let mut out = format!(
-        "\ncommit latency idle vs under background writes at {} (achieved {:.1} MiB/s; the kernel wrote it back):\n",
-        w.rate,
-        w.bytes_per_s / (1 << 20) as f64
-    );
-    let _ = writeln!(
-        out,
-        "  {:<24} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7}",
-        "", "commits/s", "bg", "p50 µs", "bg", "p99 µs", "bg", "fl/c", "bg"
-    );
-    let us = |ns: u64| format!("{:.0}", ns as f64 / 1000.0);
-    let flushes = |p: &crate::measure::commit::CommitPoint| {
-        p.device.as_ref().and_then(|d| d.lowest_per_commit()).map_or("-".to_string(), |c| format!("{:.2}", c.flushes))
-    };
-    for (a, b) in idle.iter().zip(&under.points) {
-        let name = format!("{} clients, {}", a.clients, if a.group_commit { "group" } else { "naive" });
-        let _ = writeln!(
-            out,
-            "  {name:<24} {:>10.0} {:>10.0} {:>9} {:>9} {:>10} {:>10} {:>7} {:>7}",
-            a.commits_per_s,
-            b.commits_per_s,
-            us(a.latency_ns.p50),
-            us(b.latency_ns.p50),
-            us(a.latency_ns.p99),
-            us(b.latency_ns.p99),
-            flushes(a),
-            flushes(b)
-        );
-    }
-    out
 }

@@ -19,7 +19,44 @@
 //! same size until its rounds have spread over [`SPREAD_SECS`] ([`QUICK_SPREAD_SECS`] with `--quick`).
 
 use crate::core::stats::{Samples, t95};
-use crate::measure::runner::{Measurement, StopReason};
+
+/// Why the timed loop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The 95% CI of the mean was within the target.
+    Converged,
+    /// The time budget was spent.
+    Budget,
+    /// The file region was used up.
+    FileFull,
+}
+
+impl StopReason {
+    /// JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Converged => "converged",
+            StopReason::Budget => "budget",
+            StopReason::FileFull => "file_full",
+        }
+    }
+}
+
+/// The outcome of the timed loop.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// Commit latencies.
+    pub samples: Samples,
+    /// Wall time of the timed loop (first commit start to last commit end), in ns.
+    pub duration_ns: u64,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Commits run during warmup.
+    pub warmup_ops: u64,
+    /// (commits, ns) of the first and the second half of the timed loop, split at the 16-commit
+    /// checkpoint nearest half its time: drift inside the round shows as two different rates.
+    pub halves: [(u64, u64); 2],
+}
 
 /// Rounds of `run` by default, and with `--quick`.
 pub const DEFAULT_ROUNDS: u32 = 5;
@@ -97,7 +134,7 @@ pub fn order(len: usize, round: u32) -> Vec<usize> {
     }
     let mut state = 0x5eed_0000_u64 + u64::from(round);
     for i in (1..len).rev() {
-        state = crate::measure::runner::splitmix64(state);
+        state = crate::core::hash::splitmix64(state);
         let j = (state % (i as u64 + 1)) as usize;
         order.swap(i, j);
     }

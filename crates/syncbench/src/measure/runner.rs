@@ -13,15 +13,15 @@ mod offsets;
 pub use clock::{BestClock, MonotonicClock, TscClock};
 pub use disk::{PreparedDir, prepare_run_file};
 pub use mock::MockTiming;
-pub(crate) use mock::splitmix64;
 pub use offsets::OffsetPlan;
 
 use crate::core::schema::CaseResult;
 use crate::core::stats::Samples;
 use crate::core::suite::Case;
-use crate::measure::rounds::Pooled;
+use crate::measure::rounds::{Measurement, Pooled, StopReason};
 use crate::observe::blockdev::account::{DeviceAccounting, Recorded};
-use crate::observe::disturbance::{CaseDisturbance, Monitor, OurWork};
+use crate::observe::blockdev::foreign::OurWork;
+use crate::observe::disturbance::{CaseDisturbance, Monitor};
 use std::io;
 
 /// How long a case may run and when it may stop early.
@@ -85,44 +85,6 @@ pub trait CommitExecutor {
     fn prepare_next(&mut self) -> bool;
     /// Run one commit: its writes and its sync. This is the only thing inside the timed region.
     fn commit(&mut self) -> io::Result<()>;
-}
-
-/// Why the timed loop ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopReason {
-    /// The 95% CI of the mean was within the target.
-    Converged,
-    /// The time budget was spent.
-    Budget,
-    /// The file region was used up.
-    FileFull,
-}
-
-impl StopReason {
-    /// JSON name.
-    pub fn name(self) -> &'static str {
-        match self {
-            StopReason::Converged => "converged",
-            StopReason::Budget => "budget",
-            StopReason::FileFull => "file_full",
-        }
-    }
-}
-
-/// The outcome of the timed loop.
-#[derive(Clone, Debug)]
-pub struct Measurement {
-    /// Commit latencies.
-    pub samples: Samples,
-    /// Wall time of the timed loop (first commit start to last commit end), in ns.
-    pub duration_ns: u64,
-    /// Why it stopped.
-    pub stop: StopReason,
-    /// Commits run during warmup.
-    pub warmup_ops: u64,
-    /// (commits, ns) of the first and the second half of the timed loop, split at the 16-commit
-    /// checkpoint nearest half its time: drift inside the round shows as two different rates.
-    pub halves: [(u64, u64); 2],
 }
 
 /// Where a measurement failed.

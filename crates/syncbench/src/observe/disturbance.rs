@@ -8,110 +8,12 @@
 
 // The device counters are the ones `trace` reads: one parser of the stat file.
 use crate::core::cleanup::{Created, PREFIX};
+use crate::core::schema::Disturbance;
+use crate::observe::blockdev::foreign::{Foreign, OurWork, SECTOR_BYTES, SLACK_BYTES, SLACK_FLUSHES, foreign_of};
 use crate::observe::blockdev::stat::{Counters as DeviceCounters, parse as parse_stat};
 use crate::observe::probe::steal::{self, CpuTimes};
 use crate::observe::probe::sysfs::Root;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
-/// One thing that disturbed a case.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Disturbance {
-    /// `device_io` (requests on the device that were not ours), `cpu_steal` or `other_syncbench`.
-    pub kind: String,
-    /// What was seen, in a sentence with the numbers.
-    pub detail: String,
-    /// `device_io`: bytes written on the device that were not ours, summed over the disturbed rounds.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub foreign_write_bytes: u64,
-    /// `device_io`: bytes read on the device (we read nothing).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub foreign_read_bytes: u64,
-    /// `device_io`: flushes that were not ours.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub foreign_flushes: u64,
-    /// `device_io`: the rounds (1-based) that saw them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rounds: Vec<usize>,
-    /// `cpu_steal`: the share of CPU time the hypervisor took while the case ran, in percent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steal_pct: Option<f64>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// Bytes per sector in /sys/block/*/stat (always 512, whatever the device's block size).
-const SECTOR_BYTES: u64 = 512;
-
-/// What our own commits may cost the device: their bytes, and per commit a journal transaction (fsync,
-/// append: descriptor, inode and bitmap blocks, commit block) and a flush, measured on ext4 and xfs at up
-/// to ~20 KiB and 2 flushes; twice that is allowed, plus a fixed slack for the case's own setup (creating
-/// and syncing its file) and for the kernel's periodic writeback of anything.
-const ALLOWED_BYTES_PER_COMMIT: u64 = 48 * 1024;
-const ALLOWED_FLUSHES_PER_COMMIT: u64 = 4;
-const SLACK_BYTES: u64 = 1024 * 1024;
-const SLACK_FLUSHES: u64 = 16;
-/// Reads: syncbench reads nothing during a case; a little slack for page-cache misses of the process.
-const SLACK_READ_BYTES: u64 = 256 * 1024;
-
-/// What our case did during a window, to subtract from the device's counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct OurWork {
-    /// Commits run (warmup and timed).
-    pub commits: u64,
-    /// Bytes written by them.
-    pub bytes: u64,
-}
-
-/// Device requests beyond what our work can explain.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Foreign {
-    /// Bytes written that were not ours.
-    pub write_bytes: u64,
-    /// Bytes read (we read nothing).
-    pub read_bytes: u64,
-    /// Flushes that were not ours.
-    pub flushes: u64,
-}
-
-impl Foreign {
-    /// Whether anything was beyond the allowance.
-    pub fn any(&self) -> bool {
-        self.write_bytes > 0 || self.read_bytes > 0 || self.flushes > 0
-    }
-
-    /// Add another window's.
-    pub fn add(&mut self, other: Foreign) {
-        self.write_bytes += other.write_bytes;
-        self.read_bytes += other.read_bytes;
-        self.flushes += other.flushes;
-    }
-}
-
-/// The device's requests between two readings that our work does not explain.
-pub fn foreign(before: DeviceCounters, after: DeviceCounters, ours: OurWork) -> Foreign {
-    let delta = |a: u64, b: u64| b.saturating_sub(a);
-    let counts = Foreign {
-        write_bytes: delta(before.write_sectors, after.write_sectors) * SECTOR_BYTES,
-        read_bytes: delta(before.read_sectors, after.read_sectors) * SECTOR_BYTES,
-        flushes: delta(before.flushes, after.flushes),
-    };
-    foreign_of(counts, ours)
-}
-
-/// What of the device's `counts` in a window (written, read, flushes) our work cannot explain.
-fn foreign_of(counts: Foreign, ours: OurWork) -> Foreign {
-    let (written, read, flushes) = (counts.write_bytes, counts.read_bytes, counts.flushes);
-    let allowed_bytes = ours.bytes + ours.commits * ALLOWED_BYTES_PER_COMMIT + SLACK_BYTES;
-    let allowed_flushes = ours.commits * ALLOWED_FLUSHES_PER_COMMIT + SLACK_FLUSHES;
-    Foreign {
-        write_bytes: written.saturating_sub(allowed_bytes),
-        read_bytes: read.saturating_sub(SLACK_READ_BYTES),
-        flushes: flushes.saturating_sub(allowed_flushes),
-    }
-}
 
 /// Watches the devices under a directory and the CPU's steal time, window by window.
 #[derive(Clone, Debug)]
@@ -496,6 +398,7 @@ impl CaseDisturbance {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::blockdev::foreign::foreign;
 
     #[test]
     fn our_own_requests_are_not_foreign() {

@@ -254,7 +254,7 @@ pub fn case_notes(results: &[CaseResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::disturbance::Disturbance;
+    use crate::core::schema::Disturbance;
 
     fn case(section: &str, method: &str, ops: f64, ci: f64) -> CaseResult {
         CaseResult {

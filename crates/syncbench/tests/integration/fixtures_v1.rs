@@ -6,7 +6,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use syncbench::core::schema::{AnyPayload, Envelope, RunPayload};
+use syncbench::core::schema::{Envelope, RunPayload};
+use syncbench::present::report::input::AnyPayload;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1").join(name)

@@ -4,12 +4,14 @@
 //!
 //! `cmd/commit.rs` turns flags into a [`Plan`]; [`measure_all`] runs it; [`render`] draws the results.
 
+pub mod background;
 mod measure;
 pub mod render;
 
 use crate::core::schema::LatencyNs;
 use crate::core::verdict::{Severity, Verdict};
-use crate::observe::disturbance::{CaseDisturbance, Monitor, OurWork};
+use crate::observe::blockdev::foreign::OurWork;
+use crate::observe::disturbance::{CaseDisturbance, Monitor};
 use crate::observe::probe;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -24,7 +26,7 @@ pub struct CommitPayload {
     pub commit: CommitResults,
     /// `--background-writes`: every point measured again under background writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub background_writes: Option<crate::measure::background::BackgroundCommit>,
+    pub background_writes: Option<background::BackgroundCommit>,
 }
 
 /// Every point of one `syncbench commit` run.
@@ -89,7 +91,7 @@ pub struct CommitPoint {
     pub device: Option<crate::observe::blockdev::account::DeviceAccounting>,
     /// What else touched the device or the CPU during this point's rounds (as `run`'s cases).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub disturbances: Vec<crate::observe::disturbance::Disturbance>,
+    pub disturbances: Vec<crate::core::schema::Disturbance>,
     /// Disturbed in too many rounds to leave them out (or CPU steal named): `commits_per_s` is a lower
     /// bound of the undisturbed rate, `ci95_rel` its interval's lower side only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -14,9 +14,10 @@ use crate::core::schema::LatencyNs;
 use crate::core::stats::Samples;
 use crate::core::verdict::{Severity, Verdict};
 use crate::measure::rounds::Pooled;
+use crate::measure::rounds::{Measurement, StopReason};
 use crate::measure::runner::RoundChoice;
-use crate::measure::runner::{Measurement, StopReason};
-use crate::observe::disturbance::{CaseDisturbance, Monitor, OurWork};
+use crate::observe::blockdev::foreign::OurWork;
+use crate::observe::disturbance::{CaseDisturbance, Monitor};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -100,7 +101,7 @@ pub struct PagesRow {
     pub lower_bound: bool,
     /// What else touched the device or the CPU while this row's rounds ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub disturbances: Vec<crate::observe::disturbance::Disturbance>,
+    pub disturbances: Vec<crate::core::schema::Disturbance>,
 }
 
 impl Default for PagesRow {

@@ -355,7 +355,7 @@ mod tests {
             lower_bound: true,
             buffer_pool_bytes: 1 << 30,
             device: Some(crate::observe::blockdev::account::DeviceAccounting::default()),
-            disturbances: vec![crate::observe::disturbance::Disturbance {
+            disturbances: vec![crate::core::schema::Disturbance {
                 kind: "device_io".into(),
                 detail: "4 MiB written by others".into(),
                 ..Default::default()

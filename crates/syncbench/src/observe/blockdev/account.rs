@@ -8,60 +8,21 @@
 //! time in the kernel and file system. On a `syncbench lab` disk the emulated device's own counters are read
 //! at the same edges: the truth the counts are checked against.
 //!
-//! Whether the counts are the commits' alone is decided by [`crate::observe::disturbance::foreign`], the same test
+//! Whether the counts are the commits' alone is decided by [`foreign::foreign`], the same test
 //! that names foreign I/O on a case.
 
+use super::foreign::{self, Foreign, OurWork};
 use super::requests::{BlockTrace, DiskRequests};
 use super::{DeviceReport, Disk, disk, stat};
-use crate::observe::disturbance::{self, OurWork};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use syncbench_sys::tracefs::Tracefs;
 
+pub use crate::core::schema::device::{DeviceAccounting, EmulatedCounts};
+
 /// Pages per CPU ring of the block tracepoints (4 MiB with 4 KiB pages): a window of ~10 000 commits fits
 /// without reading during it.
 const RING_PAGES: usize = 1024;
-
-/// What the commits of one window (or of a case's rounds together) cost the devices.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DeviceAccounting {
-    /// Commits timed in the window(s): every count below is divided by it for "per commit".
-    pub commits: u64,
-    /// Each block device under the directory: the file system's device first, the lowest disk last.
-    pub devices: Vec<DeviceReport>,
-    /// Set when requests that were not the commits' reached a device in the window (a sentence with the
-    /// numbers): the counts then include them and are not the commits' cost alone.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unattributable: Option<String>,
-    /// Tracepoint samples the kernel dropped (rings full): the per-request figures are low when non-zero.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub trace_lost_samples: u64,
-    /// Time the lowest traced device spent on the window's flushes and writes, per commit (ns; requests
-    /// summed one after another). `None` without the tracepoints.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub device_ns_per_commit: Option<f64>,
-    /// On a `syncbench lab` disk: what the emulated device itself received in the same window.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub emulated: Option<EmulatedCounts>,
-}
-
-/// The lab device model's own counters over a window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct EmulatedCounts {
-    /// Writes it received.
-    pub writes: u64,
-    /// Bytes they carried.
-    pub write_bytes: u64,
-    /// Flushes it received.
-    pub flushes: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
 
 /// Counts of one disk per commit.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -197,7 +158,7 @@ impl Accountant {
         };
         let ours = OurWork { commits, bytes: commits * bytes_per_commit };
         let foreign = self.disks.iter().find_map(|d| {
-            let f = disturbance::foreign(window.before.get(d)?, after.get(d)?, ours);
+            let f = foreign::foreign(window.before.get(d)?, after.get(d)?, ours);
             f.any().then(|| foreign_sentence(&d.name, &f))
         });
         let emulated = match (window.lab_before, lab_after) {
@@ -284,7 +245,7 @@ impl Recorded {
     }
 }
 
-fn foreign_sentence(name: &str, f: &disturbance::Foreign) -> String {
+fn foreign_sentence(name: &str, f: &Foreign) -> String {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     format!(
         "{name} served requests that were not the commits' ({:.1} MiB written, {:.1} MiB read, {} flushes beyond them): \
@@ -342,29 +303,29 @@ fn mount_source_disks(dir: &Path) -> Vec<Disk> {
     }
 }
 
-/// The mount of the `syncbench lab` whose loop device is one of `disks`.
-#[cfg(feature = "fuse")]
+/// What an emulated disk itself received, from the device under test rather than the kernel: the
+/// `syncbench lab` model counts it. The lab sits above this layer, so the binary hands its answer in at
+/// start-up ([`install_device_truth`]); without it (the library alone, a build without `fuse`) there is none.
+pub trait DeviceTruth: Send + Sync {
+    /// The mount of the lab disk whose loop device is one of `disks`, if any.
+    fn mount_of(&self, disks: &[Disk]) -> Option<PathBuf>;
+    /// What that disk's model has received so far.
+    fn counts(&self, mount: &Path) -> Option<EmulatedCounts>;
+}
+
+static DEVICE_TRUTH: std::sync::OnceLock<Box<dyn DeviceTruth>> = std::sync::OnceLock::new();
+
+/// Hand in the lab's device truth: once, at start-up (a second call is ignored).
+pub fn install_device_truth(truth: Box<dyn DeviceTruth>) {
+    let _ = DEVICE_TRUTH.set(truth);
+}
+
 fn lab_mount_of(disks: &[Disk]) -> Option<PathBuf> {
-    crate::proof::lab::control::all_states().into_iter().find_map(|s| {
-        let name = Path::new(&s.loop_device).file_name()?.to_str()?.to_string();
-        disks.iter().any(|d| d.name == name).then_some(s.mount)
-    })
+    DEVICE_TRUTH.get()?.mount_of(disks)
 }
 
-#[cfg(not(feature = "fuse"))]
-fn lab_mount_of(_disks: &[Disk]) -> Option<PathBuf> {
-    None
-}
-
-#[cfg(feature = "fuse")]
 fn lab_counts(mount: &Path) -> Option<EmulatedCounts> {
-    let c = crate::proof::lab::control::Client::for_mount(mount).ok()?.stats().ok()?.counters;
-    Some(EmulatedCounts { writes: c.writes, write_bytes: c.write_bytes, flushes: c.flushes })
-}
-
-#[cfg(not(feature = "fuse"))]
-fn lab_counts(_mount: &Path) -> Option<EmulatedCounts> {
-    None
+    DEVICE_TRUTH.get()?.counts(mount)
 }
 
 #[cfg(test)]

@@ -18,31 +18,15 @@
 
 pub mod account;
 pub mod disk;
+pub mod foreign;
 pub mod inkernel;
 pub mod render;
 pub mod requests;
 pub mod stat;
-pub mod verdicts;
 
 pub use disk::Disk;
 
-use serde::{Deserialize, Serialize};
-
-/// One disk over one window: the counters, and the per-request view when the tracepoints were on.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DeviceReport {
-    /// Kernel name (`vda`, `nvme0n1`, `dm-0`).
-    pub disk: String,
-    /// `MAJOR:MINOR`.
-    pub dev: String,
-    /// Whether the kernel sends it flushes at all (`queue/write_cache` is `write back`); with
-    /// `write through` an fsync issues no flush and the device's own cache, if any, is trusted.
-    pub write_cache: String,
-    /// Counter deltas from `/sys/block/DISK/stat`.
-    pub stat: stat::StatDelta,
-    /// Per-request figures from the block tracepoints (`None` when they were not recorded).
-    pub requests: Option<requests::RequestReport>,
-}
+pub use crate::core::schema::device::DeviceReport;
 
 impl DeviceReport {
     /// Assemble the report of one disk.

@@ -5,13 +5,13 @@
 //! (docs/trace.md, "The disks"); both give the same records, paired here.
 
 use super::inkernel::{self, BlockPrograms};
-use crate::core::schema::LatencyNs;
 use crate::core::stats::Samples;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
 use syncbench_sys::perf::{self, Sample, Scope, Tracepoint, Tracepoints};
 use syncbench_sys::tracefs::{EventFormat, Field, Tracefs};
+
+pub use crate::core::schema::device::{KindReport, RequestReport};
 
 /// The operation of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -56,22 +56,6 @@ pub fn parse_rwbs(text: &str) -> Rwbs {
     Rwbs { op, preflush, fua: flags.first() == Some(&b'F'), sync: flags.contains(&b'S') }
 }
 
-/// Requests of one kind on one disk: how many, how many bytes, and how long the device took.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct KindReport {
-    /// Requests completed in the window, as the kernel's counters count them (the latency is of those whose
-    /// issue was seen too).
-    pub count: u64,
-    /// Bytes.
-    pub bytes: u64,
-    /// Device-side latency, issue → completion.
-    pub latency_ns: LatencyNs,
-    /// Requests whose issue was seen too: the ones `latency_ns` is of (`count` also has completions whose
-    /// issue came before the window). Absent (0) in files from before it was recorded.
-    #[serde(default)]
-    pub timed: u64,
-}
-
 impl KindReport {
     /// The requests `latency_ns` describes (`count` in files that did not record them apart).
     pub fn timed(&self) -> u64 {
@@ -98,35 +82,6 @@ impl KindReport {
         }
         KindReport { count, bytes: self.bytes + other.bytes, latency_ns, timed: ta + tb }
     }
-}
-
-/// What one disk's request queue saw.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RequestReport {
-    /// Cache flushes (`REQ_OP_FLUSH`, what an fsync's `REQ_PREFLUSH` becomes).
-    pub flushes: KindReport,
-    /// Writes.
-    pub writes: KindReport,
-    /// Of the writes, those with `REQ_FUA`.
-    pub fua_writes: u64,
-    /// Of the writes, those with `REQ_SYNC`.
-    pub sync_writes: u64,
-    /// Of the writes, those still carrying `REQ_PREFLUSH` at issue (a device that handles the flush itself).
-    pub preflush_writes: u64,
-    /// Reads.
-    pub reads: KindReport,
-    /// Requests that completed with an error.
-    pub errors: u64,
-    /// Completions whose issue was not seen (issued before the window) and issues never completed in it.
-    pub unmatched: u64,
-    /// Write completions of zero sectors, from the block layer's flush sequences: an fsync's empty
-    /// `REQ_PREFLUSH` write (never issued to the device, the flush request above did the work;
-    /// `/sys/block/*/stat` counts it as a write), and, on a device without FUA, the second, empty
-    /// completion of a PREFLUSH/FUA data write such as a journal commit block (its data completed as a
-    /// write request before; the stat counts that write once). So write requests + these >= the stat's
-    /// writes, equal when no data write carried a flush. Absent (0) in files from before it was recorded.
-    #[serde(default)]
-    pub flush_carriers: u64,
 }
 
 /// The requests of one disk as recorded: mergeable across windows (a case's rounds), reported at the end.

@@ -2,8 +2,9 @@
 //! a window.
 
 use super::Disk;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+pub use crate::core::schema::device::StatDelta;
 
 /// The counters of one disk at one moment (fields 1–17 of the stat file; flushes exist since Linux 5.5).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,31 +43,6 @@ pub fn parse(text: &str) -> Option<Counters> {
         flushes: f.get(15).copied().unwrap_or(0),
         flush_ms: f.get(16).copied().unwrap_or(0),
     })
-}
-
-/// What one disk did between two snapshots.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct StatDelta {
-    /// Reads completed.
-    pub reads: u64,
-    /// Bytes read.
-    pub read_bytes: u64,
-    /// Writes completed (merged requests count once).
-    pub writes: u64,
-    /// Bytes written.
-    pub write_bytes: u64,
-    /// Total time of the writes, ms (summed over requests, so overlapping requests add up).
-    pub write_ms: u64,
-    /// Flush requests completed.
-    pub flushes: u64,
-    /// Time the device was busy (at least one request in flight), ms: wall time, overlaps counted once.
-    #[serde(default)]
-    pub busy_ms: u64,
-    /// Total time of the flushes, ms.
-    pub flush_ms: u64,
-    /// Mean flush time, ms (`flush_ms / flushes`; the kernel counts whole milliseconds per request, so
-    /// sub-millisecond flushes read low: the tracepoints give the real figure).
-    pub flush_mean_ms: f64,
 }
 
 impl StatDelta {

@@ -5,6 +5,7 @@
 //! golden tests replace /proc and /sys with fixture trees; only [`dir_facts`] makes syscalls on DIR.
 
 pub mod block;
+pub mod device_rules;
 mod export;
 pub mod fs_type;
 pub mod mountinfo;

@@ -51,7 +51,7 @@ pub fn all(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
     ];
     let mut found: Vec<Verdict> = rules.iter().flat_map(|rule| rule(env, results)).collect();
     // What reached the device (device accounting), when the cases have it.
-    found.extend(crate::observe::blockdev::verdicts::all(env, results));
+    found.extend(crate::observe::probe::device_rules::all(env, results));
     found.sort_by_key(|v| std::cmp::Reverse(v.severity));
     found
 }

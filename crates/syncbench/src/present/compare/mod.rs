@@ -330,7 +330,7 @@ mod tests {
         // B's fdatasync measured a disturbed disk: 500/s, 16× below A, but only a bound.
         let mut bound = case("fdatasync", 500.0, true);
         bound.lower_bound = true;
-        bound.disturbances = vec![crate::observe::disturbance::Disturbance {
+        bound.disturbances = vec![crate::core::schema::Disturbance {
             kind: "device_io".into(),
             detail: "vda served …".into(),
             foreign_write_bytes: 300 << 20,
@@ -382,7 +382,7 @@ mod tests {
                 .map(|(i, m)| {
                     let mut c = case(m, 8000.0, true);
                     if i < disturbed {
-                        c.disturbances = vec![crate::observe::disturbance::Disturbance {
+                        c.disturbances = vec![crate::core::schema::Disturbance {
                             kind: "device_io".into(),
                             foreign_write_bytes: 1 << 20,
                             ..Default::default()

@@ -6,11 +6,29 @@
 //! payloads when present.
 
 use crate::core::environment::Environment;
-use crate::core::schema::{AnyPayload, CaseResult};
+use crate::core::schema::CaseResult;
 use crate::core::verdict::Verdict;
 use crate::measure::commit::CommitResults;
 use crate::measure::pages::PagesTable;
+use serde::Deserialize;
 use std::path::Path;
+
+/// Any syncbench document as `report` and `compare` read it: `run`'s cases, and `commit`'s and `pages`'s
+/// payloads when present (every part may be absent: a `probe` file has none of them).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct AnyPayload {
+    /// `run`'s directory.
+    pub dir: String,
+    /// `run`'s access pattern.
+    pub pattern: String,
+    /// `run`'s cases.
+    pub results: Vec<CaseResult>,
+    /// `commit`'s points.
+    pub commit: Option<CommitResults>,
+    /// `pages`'s rows.
+    pub pages: Option<PagesTable>,
+}
 
 /// One syncbench JSON file, with everything `report` and `compare` can show.
 #[derive(Clone, Debug, Default)]
@@ -62,6 +80,10 @@ fn from_document(name: String, doc: crate::core::schema::Envelope<AnyPayload>) -
         pages: doc.payload.pages,
     }
 }
+
+#[cfg(test)]
+#[path = "reader_tests.rs"]
+mod reader_tests;
 
 #[cfg(test)]
 mod tests {

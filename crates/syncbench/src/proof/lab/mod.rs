@@ -10,6 +10,8 @@ pub mod cases;
 pub mod control;
 #[cfg(feature = "fuse")]
 pub mod daemon;
+#[cfg(feature = "fuse")]
+pub mod device_truth;
 pub mod fault;
 pub mod model;
 pub mod prereq;

@@ -5,6 +5,9 @@
 //! ([`crate::core::export::read_any`]): a field an older file lacks takes its default (`#[serde(default)]`),
 //! except the few that say what a record is (a case's `section`, `method` and `file_state`).
 
+pub mod device;
+
+use self::device::DeviceAccounting;
 use crate::core::environment::Environment;
 use crate::core::method::SyncMethod;
 use crate::core::suite::{FileState, Section};
@@ -71,7 +74,7 @@ pub struct RunPayload {
     pub partial: bool,
     /// `--background-writes`: every case measured again under background writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub background_writes: Option<crate::measure::background::BackgroundRun>,
+    pub background_writes: Option<BackgroundRun>,
 }
 
 /// Latency percentiles of one case, in nanoseconds.
@@ -184,7 +187,7 @@ pub struct CaseResult {
     pub drift: Option<String>,
     /// What else touched the device or the CPU while this case ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub disturbances: Vec<crate::observe::disturbance::Disturbance>,
+    pub disturbances: Vec<Disturbance>,
     /// Lower end of the 95% interval in which a re-run's `ops_per_s` is expected (prediction interval over
     /// the rounds; absent in files from before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -198,24 +201,60 @@ pub struct CaseResult {
     pub lower_bound: bool,
     /// What the timed commits made each block device under the directory do (real runs on a block device).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<crate::observe::blockdev::account::DeviceAccounting>,
+    pub device: Option<DeviceAccounting>,
 }
 
-/// Any syncbench document as `report` and `compare` read it: `run`'s cases, and `commit`'s and `pages`'s
-/// payloads when present (every part may be absent: a `probe` file has none of them).
-#[derive(Clone, Debug, Default, Deserialize)]
+/// One thing that disturbed a case.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Disturbance {
+    /// `device_io` (requests on the device that were not ours), `cpu_steal` or `other_syncbench`.
+    pub kind: String,
+    /// What was seen, in a sentence with the numbers.
+    pub detail: String,
+    /// `device_io`: bytes written on the device that were not ours, summed over the disturbed rounds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub foreign_write_bytes: u64,
+    /// `device_io`: bytes read on the device (we read nothing).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub foreign_read_bytes: u64,
+    /// `device_io`: flushes that were not ours.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub foreign_flushes: u64,
+    /// `device_io`: the rounds (1-based) that saw them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<usize>,
+    /// `cpu_steal`: the share of CPU time the hypervisor took while the case ran, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_pct: Option<f64>,
+}
+
+/// `run`'s cases measured again under background writes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct AnyPayload {
-    /// `run`'s directory.
-    pub dir: String,
-    /// `run`'s access pattern.
-    pub pattern: String,
-    /// `run`'s cases.
+pub struct BackgroundRun {
+    /// What the background writer did.
+    pub writer: BackgroundStats,
+    /// Every case again, in the plan's order, measured while the writer ran (the idle results are the
+    /// document's `results`). Device counts include the writer's write-back: they say so.
     pub results: Vec<CaseResult>,
-    /// `commit`'s points.
-    pub commit: Option<crate::measure::commit::CommitResults>,
-    /// `pages`'s rows.
-    pub pages: Option<crate::measure::pages::PagesTable>,
+}
+
+/// What the background writer did while it ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BackgroundStats {
+    /// The rate asked for (`50 MiB/s`, `max`).
+    pub rate: String,
+    /// Bytes it wrote (dirtied in the page cache).
+    pub bytes_written: u64,
+    /// Seconds it ran.
+    pub duration_s: f64,
+    /// `bytes_written / duration_s`: below the rate asked when the kernel throttled it.
+    pub bytes_per_s: f64,
+    /// Why the part under writes failed (the writer could not start, a write of it failed, or the
+    /// measurement under it did): its results are then left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// For `#[serde(default = "yes")]`: a flag an older file did not write that was true when it was written.

@@ -11,10 +11,10 @@
 //!
 //! Counts that other I/O made unattributable give no verdict.
 
-use super::account::DeviceAccounting;
 use crate::core::environment::Environment;
 use crate::core::method::SyncMethod;
 use crate::core::schema::CaseResult;
+use crate::core::schema::device::DeviceAccounting;
 use crate::core::verdict::{Severity, Verdict};
 
 /// Fewer commits than this in a case say too little about what reaches the device.
@@ -73,8 +73,7 @@ pub fn durable_commits_without_flush(results: &[CaseResult]) -> Vec<Verdict> {
             let flags = r.method.open_flags();
             let maybe_fua = !traced && flags.direct && flags.sync != syncbench_sys::OpenSync::None;
             let unflushed = top.stat.write_bytes > 0 && top.stat.flushes == 0 && fua == 0 && !maybe_fua;
-            (unflushed && crate::observe::probe::sysfs::is_write_back(&top.write_cache))
-                .then(|| (case_name(r), top.disk.clone()))
+            (unflushed && super::sysfs::is_write_back(&top.write_cache)).then(|| (case_name(r), top.disk.clone()))
         })
         .collect();
     let Some((_, disk)) = found.first() else { return Vec::new() };
@@ -109,10 +108,8 @@ pub fn flush_faster_than_device(env: &Environment, results: &[CaseResult]) -> Ve
             let d = attributable(r)?;
             let (disk, q) = d.traced()?;
             // Only flushes that had data to write: the case's own writes reached the disk before them.
-            (q.flushes.count >= MIN_COMMITS
-                && q.writes.count > 0
-                && crate::observe::probe::sysfs::is_write_back(&disk.write_cache))
-            .then(|| (r, disk.disk.clone(), q.flushes.latency_ns.p50))
+            (q.flushes.count >= MIN_COMMITS && q.writes.count > 0 && super::sysfs::is_write_back(&disk.write_cache))
+                .then(|| (r, disk.disk.clone(), q.flushes.latency_ns.p50))
         })
         .filter(|(_, _, p50)| *p50 < floor_ns)
         .min_by_key(|(_, _, p50)| *p50);
