@@ -2,7 +2,7 @@
 //! writes, bytes) and how long they took, set beside the sync calls made on files on them.
 
 use super::calls::SyncCall;
-use super::report::fmt_ns;
+use super::fmt::{fmt_ns, split_target};
 use super::stats::{CallStats, Recorder};
 use crate::observe::blockdev::requests::RequestReport;
 use crate::observe::blockdev::{DeviceReport, Disk, disk, stat::StatDelta};
@@ -66,7 +66,7 @@ pub fn build(recorder: &Recorder, window: &DiskWindow) -> Vec<TracedDevice> {
             Some(&dev) => by_dev.entry(dev).or_insert_with(|| disk::disks_of_dev(dev)).clone(),
             None => disk::disks_of_path(Path::new(target)),
         };
-        let dir = super::report::split_target(target).0;
+        let dir = split_target(target).0;
         for d in disks {
             let entry = per_disk.entry(d).or_default();
             entry.0.insert(dir.clone());

@@ -14,6 +14,7 @@ pub mod devices;
 mod export;
 pub mod fds;
 pub mod filter;
+pub mod fmt;
 pub mod follow;
 pub mod inkernel;
 pub mod report;

@@ -1,6 +1,7 @@
 //! The trace report: the JSON payload and its text rendering (tables and DTrace-style log2 histograms).
 
 use super::devices::{self, TracedDevice};
+use super::fmt::{fmt_ns, split_target};
 use super::stats::{BytesSummary, CallStats, Recorder};
 use super::tracer::{Ending, Unseen};
 use crate::core::escape::escape_name;
@@ -198,14 +199,6 @@ fn call_report(name: &str, stats: &CallStats, duration_s: f64) -> CallReport {
     }
 }
 
-/// Split a target into (directory with trailing `/`, file name); descriptions stay whole.
-pub fn split_target(target: &str) -> (String, String) {
-    match target.rsplit_once('/') {
-        Some((dir, file)) if target.starts_with('/') => (format!("{dir}/"), file.to_string()),
-        _ => (target.to_string(), String::new()),
-    }
-}
-
 /// What a trace was and how it ended, whichever tracer ran it.
 #[derive(Debug, Default)]
 pub struct Meta {
@@ -277,16 +270,6 @@ pub fn build(meta: Meta, r: &Recorder, disks: &devices::DiskWindow) -> TraceRepo
         coverage_warnings: coverage_warnings(&meta.unseen, meta.no_sync),
         lost_events: meta.lost_events,
         devices: devices::build(r, disks),
-    }
-}
-
-/// Human units for a latency in ns.
-pub fn fmt_ns(ns: u64) -> String {
-    match ns {
-        0..1_000 => format!("{ns} ns"),
-        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.2} ms", ns as f64 / 1e6),
-        _ => format!("{:.2} s", ns as f64 / 1e9),
     }
 }
 
