@@ -164,93 +164,6 @@ fn write_loop(fd: &std::os::fd::OwnedFd, rate: Rate, stop: &AtomicBool) -> (u64,
     (written, None)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rates_parse_and_bad_ones_are_usage_errors() {
-        assert_eq!(Rate::parse("--background-writes", "50MiB/s").unwrap(), Rate::BytesPerS(50 << 20));
-        assert_eq!(Rate::parse("--background-writes", "512k").unwrap(), Rate::BytesPerS(512 << 10));
-        assert_eq!(Rate::parse("--background-writes", "MAX").unwrap(), Rate::Max);
-        for bad in ["", "0", "fast", "-5M", "50MiB/min", "200GiB/s"] {
-            let e = Rate::parse("--background-writes", bad).unwrap_err();
-            assert!(e.downcast_ref::<crate::core::exit::UsageError>().is_some(), "{bad}: {e}");
-            assert!(e.to_string().contains("invalid --background-writes"), "{e}");
-        }
-        assert_eq!(Rate::BytesPerS(50 << 20).name(), "50 MiB/s");
-    }
-
-    #[test]
-    fn the_writer_keeps_its_rate_and_removes_its_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let w = BackgroundWriter::start(dir.path(), Rate::BytesPerS(20 << 20)).unwrap();
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-        std::thread::sleep(Duration::from_millis(300));
-        let s = w.stop();
-        assert_eq!(s.error, None);
-        // 20 MiB/s for ~0.3 s is ~6 MiB: paced, so never far beyond the rate.
-        assert!(s.bytes_written >= 1 << 20 && s.bytes_per_s <= 2.0 * (20 << 20) as f64, "{s:?}");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-    }
-
-    /// A writer on a descriptor opened read-only: its first write fails (EBADF), as a write of a full disk
-    /// or beyond a file size limit fails mid-run.
-    fn failing_writer(dir: &Path) -> BackgroundWriter {
-        let path = dir.join(".syncbench-background-test");
-        std::fs::write(&path, b"").unwrap();
-        let fd: std::os::fd::OwnedFd = std::fs::File::open(&path).unwrap().into();
-        let writer = BackgroundWriter::start_on(fd, Created::register(path), Rate::Max).unwrap();
-        while !writer.thread.is_finished() {
-            std::thread::yield_now(); // until it has failed: no race with the stop flag
-        }
-        writer
-    }
-
-    #[test]
-    fn a_failed_writer_or_measurement_leaves_no_result_and_says_why() {
-        let dir = tempfile::tempdir().unwrap();
-        let (measured, stats) = measure_under_writer(Ok(failing_writer(dir.path())), Rate::Max, || Ok(42));
-        assert_eq!(measured, None, "a result measured beside a dead writer is not one under writes");
-        let error = stats.error.unwrap();
-        assert!(error.starts_with("the background writer failed after 0 MiB: Bad file descriptor"), "{error}");
-        let refused = io::Error::from_raw_os_error(libc::ENOSPC);
-        let (measured, stats) = measure_under_writer::<u32>(Err(refused), Rate::Max, || panic!("not measured"));
-        assert_eq!((measured, stats.rate.as_str()), (None, "max"));
-        assert!(stats.error.unwrap().starts_with("cannot start the background writer: No space left"));
-        let (measured, stats) =
-            measure_under::<u32>(dir.path(), Rate::BytesPerS(1 << 20), || Err(anyhow::anyhow!("the log failed")));
-        assert_eq!(measured, None);
-        assert_eq!(stats.error.unwrap(), "the measurement under background writes failed: the log failed");
-        let (measured, stats) = measure_under(dir.path(), Rate::BytesPerS(1 << 20), || Ok(7));
-        assert_eq!((measured, stats.error), (Some(7), None));
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "every writer's file removed");
-    }
-
-    #[test]
-    fn a_case_whose_sync_failed_fails_the_part_under_writes_an_unsupported_one_does_not() {
-        use crate::core::schema::CaseResult;
-        let ok = CaseResult { supported: true, ops: 10, label: "1 × 8192 B fdatasync".into(), ..Default::default() };
-        let unsupported = CaseResult { supported: false, error: Some("EINVAL: O_DIRECT".into()), ..Default::default() };
-        let failed = CaseResult { supported: true, error: Some("fdatasync: Input/output error".into()), ..ok.clone() };
-        assert_eq!(no_failed_case(vec![ok.clone(), unsupported.clone()]).unwrap().len(), 2);
-        let error = no_failed_case(vec![ok, unsupported, failed]).unwrap_err().to_string();
-        assert!(error.ends_with("1 × 8192 B fdatasync: fdatasync: Input/output error"), "{error}");
-    }
-
-    #[test]
-    fn a_failed_part_is_reported_as_failed_not_as_a_table() {
-        let writer = BackgroundStats::not_started(Rate::Max, "cannot start the background writer: x".into());
-        let run = BackgroundRun { writer, results: Vec::new() };
-        assert_eq!(run.error(), Some("cannot start the background writer: x"));
-        let text = side_by_side(&[], &run);
-        assert_eq!(
-            text,
-            "\ncommit latency under background writes at max: FAILED, not measured: cannot start the background writer: x\n"
-        );
-    }
-}
-
 impl BackgroundRun {
     /// Why the part under writes failed, if it did (its `results` are then empty).
     pub fn error(&self) -> Option<&str> {
@@ -377,4 +290,91 @@ pub fn failed_part(writer: &BackgroundStats) -> String {
     writer.error.as_ref().map_or(String::new(), |error| {
         format!("\ncommit latency under background writes at {}: FAILED, not measured: {error}\n", writer.rate)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_and_bad_ones_are_usage_errors() {
+        assert_eq!(Rate::parse("--background-writes", "50MiB/s").unwrap(), Rate::BytesPerS(50 << 20));
+        assert_eq!(Rate::parse("--background-writes", "512k").unwrap(), Rate::BytesPerS(512 << 10));
+        assert_eq!(Rate::parse("--background-writes", "MAX").unwrap(), Rate::Max);
+        for bad in ["", "0", "fast", "-5M", "50MiB/min", "200GiB/s"] {
+            let e = Rate::parse("--background-writes", bad).unwrap_err();
+            assert!(e.downcast_ref::<crate::core::exit::UsageError>().is_some(), "{bad}: {e}");
+            assert!(e.to_string().contains("invalid --background-writes"), "{e}");
+        }
+        assert_eq!(Rate::BytesPerS(50 << 20).name(), "50 MiB/s");
+    }
+
+    #[test]
+    fn the_writer_keeps_its_rate_and_removes_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = BackgroundWriter::start(dir.path(), Rate::BytesPerS(20 << 20)).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        std::thread::sleep(Duration::from_millis(300));
+        let s = w.stop();
+        assert_eq!(s.error, None);
+        // 20 MiB/s for ~0.3 s is ~6 MiB: paced, so never far beyond the rate.
+        assert!(s.bytes_written >= 1 << 20 && s.bytes_per_s <= 2.0 * (20 << 20) as f64, "{s:?}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// A writer on a descriptor opened read-only: its first write fails (EBADF), as a write of a full disk
+    /// or beyond a file size limit fails mid-run.
+    fn failing_writer(dir: &Path) -> BackgroundWriter {
+        let path = dir.join(".syncbench-background-test");
+        std::fs::write(&path, b"").unwrap();
+        let fd: std::os::fd::OwnedFd = std::fs::File::open(&path).unwrap().into();
+        let writer = BackgroundWriter::start_on(fd, Created::register(path), Rate::Max).unwrap();
+        while !writer.thread.is_finished() {
+            std::thread::yield_now(); // until it has failed: no race with the stop flag
+        }
+        writer
+    }
+
+    #[test]
+    fn a_failed_writer_or_measurement_leaves_no_result_and_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let (measured, stats) = measure_under_writer(Ok(failing_writer(dir.path())), Rate::Max, || Ok(42));
+        assert_eq!(measured, None, "a result measured beside a dead writer is not one under writes");
+        let error = stats.error.unwrap();
+        assert!(error.starts_with("the background writer failed after 0 MiB: Bad file descriptor"), "{error}");
+        let refused = io::Error::from_raw_os_error(libc::ENOSPC);
+        let (measured, stats) = measure_under_writer::<u32>(Err(refused), Rate::Max, || panic!("not measured"));
+        assert_eq!((measured, stats.rate.as_str()), (None, "max"));
+        assert!(stats.error.unwrap().starts_with("cannot start the background writer: No space left"));
+        let (measured, stats) =
+            measure_under::<u32>(dir.path(), Rate::BytesPerS(1 << 20), || Err(anyhow::anyhow!("the log failed")));
+        assert_eq!(measured, None);
+        assert_eq!(stats.error.unwrap(), "the measurement under background writes failed: the log failed");
+        let (measured, stats) = measure_under(dir.path(), Rate::BytesPerS(1 << 20), || Ok(7));
+        assert_eq!((measured, stats.error), (Some(7), None));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "every writer's file removed");
+    }
+
+    #[test]
+    fn a_case_whose_sync_failed_fails_the_part_under_writes_an_unsupported_one_does_not() {
+        use crate::core::schema::CaseResult;
+        let ok = CaseResult { supported: true, ops: 10, label: "1 × 8192 B fdatasync".into(), ..Default::default() };
+        let unsupported = CaseResult { supported: false, error: Some("EINVAL: O_DIRECT".into()), ..Default::default() };
+        let failed = CaseResult { supported: true, error: Some("fdatasync: Input/output error".into()), ..ok.clone() };
+        assert_eq!(no_failed_case(vec![ok.clone(), unsupported.clone()]).unwrap().len(), 2);
+        let error = no_failed_case(vec![ok, unsupported, failed]).unwrap_err().to_string();
+        assert!(error.ends_with("1 × 8192 B fdatasync: fdatasync: Input/output error"), "{error}");
+    }
+
+    #[test]
+    fn a_failed_part_is_reported_as_failed_not_as_a_table() {
+        let writer = BackgroundStats::not_started(Rate::Max, "cannot start the background writer: x".into());
+        let run = BackgroundRun { writer, results: Vec::new() };
+        assert_eq!(run.error(), Some("cannot start the background writer: x"));
+        let text = side_by_side(&[], &run);
+        assert_eq!(
+            text,
+            "\ncommit latency under background writes at max: FAILED, not measured: cannot start the background writer: x\n"
+        );
+    }
 }
