@@ -14,6 +14,8 @@ pub mod advise;
 pub mod cli;
 pub mod cmd;
 pub mod core;
+#[cfg(test)]
+mod layers;
 pub mod measure;
 pub mod observe;
 pub mod present;
