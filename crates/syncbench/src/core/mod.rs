@@ -1,5 +1,5 @@
-//! The bottom layer: the result types (`schema`), verdicts, statistics, units, sync methods, the case
-//! plan (`suite`), exit codes, output files, cleanup, and the export formats. It uses no other layer.
+//! The bottom layer: the result types (`schema`, `environment`), verdicts, statistics, units, sync methods,
+//! the case plan (`suite`), exit codes, output files, cleanup, and the export formats. It uses no other layer.
 //! See ARCHITECTURE.md for the layers and the test that keeps dependencies pointing down.
 
 pub mod cleanup;
