@@ -1,5 +1,5 @@
-//! The one reader's checks as `report` and `compare` meet them: any document read as [`AnyPayload`]
-//! (moved here from `core/export/json.rs` with `AnyPayload`).
+//! The one reader's checks (`core::export::parse_any`) as `report` and `compare` meet them: any document
+//! read as [`AnyPayload`], defaults for what older files lack, one-line refusals naming the file.
 
 use super::AnyPayload;
 use crate::core::export::parse_any;
