@@ -45,4 +45,7 @@ pub enum Command {
     Compare(crate::cmd::compare::Args),
     /// Watch durability calls of a started program, running processes (--pid, --comm) or the machine (--all).
     Trace(crate::cmd::trace::Args),
+    /// A low-duty durability canary: measure every interval, judge against a baseline, write metrics for
+    /// Prometheus (node_exporter's textfile collector).
+    Watch(crate::cmd::watch::Args),
 }

@@ -20,3 +20,4 @@ pub mod measure;
 pub mod observe;
 pub mod present;
 pub mod proof;
+pub mod watch;

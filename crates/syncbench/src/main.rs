@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::main(args),
         Command::Compare(args) => cmd::compare::main(args),
         Command::Trace(args) => cmd::trace::main(args),
+        Command::Watch(args) => cmd::watch::main(args),
     };
     cleanup::remove_all();
     exit::code_for(outcome)

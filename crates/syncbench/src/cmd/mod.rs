@@ -12,6 +12,7 @@ pub mod probe;
 pub mod report;
 pub mod run;
 pub mod trace;
+pub mod watch;
 
 #[cfg(test)]
 mod tests {

@@ -54,6 +54,7 @@ fn budget(duration: Duration) -> RunBudget {
         min_secs: secs,
         min_samples: 0,
         ci95_target_rel: 0.0,
+        max_samples: u64::MAX,
     }
 }
 

@@ -37,6 +37,8 @@ pub struct RunBudget {
     pub min_samples: u64,
     /// Stop early once the 95% CI half-width of the mean is within this fraction of the mean.
     pub ci95_target_rel: f64,
+    /// Timed commits at most (and a tenth of it for the warmup): bounds what a case writes (`watch`).
+    pub max_samples: u64,
 }
 
 impl RunBudget {
@@ -53,6 +55,7 @@ impl RunBudget {
             min_secs: case_secs * 0.2,
             min_samples: 30,
             ci95_target_rel: 0.02,
+            max_samples: u64::MAX,
         }
     }
 }
@@ -68,6 +71,10 @@ impl RunBudget {
             min_secs: self.min_secs / r,
             min_samples: (self.min_samples / u64::from(rounds.max(1))).max(10),
             ci95_target_rel: self.ci95_target_rel,
+            max_samples: match self.max_samples {
+                u64::MAX => u64::MAX,
+                max => (max / u64::from(rounds.max(1))).max(1),
+            },
         }
     }
 }
@@ -148,7 +155,7 @@ pub fn measure_with_edges<E: CommitExecutor, C: Clock>(
         let now_ns = clock.now_ns();
         samples.record(now_ns - end_ns);
         end_ns = now_ns;
-        if now_ns >= deadline_ns {
+        if now_ns >= deadline_ns || samples.count() >= budget.max_samples {
             break StopReason::Budget;
         }
         if samples.count().is_multiple_of(16) {
@@ -188,7 +195,7 @@ fn warm_up<E: CommitExecutor, C: Clock>(exec: &mut E, clock: &mut C, budget: &Ru
         let result = exec.commit();
         result.map_err(|e| if ops == 0 { MeasureError::FirstCommit(e) } else { MeasureError::Later(e) })?;
         ops += 1;
-        if clock.now_ns() >= end_ns {
+        if clock.now_ns() >= end_ns || ops >= budget.max_samples.div_ceil(10) {
             break;
         }
     }

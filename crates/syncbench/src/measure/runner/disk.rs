@@ -343,7 +343,14 @@ mod tests {
     use crate::measure::runner::{RunBudget, Target, run_case};
 
     fn tiny() -> RunBudget {
-        RunBudget { case_secs: 0.003, warmup_secs: 0.0, min_secs: 0.0, min_samples: 2, ci95_target_rel: 0.02 }
+        RunBudget {
+            case_secs: 0.003,
+            warmup_secs: 0.0,
+            min_secs: 0.0,
+            min_samples: 2,
+            ci95_target_rel: 0.02,
+            max_samples: u64::MAX,
+        }
     }
 
     #[test]

@@ -1,0 +1,456 @@
+//! When a watched disk has changed: the interval's numbers against a baseline of recent intervals.
+//!
+//! Why a baseline of intervals and not the interval's own error bars: a disk has phases (host cache
+//! destage, neighbours, regimes that switch every few seconds), so one interval's samples are not
+//! independent draws and its own interval is too narrow to judge the next one. The spread *between*
+//! intervals is what a new interval must be compared with — the same statistics `run` uses between rounds
+//! and `compare` between runs ([`crate::measure::rounds::prediction`]: a 95% prediction interval of one more value,
+//! on logarithms, from the baseline's values).
+//!
+//! The rules, each one a reason for a number below:
+//! - A metric *deviates* when the interval's value is outside the baseline's prediction interval **and**
+//!   at least [`MIN_EFFECT`] away from the baseline's median: a disk whose intervals agree to 1% must not
+//!   raise an alarm over a 5% step, which no operator would act on.
+//! - A deviation is a *change* once the last [`CONFIRM`] undisturbed intervals deviate the same way: one
+//!   odd interval is not a change. A 2× step is reported in the second interval after it.
+//! - Facts are not noise: a verdict that no baseline interval had, or a write-cache, FUA or device-chain
+//!   value different from the baseline's, is a change at once.
+//! - A *disturbed* interval (other I/O dominated the device) is neither a change nor part of the baseline.
+//! - The baseline learns: an undisturbed interval that deviates in nothing joins it (the oldest leaves past
+//!   [`BASELINE_MAX`]); a change that holds for [`RELEARN`] intervals becomes the new baseline, so an
+//!   alert says "changed", then stops once the new behaviour is the normal one.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Intervals the baseline needs before it judges anything (a prediction interval from fewer is too wide
+/// to see a 2× step, and from 2–3 values, one odd interval decides it).
+pub const MIN_BASELINE: usize = 5;
+/// Intervals kept in the baseline: two hours at the default five-minute interval.
+pub const BASELINE_MAX: usize = 24;
+/// Undisturbed intervals in a row that must deviate the same way before a change is reported.
+pub const CONFIRM: usize = 2;
+/// Undisturbed intervals in a row after which a lasting change becomes the baseline.
+pub const RELEARN: usize = 12;
+/// The smallest step reported, as a factor from the baseline's median.
+pub const MIN_EFFECT: f64 = 1.5;
+
+/// A numeric metric of one case that is judged against the baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// The 99th percentile of commit latency.
+    LatencyP99,
+    /// Durable commits per second.
+    Rate,
+}
+
+impl Metric {
+    /// Both metrics.
+    pub const ALL: [Metric; 2] = [Metric::LatencyP99, Metric::Rate];
+
+    /// The `what` label value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::LatencyP99 => "latency_p99",
+            Metric::Rate => "rate",
+        }
+    }
+
+    /// Whether a higher value is worse (latency) rather than better (rate).
+    fn higher_is_slower(self) -> bool {
+        self == Metric::LatencyP99
+    }
+}
+
+/// Which way a metric moved, in the user's words: slower or faster durable writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Durable writes got slower (latency up, or rate down).
+    Slower,
+    /// Durable writes got faster.
+    Faster,
+}
+
+impl Direction {
+    /// Both directions.
+    pub const ALL: [Direction; 2] = [Direction::Slower, Direction::Faster];
+
+    /// The `direction` label value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Slower => "slower",
+            Direction::Faster => "faster",
+        }
+    }
+}
+
+/// What one interval measured and saw: the part of an interval record that detection reads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Per case (`fdatasync_8k` …) and metric, the value; a case that failed has none.
+    pub values: BTreeMap<String, BTreeMap<Metric, f64>>,
+    /// The verdict codes of the interval.
+    pub verdicts: BTreeSet<String>,
+    /// The environment facts watched for change (`write_cache`, `fua`, `device_chain`, …) and their values.
+    pub facts: BTreeMap<String, String>,
+    /// Other I/O dominated the interval.
+    pub disturbed: bool,
+}
+
+/// The baseline and the recent deviating intervals: everything detection remembers between intervals
+/// (kept in the state file; bounded by [`BASELINE_MAX`] and [`RELEARN`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    /// Accepted undisturbed intervals, oldest first.
+    pub baseline: Vec<Observation>,
+    /// The undisturbed intervals since the last one that joined the baseline (they deviated), oldest first.
+    pub deviating: Vec<Observation>,
+}
+
+/// A metric's baseline band: its prediction interval and median.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Band {
+    /// Lower end of the 95% prediction interval.
+    pub low: f64,
+    /// The baseline's median.
+    pub median: f64,
+    /// Upper end.
+    pub high: f64,
+}
+
+/// What detection concluded about one interval.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Judgement {
+    /// Confirmed numeric changes: (case, metric) → direction.
+    pub changes: BTreeMap<(String, Metric), Direction>,
+    /// The interval's value ÷ the baseline's median, per (case, metric), once the baseline is learned.
+    pub ratios: BTreeMap<(String, Metric), f64>,
+    /// The baseline's band per (case, metric), once learned.
+    pub bands: BTreeMap<(String, Metric), Band>,
+    /// Verdicts present now and in no baseline interval.
+    pub verdicts_appeared: BTreeSet<String>,
+    /// Verdicts in every baseline interval and absent now.
+    pub verdicts_disappeared: BTreeSet<String>,
+    /// Facts whose value differs from the baseline's newest.
+    pub facts_changed: BTreeSet<String>,
+    /// Intervals in the baseline after this one was taken in (0 while learning... up to [`BASELINE_MAX`]).
+    pub baseline_len: usize,
+    /// The interval was disturbed: nothing above is judged from it.
+    pub disturbed: bool,
+}
+
+impl Memory {
+    /// Judge `now` against the baseline, then learn from it.
+    pub fn judge_and_learn(&mut self, now: Observation) -> Judgement {
+        if now.disturbed {
+            return Judgement { disturbed: true, baseline_len: self.baseline.len(), ..self.bands_only(&now) };
+        }
+        let learned = self.baseline.len() >= MIN_BASELINE;
+        let mut judgement = self.bands_only(&now);
+        let deviations = if learned { self.deviations(&now) } else { Deviations::default() };
+        // A numeric change needs the previous CONFIRM-1 deviating intervals to have deviated the same way.
+        for (key, direction) in &deviations.numeric {
+            let confirmed = self.deviating.len() + 1 >= CONFIRM
+                && self
+                    .deviating
+                    .iter()
+                    .rev()
+                    .take(CONFIRM - 1)
+                    .all(|past| self.deviations(past).numeric.get(key) == Some(direction));
+            if confirmed {
+                judgement.changes.insert(key.clone(), *direction);
+            }
+        }
+        judgement.verdicts_appeared = deviations.appeared.clone();
+        judgement.verdicts_disappeared = deviations.disappeared.clone();
+        judgement.facts_changed = deviations.facts.clone();
+        self.learn(now, deviations.any());
+        judgement.baseline_len = self.baseline.len();
+        judgement
+    }
+
+    /// The bands and ratios of `now` against the baseline (empty while learning).
+    fn bands_only(&self, now: &Observation) -> Judgement {
+        let mut judgement = Judgement::default();
+        if self.baseline.len() < MIN_BASELINE {
+            return judgement;
+        }
+        for (case, metrics) in &now.values {
+            for (&metric, &value) in metrics {
+                if let Some(band) = self.band(case, metric) {
+                    judgement.bands.insert((case.clone(), metric), band);
+                    judgement.ratios.insert((case.clone(), metric), value / band.median);
+                }
+            }
+        }
+        judgement
+    }
+
+    /// The baseline's band of one metric: None with fewer than [`MIN_BASELINE`] values of it.
+    pub fn band(&self, case: &str, metric: Metric) -> Option<Band> {
+        let values: Vec<f64> = self
+            .baseline
+            .iter()
+            .filter_map(|o| o.values.get(case).and_then(|m| m.get(&metric)).copied())
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .collect();
+        if values.len() < MIN_BASELINE {
+            return None;
+        }
+        let interval = crate::measure::rounds::prediction(&values)?;
+        Some(Band { low: interval.low, median: median(&values), high: interval.high })
+    }
+
+    /// How `obs` deviates from the baseline (nothing while the baseline is learning).
+    fn deviations(&self, obs: &Observation) -> Deviations {
+        let mut d = Deviations::default();
+        if self.baseline.len() < MIN_BASELINE {
+            return d;
+        }
+        for (case, metrics) in &obs.values {
+            for (&metric, &value) in metrics {
+                if let Some(direction) = self.band(case, metric).and_then(|band| deviation(band, value, metric)) {
+                    d.numeric.insert((case.clone(), metric), direction);
+                }
+            }
+        }
+        let in_any = |code: &String| self.baseline.iter().any(|b| b.verdicts.contains(code));
+        let in_all = |code: &String| self.baseline.iter().all(|b| b.verdicts.contains(code));
+        d.appeared = obs.verdicts.iter().filter(|c| !in_any(c)).cloned().collect();
+        let known: BTreeSet<&String> = self.baseline.iter().flat_map(|b| b.verdicts.iter()).collect();
+        d.disappeared = known.into_iter().filter(|c| in_all(c) && !obs.verdicts.contains(*c)).cloned().collect();
+        if let Some(newest) = self.baseline.last() {
+            d.facts = obs
+                .facts
+                .iter()
+                .filter(|(what, value)| newest.facts.get(*what).is_some_and(|old| old != *value))
+                .map(|(what, _)| what.clone())
+                .collect();
+        }
+        d
+    }
+
+    /// Take an undisturbed interval in: into the baseline when it deviates in nothing, else among the
+    /// deviating ones, which become the baseline once they have held for [`RELEARN`] intervals.
+    fn learn(&mut self, now: Observation, deviates: bool) {
+        if !deviates {
+            self.deviating.clear();
+            push_bounded(&mut self.baseline, now, BASELINE_MAX);
+            return;
+        }
+        push_bounded(&mut self.deviating, now, RELEARN);
+        if self.deviating.len() >= RELEARN {
+            self.baseline = std::mem::take(&mut self.deviating);
+        }
+    }
+}
+
+/// What one interval deviates in.
+#[derive(Debug, Default)]
+struct Deviations {
+    numeric: BTreeMap<(String, Metric), Direction>,
+    appeared: BTreeSet<String>,
+    disappeared: BTreeSet<String>,
+    facts: BTreeSet<String>,
+}
+
+impl Deviations {
+    fn any(&self) -> bool {
+        !(self.numeric.is_empty() && self.appeared.is_empty() && self.disappeared.is_empty() && self.facts.is_empty())
+    }
+}
+
+/// Whether `value` is outside `band` and at least [`MIN_EFFECT`] from its median, and which way.
+fn deviation(band: Band, value: f64, metric: Metric) -> Option<Direction> {
+    if !(value.is_finite() && value > 0.0 && band.median > 0.0) {
+        return None;
+    }
+    let higher = if value > band.high && value >= band.median * MIN_EFFECT {
+        true
+    } else if value < band.low && value * MIN_EFFECT <= band.median {
+        false
+    } else {
+        return None;
+    };
+    Some(if higher == metric.higher_is_slower() { Direction::Slower } else { Direction::Faster })
+}
+
+fn push_bounded<T>(list: &mut Vec<T>, item: T, max: usize) {
+    list.push(item);
+    if list.len() > max {
+        list.remove(0);
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (xorshift), so the noise tests replay exactly.
+    struct Rng(u64);
+    impl Rng {
+        fn next_f64(&mut self) -> f64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 11) as f64 / (1u64 << 53) as f64
+        }
+        /// A log-normal factor with a spread of about ±`spread` (as a fraction).
+        fn noise(&mut self, spread: f64) -> f64 {
+            // Six uniforms: mean 3, variance 1/2; standardised, close to a normal draw.
+            let z = ((0..6).map(|_| self.next_f64()).sum::<f64>() - 3.0) / 0.5f64.sqrt();
+            (z * spread.ln_1p() / 1.96).exp()
+        }
+    }
+
+    fn obs(p99_ms: f64, rate: f64) -> Observation {
+        let mut metrics = BTreeMap::new();
+        metrics.insert(Metric::LatencyP99, p99_ms / 1000.0);
+        metrics.insert(Metric::Rate, rate);
+        let mut o = Observation::default();
+        o.values.insert("fdatasync_8k".into(), metrics);
+        o.facts.insert("write_cache".into(), "write back".into());
+        o
+    }
+
+    const KEY_P99: fn() -> (String, Metric) = || ("fdatasync_8k".to_string(), Metric::LatencyP99);
+
+    /// Feed `n` noisy intervals around (p99, rate); returns how many reported any change.
+    fn feed(memory: &mut Memory, rng: &mut Rng, n: usize, p99_ms: f64, rate: f64, spread: f64) -> Vec<Judgement> {
+        (0..n)
+            .map(|_| {
+                let k = rng.noise(spread);
+                memory.judge_and_learn(obs(p99_ms * k, rate / k))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_doubled_flush_cost_is_reported_within_three_intervals_and_not_before() {
+        for seed in 1..=10 {
+            let (mut memory, mut rng) = (Memory::default(), Rng(seed * 7919));
+            let before = feed(&mut memory, &mut rng, 20, 8.0, 120.0, 0.15);
+            assert!(before.iter().all(|j| j.changes.is_empty()), "seed {seed}: a change before the step");
+            let after = feed(&mut memory, &mut rng, 3, 16.0, 60.0, 0.15);
+            let first = after.iter().position(|j| j.changes.get(&KEY_P99()) == Some(&Direction::Slower));
+            assert!(first.is_some_and(|i| i < 3), "seed {seed}: not reported within 3 intervals: {after:?}");
+        }
+    }
+
+    #[test]
+    fn no_false_alarm_over_two_thousand_steady_noisy_intervals() {
+        let (mut memory, mut rng) = (Memory::default(), Rng(42));
+        let judged = feed(&mut memory, &mut rng, 2000, 4.0, 250.0, 0.3);
+        let alarms = judged.iter().filter(|j| !j.changes.is_empty()).count();
+        assert_eq!(alarms, 0);
+    }
+
+    #[test]
+    fn a_disturbed_interval_is_neither_a_change_nor_learned() {
+        let (mut memory, mut rng) = (Memory::default(), Rng(3));
+        feed(&mut memory, &mut rng, 10, 8.0, 120.0, 0.1);
+        let before = memory.baseline.clone();
+        for _ in 0..5 {
+            let j = memory.judge_and_learn(Observation { disturbed: true, ..obs(80.0, 12.0) });
+            assert!(j.disturbed && j.changes.is_empty());
+        }
+        assert_eq!(memory.baseline, before);
+    }
+
+    #[test]
+    fn a_lasting_change_becomes_the_baseline_and_the_alarm_stops() {
+        let (mut memory, mut rng) = (Memory::default(), Rng(5));
+        feed(&mut memory, &mut rng, 10, 2.0, 500.0, 0.1);
+        let after = feed(&mut memory, &mut rng, RELEARN + 3, 8.0, 125.0, 0.1);
+        assert!(!after[1].changes.is_empty(), "the step is reported");
+        assert!(after[RELEARN..].iter().all(|j| j.changes.is_empty()), "still changed after relearning");
+        assert!(memory.band("fdatasync_8k", Metric::LatencyP99).unwrap().median > 0.006);
+    }
+
+    /// The planted bug the end-to-end test also catches: a watch whose baseline never takes an interval
+    /// in stays learning and can never report the step.
+    #[test]
+    fn a_baseline_that_never_learns_misses_the_step() {
+        let (mut memory, mut rng) = (Memory::default(), Rng(9));
+        let frozen = |memory: &mut Memory, o: Observation| {
+            let j = memory.judge_and_learn(o);
+            memory.baseline.clear(); // the bug: nothing is ever kept
+            j
+        };
+        for _ in 0..20 {
+            frozen(&mut memory, obs(8.0 * rng.noise(0.1), 120.0));
+        }
+        let judged: Vec<Judgement> = (0..5).map(|_| frozen(&mut memory, obs(16.0, 60.0))).collect();
+        assert!(judged.iter().all(|j| j.changes.is_empty()));
+        // ... while the real one reports it (the same inputs).
+        let (mut memory, mut rng) = (Memory::default(), Rng(9));
+        feed(&mut memory, &mut rng, 20, 8.0, 120.0, 0.1);
+        let judged = feed(&mut memory, &mut rng, 5, 16.0, 60.0, 0.0);
+        assert!(judged.iter().any(|j| !j.changes.is_empty()));
+    }
+
+    #[test]
+    fn a_small_step_inside_min_effect_is_not_a_change_even_on_a_very_steady_disk() {
+        let mut memory = Memory::default();
+        for i in 0..10 {
+            memory.judge_and_learn(obs(8.0 + 0.001 * f64::from(i), 120.0));
+        }
+        for _ in 0..5 {
+            assert!(memory.judge_and_learn(obs(9.6, 100.0)).changes.is_empty());
+        }
+    }
+
+    #[test]
+    fn faster_is_reported_as_faster() {
+        let (mut memory, mut rng) = (Memory::default(), Rng(11));
+        feed(&mut memory, &mut rng, 10, 8.0, 120.0, 0.1);
+        let after = feed(&mut memory, &mut rng, 2, 0.1, 9000.0, 0.1);
+        assert_eq!(after[1].changes.get(&KEY_P99()), Some(&Direction::Faster));
+        let rate = ("fdatasync_8k".to_string(), Metric::Rate);
+        assert_eq!(after[1].changes.get(&rate), Some(&Direction::Faster));
+    }
+
+    #[test]
+    fn a_verdict_appearing_and_a_fact_changing_are_reported_at_once() {
+        let (mut memory, mut rng) = (Memory::default(), Rng(13));
+        feed(&mut memory, &mut rng, 10, 8.0, 120.0, 0.1);
+        let mut now = obs(8.0, 120.0);
+        now.verdicts.insert("flush_faster_than_device".into());
+        now.facts.insert("write_cache".into(), "write through".into());
+        let j = memory.judge_and_learn(now);
+        assert!(j.verdicts_appeared.contains("flush_faster_than_device"));
+        assert!(j.facts_changed.contains("write_cache"));
+    }
+
+    #[test]
+    fn a_verdict_that_flickers_in_the_baseline_never_appears() {
+        let mut memory = Memory::default();
+        for i in 0..12 {
+            let mut o = obs(8.0, 120.0);
+            if i % 3 == 0 {
+                o.verdicts.insert("cpu_steal".into());
+            }
+            let j = memory.judge_and_learn(o);
+            assert!(j.verdicts_appeared.is_empty() && j.verdicts_disappeared.is_empty(), "interval {i}: {j:?}");
+        }
+    }
+
+    #[test]
+    fn memory_stays_bounded() {
+        let (mut memory, mut rng) = (Memory::default(), Rng(17));
+        for i in 0..500 {
+            let level = if (i / 40) % 2 == 0 { 2.0 } else { 9.0 };
+            feed(&mut memory, &mut rng, 1, level, 1000.0 / level, 0.2);
+            assert!(memory.baseline.len() <= BASELINE_MAX && memory.deviating.len() <= RELEARN);
+        }
+    }
+}
