@@ -71,7 +71,8 @@ impl Args {
             Some("frozen-baseline") => Some(PlantedBug::FrozenBaseline),
             Some(other) => return Err(usage(format!("unknown --plant-bug {other:?}: frozen-baseline"))),
         };
-        let dir = crate::core::workdir::check(&self.dir, Some((watch::FILE_BYTES * 2, "syncbench watch", "its test files")))?;
+        let dir =
+            crate::core::workdir::check(&self.dir, Some((watch::FILE_BYTES * 2, "syncbench watch", "its test files")))?;
         Ok(Plan {
             dir,
             every,

@@ -2,13 +2,13 @@
 //! rounds, disturbance monitor and device accounting), the environment read again, the verdicts.
 
 use super::detect::{Metric, Observation};
-use crate::observe::disturbance::Monitor;
 use crate::core::method::SyncMethod;
-use crate::observe::probe::Environment;
-use crate::measure::runner::{PreparedDir, RunBudget, Target};
 use crate::core::schema::CaseResult;
 use crate::core::suite::{Case, KIB};
 use crate::core::verdict::Verdict;
+use crate::measure::runner::{PreparedDir, RunBudget, Target};
+use crate::observe::disturbance::Monitor;
+use crate::observe::probe::Environment;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -64,8 +64,14 @@ pub fn measure(dir: &Path, prepared: &PreparedDir, plan: &IntervalPlan) -> Inter
     let monitor = Monitor::new(&environment);
     let budget = RunBudget { max_samples: plan.max_commits_per_case, ..RunBudget::per_case(plan.case_secs) };
     let schedule = crate::measure::rounds::Schedule::fixed(plan.rounds);
-    let results =
-        crate::measure::runner::run_plan(&cases(), schedule, &budget, &Target::Disk(prepared), Some(&monitor), &mut |_| {});
+    let results = crate::measure::runner::run_plan(
+        &cases(),
+        schedule,
+        &budget,
+        &Target::Disk(prepared),
+        Some(&monitor),
+        &mut |_| {},
+    );
     let busy = crate::observe::blockdev::stat::Snapshot::take(&disks).since(&before);
     let device_busy_ms = disks.last().and_then(|d| busy.get(d)).map(|delta| delta.busy_ms);
     let verdicts = crate::observe::probe::verdicts(&environment, &results);

@@ -61,7 +61,9 @@ fn case_families(inputs: &Inputs<'_>) -> Vec<Family> {
             latency.push(vec![("case", name.to_string()), ("quantile", q.to_string())], ns as f64 / 1e9);
         }
         rate.push(case_label(name), r.ops_per_s);
-        if let Some(per) = r.device.as_ref().and_then(|d| d.lowest_per_commit()) {
+        // Per-commit counts only when nothing else reached the device in the window: else they are not ours.
+        let attributable = r.device.as_ref().filter(|d| d.unattributable.is_none());
+        if let Some(per) = attributable.and_then(|d| d.lowest_per_commit()) {
             flushes.push(case_label(name), per.flushes);
             writes.push(case_label(name), per.writes);
         }

@@ -163,8 +163,12 @@ fn one_interval(plan: &Plan, prepared: &PreparedDir, state: &mut State, wall_sec
             bytes_per_hour_max: plan.bytes_per_hour_max(),
             finished_unix_s,
         };
-        let doc =
-            crate::core::schema::Envelope::new(crate::core::schema::now_rfc3339(), interval.environment.clone(), Vec::new(), ());
+        let doc = crate::core::schema::Envelope::new(
+            crate::core::schema::now_rfc3339(),
+            interval.environment.clone(),
+            Vec::new(),
+            (),
+        );
         let text = crate::core::export::openmetrics::render(&doc, &metrics::families(&inputs));
         state::write_atomically(path, text.as_bytes())?;
     }

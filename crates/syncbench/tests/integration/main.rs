@@ -17,6 +17,7 @@ mod run;
 mod scripts;
 mod trace;
 mod trace_disks;
+mod watch;
 
 /// The variable that turns every [`skip`] into a failure.
 pub const REQUIRE_ALL_TESTS: &str = "SYNCBENCH_REQUIRE_ALL_TESTS";
