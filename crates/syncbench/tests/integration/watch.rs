@@ -187,3 +187,168 @@ fn every_dashboard_query_is_valid_promql_and_names_metrics_watch_writes() {
         }
     }
 }
+
+/// The whole loop as an operator runs it: `watch` on a lab disk writes into node_exporter's textfile
+/// directory, Prometheus scrapes it every second and evaluates the shipped rules; the lab disk's flush cost
+/// is raised live; the regression alert must fire, and must not have fired before. A watch with a planted
+/// bug (a baseline that never learns) must not raise it: the test would catch that bug.
+#[cfg(feature = "fuse")]
+mod end_to_end {
+    use crate::skip;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    fn syncbench() -> Command {
+        Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+    }
+
+    fn program(name: &str) -> Option<PathBuf> {
+        syncbench::proof::fsync_errors::prereq::find_program(name)
+    }
+
+    /// A free port on loopback (bound, then released for the server to take).
+    fn free_port() -> u16 {
+        TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    }
+
+    /// Children killed (and a lab taken down) however the test ends.
+    struct Stack {
+        children: Vec<Child>,
+        lab: Option<PathBuf>,
+    }
+
+    impl Drop for Stack {
+        fn drop(&mut self) {
+            for child in &mut self.children {
+                let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+                let _ = child.wait();
+            }
+            if let Some(mount) = &self.lab {
+                let _ = syncbench().args(["lab", "down"]).arg(mount).output();
+            }
+        }
+    }
+
+    /// GET `path` from 127.0.0.1:`port` (HTTP/1.0: the server closes when done); the body.
+    fn http_get(port: u16, path: &str) -> Option<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).ok()?;
+        response.split_once("\r\n\r\n").map(|(_, body)| body.to_string())
+    }
+
+    /// Whether Prometheus has the regression alert firing now.
+    fn regression_firing(port: u16) -> bool {
+        http_get(port, "/api/v1/alerts").is_some_and(|body| {
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            v["data"]["alerts"].as_array().is_some_and(|alerts| {
+                alerts.iter().any(|a| {
+                    a["labels"]["alertname"] == "SyncbenchDurableWriteLatencyRegressed" && a["state"] == "firing"
+                })
+            })
+        })
+    }
+
+    /// The newest value of an instant query's first sample.
+    fn query(port: u16, promql: &str) -> Option<f64> {
+        let body = http_get(port, &format!("/api/v1/query?query={promql}"))?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+    }
+
+    /// node_exporter (textfile collector only) and Prometheus (1 s scrape and evaluation, the shipped rules).
+    fn start_monitoring(stack: &mut Stack, work: &Path, textfiles: &Path) -> u16 {
+        let (exporter_port, prometheus_port) = (free_port(), free_port());
+        let exporter = Command::new(program("prometheus-node-exporter").unwrap())
+            .arg(format!("--web.listen-address=127.0.0.1:{exporter_port}"))
+            .args(["--collector.disable-defaults", "--collector.textfile"])
+            .arg(format!("--collector.textfile.directory={}", textfiles.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        stack.children.push(exporter);
+        let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/prometheus/syncbench-rules.yml");
+        let config = format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [{:?}]\nscrape_configs:\n  - job_name: node\n    static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]\n",
+            std::fs::canonicalize(rules).unwrap().display().to_string()
+        );
+        std::fs::write(work.join("prometheus.yml"), config).unwrap();
+        let prometheus = Command::new(program("prometheus").unwrap())
+            .arg(format!("--config.file={}", work.join("prometheus.yml").display()))
+            .arg(format!("--storage.tsdb.path={}", work.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{prometheus_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        stack.children.push(prometheus);
+        wait_for("Prometheus to answer", Duration::from_secs(60), || http_get(prometheus_port, "/-/ready").is_some());
+        prometheus_port
+    }
+
+    fn wait_for(what: &str, limit: Duration, cond: impl Fn() -> bool) {
+        let deadline = Instant::now() + limit;
+        while !cond() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// One trial: a lab disk, the monitoring, a watch (with `planted` bug or not), the step in flush cost.
+    /// Returns whether the alert fired within the window after the step; panics if it fired before.
+    fn trial(planted: Option<&str>) -> bool {
+        let work = tempfile::tempdir().unwrap();
+        let (mount, textfiles) = (work.path().join("mnt"), work.path().join("textfile"));
+        std::fs::create_dir_all(&mount).unwrap();
+        std::fs::create_dir_all(&textfiles).unwrap();
+        let mut stack = Stack { children: Vec::new(), lab: None };
+        let up =
+            syncbench().args(["lab", "up", "--profile", "ssd-200us", "--fs", "ext4"]).arg(&mount).output().unwrap();
+        assert!(up.status.success(), "lab up: {}", String::from_utf8_lossy(&up.stderr));
+        stack.lab = Some(mount.clone());
+        let port = start_monitoring(&mut stack, work.path(), &textfiles);
+        let mut watch = syncbench();
+        watch.arg("watch").arg(&mount).args(["--every", "2s", "--duty", "25%", "--openmetrics"]);
+        watch.arg(textfiles.join("syncbench.prom")).stdout(Stdio::null());
+        if let Some(bug) = planted {
+            watch.args(["--plant-bug", bug]);
+        }
+        stack.children.push(watch.spawn().unwrap());
+        // The baseline learns (5 intervals; the planted bug never gets there, so count finished intervals).
+        wait_for("eight finished intervals", Duration::from_secs(240), || {
+            query(port, "changes(syncbench_watch_last_success_timestamp_seconds[10m])").is_some_and(|n| n >= 7.0)
+        });
+        assert!(!regression_firing(port), "the regression alert fired before the flush cost changed");
+        let set = syncbench().args(["lab", "set"]).arg(&mount).args(["--flush-us", "8500"]).output().unwrap();
+        assert!(set.status.success(), "lab set: {}", String::from_utf8_lossy(&set.stderr));
+        // Detection within 3 intervals, plus a scrape and an evaluation: a minute is generous at 2 s intervals
+        // even when disturbed intervals are skipped.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if regression_firing(port) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        false
+    }
+
+    #[test]
+    fn the_regression_alert_fires_after_a_live_flush_cost_step_and_not_with_a_frozen_baseline() {
+        let needed = ["losetup", "mkfs.ext4", "mount", "umount", "prometheus", "prometheus-node-exporter"];
+        if let Some(missing) = crate::missing_stack_prerequisite(&needed) {
+            return skip(missing);
+        }
+        assert!(
+            trial(None),
+            "the regression alert did not fire within 60 s of the flush cost going from 200 µs to 8.5 ms"
+        );
+        assert!(!trial(Some("frozen-baseline")), "the alert fired although the watch's baseline never learned");
+    }
+}
