@@ -12,7 +12,7 @@
 //!   at least [`MIN_EFFECT`] away from the baseline's median: a disk whose intervals agree to 1% must not
 //!   raise an alarm over a 5% step, which no operator would act on.
 //! - A deviation is a *change* once the last [`CONFIRM`] undisturbed intervals deviate the same way: one
-//!   odd interval is not a change. A 2× step is reported in the second interval after it.
+//!   or two odd intervals are not a change. A 2× step is reported in the third full interval after it.
 //! - Facts are not noise: a verdict that no baseline interval had, or a write-cache, FUA or device-chain
 //!   value different from the baseline's, is a change at once.
 //! - A *disturbed* interval (other I/O dominated the device) is neither a change nor part of the baseline.
@@ -23,13 +23,15 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Intervals the baseline needs before it judges anything (a prediction interval from fewer is too wide
-/// to see a 2× step, and from 2–3 values, one odd interval decides it).
-pub const MIN_BASELINE: usize = 5;
+/// Intervals the baseline needs before it judges anything (from fewer, one odd interval decides the
+/// prediction interval; eight keep t(7) at 2.36).
+pub const MIN_BASELINE: usize = 8;
 /// Intervals kept in the baseline: two hours at the default five-minute interval.
 pub const BASELINE_MAX: usize = 24;
-/// Undisturbed intervals in a row that must deviate the same way before a change is reported.
-pub const CONFIRM: usize = 2;
+/// Undisturbed intervals in a row that must deviate the same way before a change is reported: three, so
+/// that two slow intervals of a loaded machine (seen on a lab disk whose server was starved of CPU) are not
+/// a change, and a lasting step is still reported in the third full interval after it.
+pub const CONFIRM: usize = 3;
 /// Undisturbed intervals in a row after which a lasting change becomes the baseline.
 pub const RELEARN: usize = 12;
 /// The smallest step reported, as a factor from the baseline's median.
@@ -371,7 +373,8 @@ mod tests {
         let (mut memory, mut rng) = (Memory::default(), Rng(5));
         feed(&mut memory, &mut rng, 10, 2.0, 500.0, 0.1);
         let after = feed(&mut memory, &mut rng, RELEARN + 3, 8.0, 125.0, 0.1);
-        assert!(!after[1].changes.is_empty(), "the step is reported");
+        assert!(after[..CONFIRM - 1].iter().all(|j| j.changes.is_empty()), "reported before it was confirmed");
+        assert!(!after[CONFIRM - 1].changes.is_empty(), "the step is reported");
         assert!(after[RELEARN..].iter().all(|j| j.changes.is_empty()), "still changed after relearning");
         assert!(memory.band("fdatasync_8k", Metric::LatencyP99).unwrap().median > 0.006);
     }
@@ -398,6 +401,17 @@ mod tests {
         assert!(judged.iter().any(|j| !j.changes.is_empty()));
     }
 
+    /// Two slow intervals in a row (a loaded machine) are not a change; a third would be.
+    #[test]
+    fn two_slow_intervals_are_not_a_change() {
+        let (mut memory, mut rng) = (Memory::default(), Rng(21));
+        feed(&mut memory, &mut rng, 12, 2.0, 1000.0, 0.3);
+        let slow = feed(&mut memory, &mut rng, 2, 20.0, 100.0, 0.0);
+        assert!(slow.iter().all(|j| j.changes.is_empty()));
+        let back = feed(&mut memory, &mut rng, 3, 2.0, 1000.0, 0.3);
+        assert!(back.iter().all(|j| j.changes.is_empty()));
+    }
+
     #[test]
     fn a_small_step_inside_min_effect_is_not_a_change_even_on_a_very_steady_disk() {
         let mut memory = Memory::default();
@@ -413,10 +427,10 @@ mod tests {
     fn faster_is_reported_as_faster() {
         let (mut memory, mut rng) = (Memory::default(), Rng(11));
         feed(&mut memory, &mut rng, 10, 8.0, 120.0, 0.1);
-        let after = feed(&mut memory, &mut rng, 2, 0.1, 9000.0, 0.1);
-        assert_eq!(after[1].changes.get(&KEY_P99()), Some(&Direction::Faster));
+        let after = feed(&mut memory, &mut rng, CONFIRM, 0.1, 9000.0, 0.1);
+        assert_eq!(after[CONFIRM - 1].changes.get(&KEY_P99()), Some(&Direction::Faster));
         let rate = ("fdatasync_8k".to_string(), Metric::Rate);
-        assert_eq!(after[1].changes.get(&rate), Some(&Direction::Faster));
+        assert_eq!(after[CONFIRM - 1].changes.get(&rate), Some(&Direction::Faster));
     }
 
     #[test]

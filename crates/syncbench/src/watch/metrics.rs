@@ -90,7 +90,7 @@ fn judgement_families(inputs: &Inputs<'_>) -> Vec<Family> {
     let mut change = Family::new(
         "syncbench_watch_change",
         "",
-        "1 while a change beyond the baseline's interval is confirmed (two intervals in a row, at least 1.5x), else 0.",
+        "1 while a change beyond the baseline's interval is confirmed (three intervals in a row, at least 1.5x), else 0.",
     );
     let mut ratio =
         Family::new("syncbench_watch_change_ratio", "", "This interval's value divided by the baseline's median.");
@@ -201,7 +201,7 @@ fn bookkeeping_families(inputs: &Inputs<'_>) -> Vec<Family> {
         gauge(
             "syncbench_watch_baseline_intervals",
             "",
-            "Intervals in the baseline (fewer than 5: still learning, no change is judged).",
+            "Intervals in the baseline (fewer than 8: still learning, no change is judged).",
             Some(j.baseline_len as f64),
         ),
         gauge("syncbench_watch_interval_seconds", "seconds", "The --every setting.", Some(inputs.every_secs)),
