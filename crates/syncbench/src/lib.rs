@@ -20,4 +20,3 @@ pub mod measure;
 pub mod observe;
 pub mod present;
 pub mod proof;
-pub mod watch;

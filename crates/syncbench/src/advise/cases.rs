@@ -41,11 +41,5 @@ pub fn all() -> Vec<Case> {
 
 /// etcd's storage check: 2300-byte writes, each followed by fdatasync, into a preallocated segment.
 pub fn etcd() -> Case {
-    let c = Case::one_write(SyncMethod::Fdatasync, crate::advise::ETCD_WRITE_BYTES);
-    Case {
-        section: Section::FileState,
-        label: "etcd: 2300 B + fdatasync".into(),
-        file_state: FileState::Fallocate,
-        ..c
-    }
+    Case::etcd_wal()
 }

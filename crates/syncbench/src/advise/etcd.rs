@@ -6,7 +6,7 @@ use super::{DatabaseAdvice, Setting};
 use crate::core::schema::CaseResult;
 
 /// The size of the writes in etcd's storage check (the IBM fio recipe).
-pub const ETCD_WRITE_BYTES: u64 = 2300;
+pub const ETCD_WRITE_BYTES: u64 = crate::core::suite::ETCD_WAL_WRITE_BYTES;
 /// etcd's limit on p99 of write + fdatasync.
 pub const ETCD_P99_LIMIT_NS: u64 = 10_000_000;
 

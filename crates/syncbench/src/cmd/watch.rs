@@ -3,7 +3,7 @@
 
 use crate::core::exit::{Outcome, usage};
 use crate::core::units::parse_duration;
-use crate::watch::{self, MIN_MEASURE_SECS, Plan, PlantedBug};
+use crate::measure::watch::{self, MIN_MEASURE_SECS, Plan, PlantedBug};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -176,7 +176,21 @@ pub struct Case {
     pub pattern: Pattern,
 }
 
+/// etcd's WAL append in its own disk check: 2300 bytes per commit.
+pub const ETCD_WAL_WRITE_BYTES: u64 = 2300;
+
 impl Case {
+    /// etcd's storage check: 2300-byte writes, each followed by fdatasync, into a preallocated segment
+    /// (what `advise` judges etcd's rule on, and `watch`'s third canary).
+    pub fn etcd_wal() -> Case {
+        Case {
+            section: Section::FileState,
+            label: "etcd: 2300 B + fdatasync".into(),
+            file_state: FileState::Fallocate,
+            ..Case::one_write(SyncMethod::Fdatasync, ETCD_WAL_WRITE_BYTES)
+        }
+    }
+
     /// One write of `size` per commit on an overwritten file: the basic case (probe's fdatasync burst).
     pub fn one_write(method: SyncMethod, size: u64) -> Case {
         Case {

@@ -9,3 +9,4 @@ pub mod commit;
 pub mod pages;
 pub mod rounds;
 pub mod runner;
+pub mod watch;

@@ -2,13 +2,13 @@
 //! rounds, disturbance monitor and device accounting), the environment read again, the verdicts.
 
 use super::detect::{Metric, Observation};
+use crate::core::environment::Environment;
 use crate::core::method::SyncMethod;
 use crate::core::schema::CaseResult;
 use crate::core::suite::{Case, KIB};
 use crate::core::verdict::Verdict;
 use crate::measure::runner::{PreparedDir, RunBudget, Target};
 use crate::observe::disturbance::Monitor;
-use crate::observe::probe::Environment;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -25,7 +25,7 @@ pub fn cases() -> Vec<Case> {
     vec![
         Case::one_write(SyncMethod::Fdatasync, 8 * KIB),
         Case::one_write(SyncMethod::OpenDatasync, 8 * KIB),
-        crate::advise::cases::etcd(),
+        Case::etcd_wal(),
     ]
 }
 
@@ -114,7 +114,7 @@ impl Interval {
 /// The environment facts watched for change: every device's write cache and FUA, the device chain, the
 /// mount options and the virtualization, each as one comparable string.
 pub fn facts(env: &Environment) -> BTreeMap<String, String> {
-    let per_device = |f: &dyn Fn(&crate::observe::probe::Device) -> String| {
+    let per_device = |f: &dyn Fn(&crate::core::environment::Device) -> String| {
         env.devices.iter().map(|d| format!("{}={}", d.name, f(d))).collect::<Vec<_>>().join(",")
     };
     BTreeMap::from([
@@ -127,7 +127,7 @@ pub fn facts(env: &Environment) -> BTreeMap<String, String> {
 }
 
 /// The hypervisor or container as one string (`none` on bare metal).
-pub fn virtualization(v: &crate::observe::probe::Virtualization) -> String {
+pub fn virtualization(v: &crate::core::environment::Virtualization) -> String {
     let vm = match (&v.hypervisor, v.virtual_machine) {
         (Some(name), _) => name.clone(),
         (None, true) => "vm".to_string(),
