@@ -113,7 +113,7 @@ fn a_second_watch_on_the_same_directory_is_refused_and_sigterm_leaves_whole_file
 }
 
 fn promtool() -> Option<PathBuf> {
-    syncbench::proof::fsync_errors::prereq::find_program("promtool")
+    syncbench::proof::lab::prereq::find_program("promtool")
 }
 
 fn promtool_run(args: &[&str], dir: &Path) -> std::process::Output {
@@ -209,7 +209,7 @@ mod end_to_end {
     }
 
     fn program(name: &str) -> Option<PathBuf> {
-        syncbench::proof::fsync_errors::prereq::find_program(name)
+        syncbench::proof::lab::prereq::find_program(name)
     }
 
     /// A free port on loopback (bound, then released for the server to take).
