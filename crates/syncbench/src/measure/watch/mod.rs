@@ -135,14 +135,12 @@ fn sleep_interruptibly(total: Duration) {
 
 /// One interval: wait out a busy device, measure, judge, write the textfile and the state.
 fn one_interval(plan: &Plan, prepared: &PreparedDir, state: &mut State, wall_secs: f64) -> anyhow::Result<String> {
-    if let Some(share) = busy_share(&plan.dir) {
-        if share > BUSY_SHARE {
-            return Ok(format!(
-                "{} device busy {:.0}% with other I/O: interval skipped (a canary does not add to a busy disk)",
-                crate::core::schema::now_rfc3339(),
-                share * 100.0
-            ));
-        }
+    if let Some(share) = busy_share(&plan.dir).filter(|share| *share > BUSY_SHARE) {
+        return Ok(format!(
+            "{} device busy {:.0}% with other I/O: interval skipped (a canary does not add to a busy disk)",
+            crate::core::schema::now_rfc3339(),
+            share * 100.0
+        ));
     }
     let interval = interval::measure(&plan.dir, prepared, &plan.interval_plan());
     let observation = interval.observation();
