@@ -1,7 +1,38 @@
-//! Whether a file can take untorn page writes: O_DIRECT works and `statx(STATX_WRITE_ATOMIC)` reports
+//! `atomic`: the device writes each page untorn. Data files are opened with O_DIRECT and every page goes
+//! home with `RWF_ATOMIC | RWF_DSYNC` (durable on return), so no copy of it is needed anywhere. Also
+//! whether a file can take such writes: O_DIRECT works and `statx(STATX_WRITE_ATOMIC)` reports
 //! `unit_min ≤ page size ≤ unit_max` (Linux ≥ 6.11, and the device and file system must support it).
 
+use crate::pages::error::PageResult;
+use crate::pages::page::{Lsn, PageId};
+use crate::pages::store::{PageCopy, PageStore};
+use crate::storage::{Storage, WriteSync};
 use std::path::Path;
+
+/// How a page is written (plain only under a deliberate test bug).
+fn page_write<S: Storage + Clone + 'static>(store: &PageStore<S>) -> WriteSync {
+    if store.config.faults.atomic_plain_write { WriteSync::None } else { WriteSync::AtomicDsync }
+}
+
+/// An evicted page: write-ahead, then one untorn, durable home write.
+pub(super) fn write_one<S: Storage + Clone + 'static>(
+    store: &PageStore<S>,
+    id: PageId,
+    lsn: Lsn,
+    data: &[u8],
+) -> PageResult<()> {
+    let (copy, flushed) = store.single_copy(id, lsn, data)?;
+    store.write_home(id, copy.as_slice(), page_write(store), flushed)
+}
+
+/// A batch: untorn, durable home writes.
+pub(super) fn write_batch<S: Storage + Clone + 'static>(
+    store: &PageStore<S>,
+    copies: &[&PageCopy],
+    flushed: Lsn,
+) -> PageResult<()> {
+    store.write_home_batch(copies, page_write(store), flushed).map(drop)
+}
 
 /// `Ok(())` if `file` (an existing file) accepts `page_size`-byte RWF_ATOMIC writes, otherwise the reason.
 pub fn support(file: &Path, page_size: usize) -> Result<(), String> {
