@@ -7,6 +7,8 @@
 //! sectors turn clean, each open file description sees the error once (errseq), and the new bytes stay
 //! readable until eviction. Everything is a function of the seed and the sequence of calls.
 
+#![forbid(unsafe_code)]
+
 mod errseq;
 mod fs;
 mod inode;

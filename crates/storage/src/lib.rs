@@ -9,6 +9,8 @@
 //! - a create, rename or remove is NOT durable until `sync_dir` of the parent directory returns Ok;
 //! - after a sync error the state of the data is unknown: callers must not retry (fail-stop).
 
+#![forbid(unsafe_code)]
+
 pub mod method;
 
 use std::io;

@@ -108,8 +108,11 @@ impl<F: StorageFile> ControlFile<F> {
     /// Write `next` (its `seq` is set to current + 1) into the older slot and fsync.
     pub fn update(&mut self, mut next: ControlRecord) -> io::Result<()> {
         next.seq = self.last.seq + 1;
+        assert!(next.checkpoint_lsn >= next.redo_lsn, "a checkpoint record comes after its redo point: {next:?}");
         let slot_at = (next.seq % 2) * SLOT_BYTES as u64;
-        self.file.write_at(&next.encode(), slot_at, WriteSync::None)?;
+        let slot = next.encode();
+        assert_eq!(ControlRecord::decode(&slot), Some(next), "a control slot reads back as written");
+        self.file.write_at(&slot, slot_at, WriteSync::None)?;
         self.file.sync_all()?;
         self.last = next;
         Ok(())

@@ -55,6 +55,8 @@ pub struct DoubleWrite<F> {
     page_size: usize,
     batch_pages: usize,
     ring_batches: usize,
+    /// Slots in the area (its length in pages).
+    slots: usize,
     single_next: std::sync::atomic::AtomicUsize,
 }
 
@@ -95,7 +97,24 @@ impl<F: StorageFile> DoubleWrite<F> {
             storage.sync_dir(dir)?;
             file
         };
-        Ok(DoubleWrite { file, page_size, batch_pages, ring_batches, single_next: Default::default() })
+        Ok(DoubleWrite { file, page_size, batch_pages, ring_batches, slots, single_next: Default::default() })
+    }
+
+    /// Bytes per page.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Write whole pages `images` at slot `first_slot`: asserted to be whole pages inside the area.
+    fn write_slots(&self, first_slot: usize, images: &[u8]) -> io::Result<()> {
+        let pages = images.len() / self.page_size;
+        assert!(pages > 0 && images.len().is_multiple_of(self.page_size), "double-write I/O is whole pages");
+        assert!(
+            first_slot + pages <= self.slots,
+            "slots {first_slot}+{pages} are outside the {}-slot area",
+            self.slots
+        );
+        self.file.write_at(images, (first_slot * self.page_size) as u64, WriteSync::None)
     }
 
     /// Write sealed page images into ring batch `position` (0-based, below `ring_batches`) without
@@ -104,7 +123,7 @@ impl<F: StorageFile> DoubleWrite<F> {
         assert!(position < self.ring_batches, "ring position {position} is outside the ring");
         assert!(images.len() <= self.batch_pages * self.page_size, "a ring batch is at most one batch");
         let first_slot = self.batch_pages + SINGLE_SLOTS + position * self.batch_pages;
-        self.file.write_at(images, (first_slot * self.page_size) as u64, WriteSync::None)
+        self.write_slots(first_slot, images)
     }
 
     /// Make every completed write to the area durable.
@@ -127,7 +146,7 @@ impl<F: StorageFile> DoubleWrite<F> {
                 self.batch_pages + n % SINGLE_SLOTS
             }
         };
-        self.file.write_at(images, (first_slot * self.page_size) as u64, WriteSync::None)?;
+        self.write_slots(first_slot, images)?;
         if !skip_sync {
             self.file.sync_data()?;
         }
@@ -138,6 +157,7 @@ impl<F: StorageFile> DoubleWrite<F> {
     /// a megabyte at a time (a `pipelined` ring holding a checkpoint cycle's copies is hundreds of them).
     pub fn newest_copies(&self) -> io::Result<HashMap<PageId, (Lsn, usize)>> {
         let slots = (self.file.len()? as usize) / self.page_size;
+        assert_eq!(slots, self.slots, "the double-write area changed size while open");
         let per_read = ((1 << 20) / self.page_size).max(1);
         let mut buf = syncbench_sys::AlignedBuf::new(per_read * self.page_size, self.page_size);
         let mut newest: HashMap<PageId, (Lsn, usize)> = HashMap::new();
@@ -159,6 +179,7 @@ impl<F: StorageFile> DoubleWrite<F> {
     /// Read slot `slot`'s image into `out` (one page) and check it is still the valid image of `id`.
     pub fn read_slot(&self, slot: usize, id: PageId, out: &mut [u8]) -> io::Result<()> {
         assert_eq!(out.len(), self.page_size, "one page at a time");
+        assert!(slot < self.slots, "slot {slot} is outside the {}-slot area", self.slots);
         self.file.read_exact_at(out, (slot * self.page_size) as u64)?;
         match page::check(out, id) {
             PageCheck::Valid { .. } => Ok(()),

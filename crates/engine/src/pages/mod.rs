@@ -2,23 +2,32 @@
 //! checkpoints with a two-slot control file, and torn-page protection by full-page writes (`fpw`), a
 //! double-write buffer (`dw`) or hardware atomic writes (`atomic`) — or none (`none`, unsafe baseline).
 //!
+//! Each protection is a module of [`protection`]; the store ([`PageStore`]) calls them where they differ.
 //! On-disk formats: docs/format-pages.md. Recovery: [`PageStore::open`].
 
-pub mod atomic;
+mod background;
 pub mod control;
 pub mod dw;
-pub mod dw_pipelined;
 mod error;
+mod flush;
 pub mod log;
 pub mod page;
 pub mod pool;
+pub mod protection;
 mod record;
+mod recovery;
+mod stats;
 mod store;
+mod tx;
 
+pub use background::Background;
 pub use error::{PageError, PageResult};
 pub use log::{LogRecord, LogStats, PageLog};
 pub use page::{Lsn, PageId};
-pub use store::{Background, DW_FLUSH_MARK, PageStore, StoreStats, Tx, data_file_path};
+pub use protection::{atomic, dw_pipelined};
+pub use stats::StoreStats;
+pub use store::{DW_FLUSH_MARK, PageStore, data_file_path};
+pub use tx::Tx;
 
 use std::path::PathBuf;
 

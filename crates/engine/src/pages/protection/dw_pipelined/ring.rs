@@ -29,9 +29,13 @@
 //!    with the current round number, so a ring holding a whole checkpoint cycle recycles batches the
 //!    checkpoint's own fsync already covered, with no fsync of its own.
 //!
-//! This file holds that state; the store (store.rs) picks the pages and does the I/O.
+//! Each is asserted where it must hold: 1 at every home write that relies on a copy
+//! ([`HomeWrite::wrote_home`]), 2 at the checkpoint's sync round ([`Pipeline::checkpoint_round`]), 3
+//! before a ring position is overwritten ([`Pipeline::position_to_overwrite`]).
+//!
+//! This file holds that state; its module ([`super`]) picks the pages and does the I/O.
 
-use super::page::Lsn;
+use crate::pages::page::Lsn;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, RwLock, RwLockReadGuard};
 use std::time::Duration;
@@ -150,7 +154,7 @@ pub struct Pipeline {
     /// A checkpoint is running: the spooler spools its pages too, ahead of its home writes.
     checkpointing: AtomicBool,
     /// The spooler found nothing worth spooling and sleeps until the clock hand has travelled this far
-    /// ([`super::pool::Pool::hand_travel`]; `u64::MAX`: not sleeping), a checkpoint starts, or a timeout.
+    /// ([`crate::pages::pool::Pool::hand_travel`]; `u64::MAX`: not sleeping), a checkpoint starts, or a timeout.
     wake_at_travel: AtomicU64,
     /// Set (under its lock) by whoever wakes the spooler, so a wake-up between the spooler's look and its
     /// wait is not lost.
@@ -205,12 +209,32 @@ impl Pipeline {
         self.next_seq.load(Ordering::Acquire)
     }
 
-    /// The batch numbered [`Pipeline::next_seq`] has been written (its position's earlier batch was
+    /// Ring position of batch `seq`, the next batch, about to be written over the position's previous
+    /// batch. Invariant 3: that batch is recycled, and every home write that relied on it is durable
+    /// (its round tag is no later than the last completed sync round) — unless the deliberate bug skips
+    /// the recycle's sync.
+    pub fn position_to_overwrite(&self, seq: u64) -> usize {
+        assert_eq!(seq, self.next_seq(), "ring batches are written one at a time, in order");
+        let position = self.position(seq);
+        let overwritten = seq.saturating_sub(self.ring_batches as u64);
+        let recycled = self.recycled_seq();
+        assert!(overwritten <= recycled, "invariant 3: batch {seq} overwrites batch {overwritten}, not recycled");
+        let relied = self.relied_round[position].load(Ordering::Acquire);
+        let durable = self.durable_round.load(Ordering::Acquire);
+        assert!(
+            relied <= durable || self.bugs.recycle_skips_home_sync,
+            "invariant 3: batch {seq} overwrites batch {overwritten}, relied on by a home write of round \
+             {relied}, while sync rounds are durable up to {durable}"
+        );
+        position
+    }
+
+    /// Batch `seq`, numbered [`Pipeline::next_seq`], has been written (its position's earlier batch was
     /// recycled first, so no home write relies on that position now).
-    pub fn advance(&self) {
+    pub fn advance(&self, seq: u64) {
+        assert_eq!(seq, self.next_seq(), "ring batches are written one at a time, in order");
         // The tag first: once the batch counts as written, a sync can make it durable and a home write
         // rely on it, and that write's tag must not be wiped.
-        let seq = self.next_seq();
         self.relied_round[self.position(seq)].store(0, Ordering::Release);
         self.next_seq.fetch_add(1, Ordering::AcqRel);
     }
@@ -248,15 +272,8 @@ impl Pipeline {
     }
 
     /// Hold while checking [`Pipeline::is_safe`] and issuing the home writes that rely on it.
-    pub fn home_write(&self) -> RwLockReadGuard<'_, ()> {
-        read(&self.home_writes)
-    }
-
-    /// Note a home write to data file `file` relying on ring batch `seq` (under [`Pipeline::home_write`]).
-    pub fn wrote_home(&self, file: u32, seq: u64) {
-        self.unsynced_home[file as usize].store(true, Ordering::Release);
-        let round = self.round.load(Ordering::Acquire);
-        self.relied_round[self.position(seq)].fetch_max(round, Ordering::AcqRel);
+    pub fn home_write(&self) -> HomeWrite<'_> {
+        HomeWrite { ring: self, _no_recycle: read(&self.home_writes) }
     }
 
     /// Whether a checkpoint is running (its pages are spooled first).
@@ -389,6 +406,15 @@ impl Pipeline {
         relied_since && !self.bugs.recycle_skips_home_sync
     }
 
+    /// The checkpoint at `redo_lsn`'s sync round, syncing every data file. Invariant 2: the cycle was
+    /// raised to `redo_lsn` before this round drains the home writes, so every write checked against
+    /// the old cycle is issued before this round's fsync, which makes it durable.
+    pub fn checkpoint_round<E>(&self, redo_lsn: Lsn, sync_file: impl FnMut(u32) -> Result<(), E>) -> Result<(), E> {
+        let cycle = self.cycle_lsn();
+        assert!(cycle >= redo_lsn, "invariant 2: checkpoint at redo LSN {redo_lsn} syncs before raising cycle {cycle}");
+        self.sync_round(true, sync_file)
+    }
+
     /// A sync round: wait for the home writes relying on the ring that are in progress, start a new
     /// round number, then sync every data file written home relying on the ring since the last round
     /// began (`all`: every data file, for a checkpoint). When it returns Ok, every home write tagged
@@ -438,6 +464,35 @@ impl Pipeline {
     }
 }
 
+/// The read side of `home_writes`, held from the check that a page may go home relying on its ring copy
+/// until that home write has been issued: no batch is recycled meanwhile.
+pub struct HomeWrite<'a> {
+    ring: &'a Pipeline,
+    _no_recycle: RwLockReadGuard<'a, ()>,
+}
+
+impl HomeWrite<'_> {
+    /// Note a home write to data file `file` of a page at `page_lsn` relying on `copy`, checked safe
+    /// under this guard. Invariant 1, the parts that cannot change while it is held: the copy's batch
+    /// is not recycled, its sync completed (durability only grows), and it is not newer than the page.
+    /// (Whether it covers the page may change: a checkpoint can raise the cycle meanwhile, which
+    /// invariant 2 allows for.)
+    pub fn wrote_home(&self, file: u32, copy: RingCopy, page_lsn: Lsn) {
+        let p = self.ring;
+        assert!(copy.seq > p.recycled_seq(), "invariant 1: a home write relies on recycled batch {}", copy.seq);
+        let durable = p.durable_seq();
+        assert!(
+            copy.seq <= durable || p.bugs.home_before_sync,
+            "invariant 1: a home write relies on batch {} before its sync (durable: {durable})",
+            copy.seq
+        );
+        assert!(copy.lsn <= page_lsn, "invariant 1: copy at LSN {} is newer than its page at {page_lsn}", copy.lsn);
+        p.unsynced_home[file as usize].store(true, Ordering::Release);
+        let round = p.round.load(Ordering::Acquire);
+        p.relied_round[p.position(copy.seq)].fetch_max(round, Ordering::AcqRel);
+    }
+}
+
 /// A sync round begun: its number and, per data file, whether a home write relying on the ring flagged it.
 struct Round {
     ended: u64,
@@ -472,7 +527,7 @@ mod tests {
         assert!(p.is_current(copy(1, 5, 5), 5));
         p.mark_durable(1);
         assert!(p.is_safe(copy(1, 5, 5), 5));
-        p.wrote_home(1, 1);
+        p.home_write().wrote_home(1, copy(1, 5, 5), 5);
         let mut synced = Vec::new();
         p.recycle(1, |f| {
             synced.push(f);
@@ -509,8 +564,8 @@ mod tests {
     fn a_recycle_syncs_only_for_home_writes_no_sync_round_covered() {
         let p = Pipeline::new(2, 16, PipelineBugs::default());
         p.mark_durable(3);
-        p.wrote_home(0, 1);
-        p.wrote_home(1, 2);
+        p.home_write().wrote_home(0, copy(1, 5, 5), 5);
+        p.home_write().wrote_home(1, copy(2, 5, 5), 5);
         // The checkpoint's round syncs every file and covers both writes.
         let mut synced = Vec::new();
         p.sync_round(true, |f| {
@@ -521,7 +576,7 @@ mod tests {
         assert_eq!(synced, vec![0, 1]);
         p.recycle(2, |_| Err(())).expect("batches 1 and 2 need no sync of their own");
         // A write relying on batch 3 after that round: recycling 3 syncs its file.
-        p.wrote_home(1, 3);
+        p.home_write().wrote_home(1, copy(3, 5, 5), 5);
         let mut synced = Vec::new();
         p.recycle(3, |f| {
             synced.push(f);
@@ -531,7 +586,8 @@ mod tests {
         assert_eq!(synced, vec![1]);
         // The deliberate bug skips that sync.
         let buggy = Pipeline::new(1, 16, PipelineBugs { recycle_skips_home_sync: true, ..Default::default() });
-        buggy.wrote_home(0, 1);
+        buggy.mark_durable(1);
+        buggy.home_write().wrote_home(0, copy(1, 5, 5), 5);
         buggy.recycle(1, |_| Err(())).expect("the bug does not sync");
     }
 
@@ -539,10 +595,10 @@ mod tests {
     fn a_write_of_the_next_round_keeps_its_file_flagged() {
         let p = Pipeline::new(1, 16, PipelineBugs::default());
         p.mark_durable(2);
-        p.wrote_home(0, 1);
+        p.home_write().wrote_home(0, copy(1, 5, 5), 5);
         let round = p.begin_round();
         // A home write that checked its copy after the round's drain, before the round's fsync.
-        p.wrote_home(0, 2);
+        p.home_write().wrote_home(0, copy(2, 5, 5), 5);
         p.finish_round(round, false, ok).unwrap();
         let mut synced = Vec::new();
         p.recycle(2, |f| {
@@ -626,7 +682,8 @@ mod tests {
     #[test]
     fn a_failed_sync_round_leaves_the_file_for_the_next_round() {
         let p = Pipeline::new(1, 16, PipelineBugs::default());
-        p.wrote_home(0, 1);
+        p.mark_durable(1);
+        p.home_write().wrote_home(0, copy(1, 5, 5), 5);
         assert!(p.recycle(1, |_| Err(())).is_err());
         let mut called = false;
         p.sync_round(false, |_| {
@@ -635,6 +692,88 @@ mod tests {
         })
         .unwrap();
         assert!(called);
+    }
+
+    /// A ring of the smallest size with its first `batches` batches written (ready to overwrite).
+    fn written(batches: u64, bugs: PipelineBugs) -> Pipeline {
+        let p = Pipeline::new(1, MIN_RING_BATCHES, bugs);
+        for seq in 1..=batches {
+            p.position_to_overwrite(seq);
+            p.advance(seq);
+        }
+        p
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant 1: a home write relies on batch 1 before its sync")]
+    fn invariant_1_a_home_write_relying_on_an_unsynced_copy_is_a_bug() {
+        let p = written(1, PipelineBugs::default());
+        p.home_write().wrote_home(0, copy(1, 5, 5), 5);
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant 1: a home write relies on recycled batch 1")]
+    fn invariant_1_a_home_write_relying_on_a_recycled_copy_is_a_bug() {
+        let p = written(2, PipelineBugs::default());
+        p.mark_durable(2);
+        p.recycle(1, ok).unwrap();
+        p.home_write().wrote_home(0, copy(1, 5, 5), 5);
+    }
+
+    #[test]
+    fn invariant_1_holds_for_a_durable_current_copy_and_under_the_deliberate_bug() {
+        let p = written(1, PipelineBugs::default());
+        p.mark_durable(1);
+        p.home_write().wrote_home(0, copy(1, 5, 5), 9);
+        let buggy = written(1, PipelineBugs { home_before_sync: true, ..Default::default() });
+        buggy.home_write().wrote_home(0, copy(1, 5, 5), 5);
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant 2: checkpoint at redo LSN 20 syncs before raising cycle 10")]
+    fn invariant_2_a_checkpoint_round_before_its_cycle_is_raised_is_a_bug() {
+        let p = Pipeline::new(1, 16, PipelineBugs::default());
+        p.start_cycle(10);
+        let _ = p.checkpoint_round(20, ok);
+    }
+
+    #[test]
+    fn invariant_2_holds_once_the_cycle_is_raised() {
+        let p = Pipeline::new(1, 16, PipelineBugs::default());
+        p.start_cycle(20);
+        p.checkpoint_round(20, ok).unwrap();
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant 3: batch 9 overwrites batch 1, not recycled")]
+    fn invariant_3_overwriting_a_batch_not_recycled_is_a_bug() {
+        let p = written(8, PipelineBugs::default());
+        p.position_to_overwrite(9);
+    }
+
+    #[test]
+    #[should_panic(expected = "invariant 3: batch 9 overwrites batch 1, relied on by a home write of round 1")]
+    fn invariant_3_overwriting_a_batch_whose_home_writes_are_not_durable_is_a_bug() {
+        let p = written(8, PipelineBugs::default());
+        p.mark_durable(8);
+        p.home_write().wrote_home(0, copy(1, 5, 5), 5);
+        // A recycle that skipped its sync round.
+        p.recycled_seq.store(2, Ordering::Release);
+        p.position_to_overwrite(9);
+    }
+
+    #[test]
+    fn invariant_3_holds_after_a_recycle_and_under_the_deliberate_bug() {
+        let p = written(8, PipelineBugs::default());
+        p.mark_durable(8);
+        p.home_write().wrote_home(0, copy(1, 5, 5), 5);
+        p.recycle(2, ok).unwrap();
+        assert_eq!(p.position_to_overwrite(9), 1);
+        let buggy = written(8, PipelineBugs { recycle_skips_home_sync: true, ..Default::default() });
+        buggy.mark_durable(8);
+        buggy.home_write().wrote_home(0, copy(1, 5, 5), 5);
+        buggy.recycle(2, ok).unwrap();
+        assert_eq!(buggy.position_to_overwrite(9), 1);
     }
 
     #[test]
