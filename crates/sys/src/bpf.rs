@@ -616,8 +616,10 @@ impl RingBuf {
         Ok(())
     }
 
-    /// Hand every committed record to `each`, in commit order, and release their space.
-    pub fn drain(&mut self, mut each: impl FnMut(&[u8])) {
+    /// Hand every committed record to `each`, in commit order, and release their space. Whether every
+    /// record published was read: `false` when one still reserved (its program running on another CPU,
+    /// or its vCPU descheduled meanwhile) holds back those after it until a later call.
+    pub fn drain(&mut self, mut each: impl FnMut(&[u8])) -> bool {
         // SAFETY: both positions are 8-byte aligned u64s at the start of their pages, shared with the
         // kernel: read (and the consumer's written) atomically.
         let (cons_pos, prod_pos) =
@@ -642,6 +644,7 @@ impl RingBuf {
             cons += ((body + RINGBUF_HEADER + 7) & !7) as u64;
             cons_pos.store(cons, Ordering::Release);
         }
+        cons >= prod
     }
 }
 

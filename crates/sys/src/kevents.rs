@@ -315,9 +315,10 @@ impl Session {
         self.ring.wait(timeout_ms)
     }
 
-    /// Hand every record written since the last call to `each`, in commit order.
-    pub fn drain(&mut self, each: impl FnMut(&[u8])) {
-        self.ring.drain(each);
+    /// Hand every record written since the last call to `each`, in commit order; whether all were read
+    /// (see [`RingBuf::drain`]).
+    pub fn drain(&mut self, each: impl FnMut(&[u8])) -> bool {
+        self.ring.drain(each)
     }
 
     /// Detach every program, in parallel (what is in the ring stays readable).

@@ -53,6 +53,8 @@ pub struct BlockPrograms {
     copies: Vec<(u16, usize)>,
     /// Records refused for their length (see [`record_of`]).
     malformed: u64,
+    /// Whether the last reading stopped at a record still reserved (see [`BlockPrograms::drain`]).
+    held_back: bool,
 }
 
 /// Where the copy of the tracepoint's record starts: programs may not read below (`common_*` fields).
@@ -149,7 +151,7 @@ impl BlockPrograms {
             copies.push((id, *len));
         }
         session.attach()?;
-        Ok(BlockPrograms { session, copies, malformed: 0 })
+        Ok(BlockPrograms { session, copies, malformed: 0, held_back: false })
     }
 
     /// Open (`true`) or close the window; what is in the ring stays readable. The programs stay attached
@@ -166,13 +168,21 @@ impl BlockPrograms {
 
     /// Every record written since the last call, as (time, tracepoint record), in commit order (an
     /// issue's record is committed before its request can complete). Records of the wrong length are
-    /// counted, not decoded.
-    pub fn drain(&mut self, mut each: impl FnMut(u64, &[u8])) {
+    /// counted, not decoded. With `all` (the programs switched off), a record still reserved is waited
+    /// for (up to 100 ms); one that stays reserved holds back the rest, and counts as dropped.
+    pub fn drain(&mut self, all: bool, mut each: impl FnMut(u64, &[u8])) {
         let (copies, mut malformed) = (&self.copies, 0);
-        self.session.drain(|record| match record_of(record, copies) {
-            Some((time_ns, raw)) => each(time_ns, raw),
-            None => malformed += 1,
-        });
+        for _ in 0..100 {
+            let read_all = self.session.drain(|record| match record_of(record, copies) {
+                Some((time_ns, raw)) => each(time_ns, raw),
+                None => malformed += 1,
+            });
+            self.held_back = !read_all;
+            if read_all || !all {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         self.malformed += malformed;
     }
 
@@ -182,7 +192,7 @@ impl BlockPrograms {
     /// meanwhile), unknown before Linux 6.7. An error when the ring's count cannot be read.
     pub fn lost(&self) -> io::Result<Lost> {
         let lost = self.session.lost().map_err(|e| io::Error::new(e.kind(), format!("the block programs: {e}")))?;
-        Ok(Lost { dropped: lost.dropped + self.malformed, ..lost })
+        Ok(Lost { dropped: lost.dropped + self.malformed + u64::from(self.held_back), ..lost })
     }
 }
 

@@ -35,8 +35,8 @@ pub fn notes<'a>(rows: impl IntoIterator<Item = (&'a str, Option<&'a DeviceAccou
     let traced = if first.traced().is_some() && rows.iter().all(|(_, d)| d.requests_incomplete.is_none()) {
         "write requests and device time from the block tracepoints"
     } else if first.traced().is_some() {
-        "write requests are the kernel's counter and device time is left out where the block tracepoints \
-         may have missed requests (below)"
+        "write requests and device time from the block tracepoints, but for the rows below, where they may \
+         have missed requests (their write requests are the kernel's counter, their device time left out)"
     } else {
         "not root: no tracepoints, write requests are the kernel's counter (an fsync's empty flush carrier counts as one)"
     };

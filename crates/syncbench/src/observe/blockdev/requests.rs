@@ -352,7 +352,7 @@ impl BlockTrace {
             // Issue and completion of one request can be on different CPUs: time order pairs them.
             Source::Perf(events) => events.drain_ordered(all).iter().for_each(|s| handle(s.time_ns, &s.raw)),
             // One ring in commit order: an issue is committed before its request can complete.
-            Source::Bpf(programs) => programs.drain(handle),
+            Source::Bpf(programs) => programs.drain(all, handle),
         }
     }
 

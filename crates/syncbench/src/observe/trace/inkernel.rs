@@ -381,7 +381,9 @@ impl InKernel {
     pub fn drain(&mut self) -> Vec<KernelEvent> {
         let mut events = Vec::new();
         let group_dead_known = self.group_dead_known;
-        self.session.drain(|record| events_of(record, group_dead_known, &mut events));
+        // A record still reserved holds back the rest until the next call (the last comes after detaching,
+        // when no program runs).
+        let _ = self.session.drain(|record| events_of(record, group_dead_known, &mut events));
         events
     }
 
