@@ -231,9 +231,12 @@ impl Recorded {
             device_ns_per_commit: None,
             emulated: r.emulated,
         };
-        if acct.requests_incomplete.is_none() {
-            acct.requests_incomplete = acct.traced().and_then(|(d, q)| shortfall(d, q));
-        }
+        // Both reasons when both hold: a few skipped runs do not explain a larger shortfall.
+        let short = acct.traced().and_then(|(d, q)| shortfall(d, q));
+        acct.requests_incomplete = match (acct.requests_incomplete.take(), short) {
+            (Some(why), Some(short)) => Some(format!("{why}; {short}")),
+            (why, short) => why.or(short),
+        };
         // Device time summed from the requests traced: low when some were missed, so left out then.
         let traced = acct.traced().filter(|_| acct.requests_incomplete.is_none());
         acct.device_ns_per_commit = traced.map(|(_, q)| {
@@ -494,6 +497,23 @@ mod tests {
         assert!(r.requests_incomplete.as_deref().is_some_and(|w| w.contains("saw 0 of the 45 flushes")), "{r:?}");
         assert_eq!((r.device_ns_per_commit, r.lowest_per_commit().unwrap().writes), (None, 2.0));
         assert_eq!(r.trace_reader.as_deref(), Some("bpf"));
+        // A few skipped runs reported do not hide a larger shortfall: both are said.
+        let mut skipped = Recorded {
+            disks: vec![vda.clone()],
+            commits: 45,
+            stats: [(vda.clone(), stat)].into(),
+            requests: Some(BTreeMap::from([(vda.kernel_devt(), DiskRequests::default())])),
+            lost: Lost { dropped: 0, skipped: Some(2) },
+            reader: Some((Mechanism::Bpf, None)),
+            ..Default::default()
+        };
+        let why = skipped.report().requests_incomplete.unwrap();
+        assert!(
+            why.contains("2 runs of the eBPF programs skipped") && why.contains("saw 0 of the 45 flushes"),
+            "{why}"
+        );
+        skipped.lost.skipped = Some(0);
+        assert!(!skipped.report().requests_incomplete.unwrap().contains("skipped"));
     }
 
     #[test]
