@@ -24,8 +24,6 @@ const PROG_INFO_LEN: usize = 216;
 const PROG_INFO_RECURSION_MISSES: usize = 208;
 const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
-const PERF_TYPE_TRACEPOINT: u32 = 2;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// `_IOW('$', 8, __u32)`.
 const IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
 
@@ -512,19 +510,8 @@ impl Program {
     /// attachment is dropped. The program should return 1: 0 discards the hit for every perf event on
     /// that CPU, other tools' included.
     pub fn attach_tracepoint(&self, id: u64) -> io::Result<Attachment> {
-        // perf_event_attr: type, size, config, sample_period = 1, flags = disabled; the rest zero.
-        let mut a = [0u64; 17];
-        a[0] = u64::from(PERF_TYPE_TRACEPOINT) | (136u64 << 32);
-        a[1] = id;
-        a[2] = 1;
-        a[5] = 1; // bit 0: disabled (an enabled cpu-0 event would also run perf's sample path at every hit)
-        // SAFETY: a valid perf_event_attr (136 bytes, PERF_ATTR_SIZE_VER8) that outlives the call.
-        let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, a.as_ptr(), -1, 0, -1, PERF_FLAG_FD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a new fd returned by the kernel, owned by nobody else.
-        let event = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        // Disabled: an enabled cpu-0 event would also run perf's sample path at every hit.
+        let event = crate::perf::PerfEventAttr::tracepoint(id).open(-1, 0)?;
         // The event is opened disabled and never enabled: the kernel runs the program at every hit once
         // it is attached (the tracepoint is registered when the event is opened and the program sits in
         // the tracepoint's program array), while a disabled event is in no CPU's list, so perf neither
@@ -629,8 +616,10 @@ impl RingBuf {
         Ok(())
     }
 
-    /// Hand every committed record to `each`, in commit order, and release their space.
-    pub fn drain(&mut self, mut each: impl FnMut(&[u8])) {
+    /// Hand every committed record to `each`, in commit order, and release their space. Whether every
+    /// record published was read: `false` when one still reserved (its program running on another CPU,
+    /// or its vCPU descheduled meanwhile) holds back those after it until a later call.
+    pub fn drain(&mut self, mut each: impl FnMut(&[u8])) -> bool {
         // SAFETY: both positions are 8-byte aligned u64s at the start of their pages, shared with the
         // kernel: read (and the consumer's written) atomically.
         let (cons_pos, prod_pos) =
@@ -655,6 +644,7 @@ impl RingBuf {
             cons += ((body + RINGBUF_HEADER + 7) & !7) as u64;
             cons_pos.store(cons, Ordering::Release);
         }
+        cons >= prod
     }
 }
 

@@ -4,6 +4,13 @@
 //! Used by `trace --tracer perf` (and `--per-task`, and as the fallback when the kernel refuses the eBPF
 //! programs of `bpf`), and for the block-layer tracepoints: a sample needs nothing but this syscall and
 //! `mmap`; filtering by process happens in user space (see docs/trace.md).
+//!
+//! `perf_event_attr` is spelled once, here ([`PerfEventAttr`], also what `bpf` attaches its programs
+//! through). Weighed against the `perf-event-open-sys` crate (bindgen output of the kernel's
+//! `perf_event.h`, depending only on libc): it would replace one 136-byte struct and seven flag bits with
+//! the whole perf ABI, its flags as generated bitfield setters, and a dependency to keep current; the
+//! ioctls we use are four constants. The struct is checked against the kernel's size
+//! (`PERF_ATTR_SIZE_VER8`) by a test, and the kernel itself refuses a wrong size with `E2BIG`/`EINVAL`.
 
 use rustix::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::io;
@@ -13,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// stay zero.
 #[repr(C)]
 #[derive(Default)]
-struct PerfEventAttr {
+pub(crate) struct PerfEventAttr {
     kind: u32,
     size: u32,
     config: u64,
@@ -357,6 +364,33 @@ impl Tracepoints {
     }
 }
 
+impl PerfEventAttr {
+    /// Tracepoint `id`, one sample per hit, opened disabled; the caller sets what else it needs.
+    pub(crate) fn tracepoint(id: u64) -> PerfEventAttr {
+        PerfEventAttr {
+            kind: PERF_TYPE_TRACEPOINT,
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config: id,
+            sample_period: 1,
+            flags: FLAG_DISABLED,
+            ..PerfEventAttr::default()
+        }
+    }
+
+    /// `perf_event_open(2)` of this event for task `tid` (`-1`: every task) on `cpu` (`-1`: every CPU).
+    pub(crate) fn open(&self, tid: i32, cpu: i32) -> io::Result<OwnedFd> {
+        // SAFETY: self is a valid, fully initialised perf_event_attr of the size it declares.
+        let fd = unsafe {
+            libc::syscall(libc::SYS_perf_event_open, self as *const PerfEventAttr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC)
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a new fd returned by the kernel, owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    }
+}
+
 fn open_one(point: &Tracepoint, tid: i32, cpu: u32, data_pages: usize) -> io::Result<OwnedFd> {
     let inherit = if tid == -1 { 0 } else { FLAG_INHERIT };
     // Wake a waiting reader when a quarter of the ring is used: early enough to drain it before it is full.
@@ -364,33 +398,14 @@ fn open_one(point: &Tracepoint, tid: i32, cpu: u32, data_pages: usize) -> io::Re
     let quarter = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize * data_pages / 4) as u32;
     let (watermark, wakeup) = if point.wake_each { (0, 1) } else { (FLAG_WATERMARK, quarter) };
     let attr = PerfEventAttr {
-        kind: PERF_TYPE_TRACEPOINT,
-        size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config: point.id,
-        sample_period: 1,
         sample_type: PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW,
         // A wake-up per sample would cost the traced program: only `wake_each` events do that.
         flags: FLAG_DISABLED | watermark | FLAG_USE_CLOCKID | inherit,
         wakeup_watermark: wakeup,
         clockid: libc::CLOCK_MONOTONIC,
-        ..PerfEventAttr::default()
+        ..PerfEventAttr::tracepoint(point.id)
     };
-    // SAFETY: attr is a valid, fully initialised perf_event_attr of the size it declares.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttr,
-            tid,
-            cpu as i32,
-            -1,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a new fd returned by the kernel, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    attr.open(tid, cpu as i32)
 }
 
 fn check(rc: libc::c_int) -> io::Result<()> {

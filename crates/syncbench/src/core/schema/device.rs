@@ -17,9 +17,19 @@ pub struct DeviceAccounting {
     /// numbers): the counts then include them and are not the commits' cost alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unattributable: Option<String>,
-    /// Tracepoint samples the kernel dropped (rings full): the per-request figures are low when non-zero.
+    /// Tracepoint samples the kernel dropped (rings full) or skipped (eBPF programs' recursion misses,
+    /// counted from Linux 6.7): the per-request figures are low when non-zero.
     #[serde(skip_serializing_if = "is_zero")]
     pub trace_lost_samples: u64,
+    /// What read the block tracepoints: `bpf` (eBPF programs) or `perf` (perf events). Absent without
+    /// the tracepoints, or when rounds were read by different ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_reader: Option<String>,
+    /// Why the per-request counts (`requests`) may miss requests, when they may: read by perf events,
+    /// records lost, skipped runs this kernel does not count, or fewer than `/sys/block` counted. The
+    /// columns then take the kernel's counters and leave the device time out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_incomplete: Option<String>,
     /// Time the lowest traced device spent on the window's flushes and writes, per commit (ns; requests
     /// summed one after another). `None` without the tracepoints.
     #[serde(skip_serializing_if = "Option::is_none")]

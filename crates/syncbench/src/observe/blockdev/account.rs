@@ -5,14 +5,19 @@
 //! the last — never inside the timed loop. As root the block tracepoints record every request during the
 //! window too (the kernel's cost per request is a ring write; nothing is read until the window closes):
 //! flags (PREFLUSH, FUA, SYNC) and the device-side latency, so a commit splits into time at the device and
-//! time in the kernel and file system. On a `syncbench lab` disk the emulated device's own counters are read
+//! time in the kernel and file system. They are read by the eBPF programs `trace` uses
+//! ([`super::inkernel`]), or by perf events when the kernel refuses those (or `SYNCBENCH_TRACER=perf`
+//! asks): perf writes no sample for some completions (docs/trace.md, "The disks"), so request counts
+//! read by perf, with records lost or skipped runs not counted, or short of the counters', are marked
+//! incomplete (`DeviceAccounting::requests_incomplete`) and the columns then take the kernel's
+//! counters. On a `syncbench lab` disk the emulated device's own counters are read
 //! at the same edges: the truth the counts are checked against.
 //!
 //! Whether the counts are the commits' alone is decided by [`foreign::foreign`], the same test
 //! that names foreign I/O on a case.
 
 use super::foreign::{self, Foreign, OurWork};
-use super::requests::{BlockTrace, DiskRequests};
+use super::requests::{BlockTrace, DiskRequests, Lost, Mechanism};
 use super::{DeviceReport, Disk, disk, stat};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,9 +25,15 @@ use syncbench_sys::tracefs::Tracefs;
 
 pub use crate::core::schema::device::{DeviceAccounting, EmulatedCounts};
 
-/// Pages per CPU ring of the block tracepoints (4 MiB with 4 KiB pages): a window of ~10 000 commits fits
+/// Pages per CPU ring of the perf fallback (4 MiB with 4 KiB pages): a window of ~10 000 commits fits
 /// without reading during it.
 const RING_PAGES: usize = 1024;
+/// The eBPF programs' one ring (32 MiB: ~260,000 requests, an issue and a completion of 64 bytes each,
+/// whichever CPU and disk they are on; nothing reads it until the window closes).
+const RING_BYTES: u32 = 32 << 20;
+/// The environment variable that picks the block tracepoints' reader: `perf` forces the perf events,
+/// `bpf` the eBPF programs only (no fallback), anything else or unset: eBPF, perf when refused.
+pub const TRACER_ENV: &str = "SYNCBENCH_TRACER";
 
 /// Counts of one disk per commit.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -46,7 +57,8 @@ impl DeviceAccounting {
     /// fsync's flush request (so it reads one more per flush-only sync).
     pub fn per_commit(&self, device: &DeviceReport) -> PerCommit {
         let n = self.commits.max(1) as f64;
-        let writes = device.requests.as_ref().map_or(device.stat.writes, |r| r.writes.count);
+        let complete = device.requests.as_ref().filter(|_| self.requests_incomplete.is_none());
+        let writes = complete.map_or(device.stat.writes, |r| r.writes.count);
         PerCommit {
             writes: writes as f64 / n,
             flushes: device.stat.flushes as f64 / n,
@@ -72,6 +84,8 @@ impl DeviceAccounting {
             sum.commits += r.commits;
             sum.device_ns_per_commit = device_ns;
             sum.trace_lost_samples += r.trace_lost_samples;
+            sum.trace_reader = sum.trace_reader.take().filter(|mine| r.trace_reader.as_ref() == Some(mine));
+            sum.requests_incomplete = sum.requests_incomplete.take().or(r.requests_incomplete.clone());
             sum.unattributable = sum.unattributable.take().or(r.unattributable.clone());
             sum.emulated = sum.emulated.zip(r.emulated).map(|(a, b)| EmulatedCounts {
                 writes: a.writes + b.writes,
@@ -100,8 +114,9 @@ pub struct Accountant {
     lab_mount: Option<PathBuf>,
 }
 
-/// One open window: the counters at its start, and the tracepoints recording.
+/// One open window: the counters at its start, the tracepoints recording (and why eBPF could not).
 pub struct Window {
+    refused: Option<String>,
     before: stat::Snapshot,
     trace: Option<BlockTrace>,
     lab_before: Option<EmulatedCounts>,
@@ -114,7 +129,9 @@ pub struct Recorded {
     commits: u64,
     stats: BTreeMap<Disk, stat::StatDelta>,
     requests: Option<BTreeMap<u64, DiskRequests>>,
-    lost: u64,
+    lost: Lost,
+    /// What read the tracepoints, and why eBPF did not when perf did.
+    reader: Option<(Mechanism, Option<String>)>,
     foreign: Option<String>,
     emulated: Option<EmulatedCounts>,
 }
@@ -139,22 +156,29 @@ impl Accountant {
 
     /// Open a window: read the counters, start the tracepoints.
     pub fn open(&self) -> Window {
-        // The tracepoints start last and stop first: they see nothing the counters did not.
+        // The counters' window inside the tracepoints' (switched on before the counters are read, off
+        // after), as `trace` does: every request the counters count is seen, so the request counts can be
+        // checked against them. Loading the programs is outside both.
         let lab_before = self.lab_counts();
+        let (trace, refused) = match &self.tracefs {
+            Some(t) => open_trace(t),
+            None => (None, None),
+        };
+        let trace = trace.and_then(|mut t| t.resume().is_ok().then_some(t));
         let before = stat::Snapshot::take(&self.disks);
-        let trace = self.tracefs.as_ref().and_then(|t| BlockTrace::start_with_pages(t, RING_PAGES).ok());
-        Window { before, trace, lab_before }
+        Window { refused, before, trace, lab_before }
     }
 
     /// Close `window` in which `commits` commits of `bytes_per_commit` each ran.
     pub fn close(&self, window: Window, commits: u64, bytes_per_commit: u64) -> Recorded {
+        let after = stat::Snapshot::take(&self.disks);
         let mut trace = window.trace;
         let stopped = trace.as_mut().is_none_or(|t| t.stop().is_ok());
-        let after = stat::Snapshot::take(&self.disks);
         let lab_after = self.lab_counts();
-        let (requests, lost) = match trace.map(BlockTrace::finish_raw) {
-            Some(Ok((requests, lost))) if stopped => (Some(requests), lost),
-            _ => (None, 0),
+        let reader = trace.as_ref().map(|t| (t.mechanism(), window.refused.clone()));
+        let (requests, lost, reader) = match trace.map(BlockTrace::finish_raw) {
+            Some(Ok((requests, lost))) if stopped => (Some(requests), lost, reader),
+            _ => (None, Lost::default(), None),
         };
         let ours = OurWork { commits, bytes: commits * bytes_per_commit };
         let foreign = self.disks.iter().find_map(|d| {
@@ -170,7 +194,7 @@ impl Accountant {
             _ => None,
         };
         let (disks, stats) = (self.disks.clone(), after.since(&window.before));
-        Recorded { disks, commits, stats, requests, lost, foreign, emulated }
+        Recorded { disks, commits, stats, requests, lost, reader, foreign, emulated }
     }
 
     fn lab_counts(&self) -> Option<EmulatedCounts> {
@@ -201,11 +225,21 @@ impl Recorded {
             commits: r.commits,
             devices,
             unattributable: r.foreign.clone(),
-            trace_lost_samples: r.lost,
+            trace_lost_samples: r.lost.dropped + r.lost.skipped.unwrap_or(0),
+            trace_reader: r.reader.as_ref().map(|(m, _)| m.token().to_string()),
+            requests_incomplete: r.reader.as_ref().and_then(|reader| incompleteness(reader, r.lost)),
             device_ns_per_commit: None,
             emulated: r.emulated,
         };
-        acct.device_ns_per_commit = acct.traced().map(|(_, q)| {
+        // Both reasons when both hold: a few skipped runs do not explain a larger shortfall.
+        let short = acct.traced().and_then(|(d, q)| shortfall(d, q));
+        acct.requests_incomplete = match (acct.requests_incomplete.take(), short) {
+            (Some(why), Some(short)) => Some(format!("{why}; {short}")),
+            (why, short) => why.or(short),
+        };
+        // Device time summed from the requests traced: low when some were missed, so left out then.
+        let traced = acct.traced().filter(|_| acct.requests_incomplete.is_none());
+        acct.device_ns_per_commit = traced.map(|(_, q)| {
             // Only requests with a measured latency: a completion whose issue came before the window has none.
             (q.flushes.busy_ns() + q.writes.busy_ns()) / r.commits.max(1) as f64
         });
@@ -232,7 +266,15 @@ impl Recorded {
             // every round's commits. Say nothing rather than something too low.
             _ => None,
         };
-        self.lost += other.lost;
+        self.lost = Lost {
+            dropped: self.lost.dropped + other.lost.dropped,
+            skipped: self.lost.skipped.zip(other.lost.skipped).map(|(a, b)| a + b),
+        };
+        // A perf round makes the whole case's counts incomplete: it is the reader kept.
+        self.reader = match (self.reader.take(), other.reader) {
+            (Some(mine), Some(theirs)) => Some(if theirs.0 == Mechanism::Perf { theirs } else { mine }),
+            _ => None,
+        };
         self.foreign = self.foreign.take().or(other.foreign);
         self.emulated = match (self.emulated, other.emulated) {
             (Some(a), Some(b)) => Some(EmulatedCounts {
@@ -243,6 +285,59 @@ impl Recorded {
             _ => None,
         };
     }
+}
+
+/// The block tracepoints' reader for a window, loaded but not recording: the eBPF programs, or perf
+/// events when the kernel refuses them (with why) or [`TRACER_ENV`] asks; `None` when neither opens.
+fn open_trace(tracefs: &Tracefs) -> (Option<BlockTrace>, Option<String>) {
+    let perf = || BlockTrace::prepare_perf(tracefs, RING_PAGES).ok();
+    match std::env::var(TRACER_ENV).as_deref() {
+        Ok("perf") => (perf(), Some(format!("{TRACER_ENV}=perf"))),
+        Ok("bpf") => (BlockTrace::prepare_bpf(tracefs, RING_BYTES).ok(), None),
+        _ => match BlockTrace::prepare_bpf(tracefs, RING_BYTES) {
+            Ok(t) => (Some(t), None),
+            Err(e) => (perf(), Some(e.to_string())),
+        },
+    }
+}
+
+/// Why request counts read by `reader` with `lost` hits not recorded may be incomplete; `None` when
+/// they are complete.
+fn incompleteness(reader: &(Mechanism, Option<String>), lost: Lost) -> Option<String> {
+    let mut why = Vec::new();
+    if let (Mechanism::Perf, refused) = reader {
+        let because = refused.as_ref().map_or(String::new(), |r| format!(" (eBPF not used: {r})"));
+        why.push(format!("read by perf events{because}, which miss completions on some machines"));
+    }
+    if lost.dropped > 0 {
+        why.push(format!("{} records dropped", lost.dropped));
+    }
+    match lost.skipped {
+        Some(0) => {}
+        Some(n) => why.push(format!("{n} runs of the eBPF programs skipped by the kernel")),
+        None => {
+            why.push("runs of the eBPF programs the kernel may have skipped are not counted before Linux 6.7".into())
+        }
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// The requests `/sys/block` counted that the tracepoints did not see, if any: their window holds the
+/// counters' (switched on before the counters are read, off after), so every request the counters
+/// count should be there; one missing is a hit the kernel neither ran the programs for nor reported.
+fn shortfall(device: &DeviceReport, q: &super::requests::RequestReport) -> Option<String> {
+    let flushes = device.stat.flushes.saturating_sub(q.flushes.count);
+    let writes = device.stat.writes.saturating_sub(q.writes.count + q.flush_carriers);
+    (flushes + writes > 0).then(|| {
+        format!(
+            "the block tracepoints saw {} of the {} flushes and {} of the {} writes {} completed (/sys/block)",
+            q.flushes.count,
+            device.stat.flushes,
+            q.writes.count + q.flush_carriers,
+            device.stat.writes,
+            device.disk
+        )
+    })
 }
 
 fn foreign_sentence(name: &str, f: &Foreign) -> String {
@@ -362,6 +457,63 @@ mod tests {
         // A round without the lab's counters: per commit they would be one round's over all rounds' commits.
         a.add(Recorded { commits: 5, ..Default::default() });
         assert_eq!(a.report().emulated, None);
+    }
+
+    #[test]
+    fn request_counts_that_cannot_be_complete_say_why() {
+        let bpf = (Mechanism::Bpf, None);
+        let counted = Lost { dropped: 0, skipped: Some(0) };
+        assert_eq!(incompleteness(&bpf, counted), None);
+        let perf = incompleteness(&(Mechanism::Perf, Some("SYNCBENCH_TRACER=perf".into())), counted).unwrap();
+        assert!(perf.contains("read by perf events (eBPF not used: SYNCBENCH_TRACER=perf)"), "{perf}");
+        let dropped = incompleteness(&bpf, Lost { dropped: 3, skipped: Some(2) }).unwrap();
+        assert!(dropped.contains("3 records dropped; 2 runs of the eBPF programs skipped"), "{dropped}");
+        assert!(incompleteness(&bpf, Lost { dropped: 0, skipped: None }).unwrap().contains("before Linux 6.7"));
+        // Fewer requests traced than /sys/block counted: one flush missing is enough.
+        let vda = Disk { name: "vda".into(), major: 254, minor: 0 };
+        let stat = stat::StatDelta { flushes: 45, writes: 90, ..Default::default() };
+        let device = DeviceReport::new(&vda, stat, None);
+        let mut q = super::super::requests::RequestReport::default();
+        (q.flushes.count, q.writes.count, q.flush_carriers) = (45, 45, 45);
+        assert_eq!(shortfall(&device, &q), None);
+        q.flushes.count = 44;
+        let short = shortfall(&device, &q).unwrap();
+        assert!(short.contains("saw 44 of the 45 flushes and 90 of the 90 writes vda completed"), "{short}");
+        // In the report: marked, the write column from the counter, no device time.
+        let mut requests = BTreeMap::new();
+        let mut d = DiskRequests::default();
+        d.merge(&DiskRequests::default());
+        requests.insert(vda.kernel_devt(), d);
+        let r = Recorded {
+            disks: vec![vda.clone()],
+            commits: 45,
+            stats: [(vda.clone(), stat)].into(),
+            requests: Some(requests),
+            lost: counted,
+            reader: Some(bpf),
+            ..Default::default()
+        }
+        .report();
+        assert!(r.requests_incomplete.as_deref().is_some_and(|w| w.contains("saw 0 of the 45 flushes")), "{r:?}");
+        assert_eq!((r.device_ns_per_commit, r.lowest_per_commit().unwrap().writes), (None, 2.0));
+        assert_eq!(r.trace_reader.as_deref(), Some("bpf"));
+        // A few skipped runs reported do not hide a larger shortfall: both are said.
+        let mut skipped = Recorded {
+            disks: vec![vda.clone()],
+            commits: 45,
+            stats: [(vda.clone(), stat)].into(),
+            requests: Some(BTreeMap::from([(vda.kernel_devt(), DiskRequests::default())])),
+            lost: Lost { dropped: 0, skipped: Some(2) },
+            reader: Some((Mechanism::Bpf, None)),
+            ..Default::default()
+        };
+        let why = skipped.report().requests_incomplete.unwrap();
+        assert!(
+            why.contains("2 runs of the eBPF programs skipped") && why.contains("saw 0 of the 45 flushes"),
+            "{why}"
+        );
+        skipped.lost.skipped = Some(0);
+        assert!(!skipped.report().requests_incomplete.unwrap().contains("skipped"));
     }
 
     #[test]

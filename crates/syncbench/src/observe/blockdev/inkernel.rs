@@ -9,20 +9,13 @@
 //! program attached to the same tracepoint ran for every one (docs/trace.md, "The disks"). An eBPF
 //! program runs at the tracepoint itself, before perf's per-event sample path.
 //!
-//! Maps:
-//! - `on` (array, one u32): 1 while recording. Switched by a map update (microseconds) rather than by
-//!   attaching and detaching (each a wait for other CPUs, tens of milliseconds on a busy machine), so
-//!   the window can be set tightly around the disk counters' (`/sys/block/*/stat`).
-//! - `lost` (array, one u64): records the ring had no room for (the request counts are then low).
-//! - `events` (ring buffer, 4 MiB; read every 50 ms by `trace`). A record is 52 bytes on Linux 6.18,
-//!   64 in the ring with its 8-byte header (rounded up to 8): 65,536 records, ~32,768 requests (an
-//!   issue and a completion each).
-//!
-//! Besides, the kernel skips a program when its tracepoint fires in an interrupt while another BPF
-//! program runs on that CPU (one of the syscall programs, anybody's). From Linux 6.7 it counts those
-//! runs (`recursion_misses`), read when recording starts and when it stops: the difference is reported
-//! as lost. Before 6.7 nothing counts them, and the lost count is reported as unknown
-//! ([`super::requests::Lost`]).
+//! The session (`syncbench_sys::kevents::Session`) holds the ring buffer (4 MiB, or what the caller
+//! asks: `run`, `commit` and `pages` read it only when a window closes), the `on` map (switched by a
+//! map update so the window can be set tightly around the disk counters', `/sys/block/*/stat`), the
+//! `lost` count (records the ring had no room for) and the runs the kernel skipped (Linux 6.7 counts
+//! them; before, the lost count is reported as unknown). A record is 52 bytes on Linux 6.18, 64 in the
+//! ring with its 8-byte header: 65,536 records in 4 MiB, ~32,768 requests (an issue and a completion
+//! each).
 //!
 //! Record (native endian), the same for both tracepoints:
 //! ```text
@@ -37,43 +30,31 @@
 //!              of another length than its tracepoint's.
 //! ```
 //! The programs write one record per hit, for every process and disk (as the perf events did): a
-//! request is issued by whoever submits or by a kworker, and completed in an interrupt.
+//! request is issued by whoever submits or by a kworker, and completed in an interrupt. The reader
+//! hands the copied record (the tracepoint's own layout) to the decoder the perf samples go through
+//! ([`super::requests`]), which makes the typed [`KernelEvent`]s.
 
-use super::requests::Lost;
 use std::io;
-use syncbench_sys::bpf::{
-    self, Alu, Asm, Attachment, Cond, Map, MapType, Program, Reg, RingBuf, Size, helper, ringbuf,
-};
-use syncbench_sys::perf::Sample;
+use syncbench_sys::bpf::{Asm, Reg, Size, helper};
+use syncbench_sys::kevents::{Lost, Maps, Session, Wake};
 use syncbench_sys::tracefs::EventFormat;
 
-/// License of the programs (the helpers used are not GPL-only).
-const LICENSE: &str = "Dual MIT/GPL";
-/// Ring size (a power of two number of pages).
-const RING_BYTES: u32 = 4 << 20;
+/// Default ring size (a power of two number of pages).
+pub const RING_BYTES: u32 = 4 << 20;
 /// Bytes before the copied tracepoint record (from its `common_type` on): the time.
 const TIME_BYTES: usize = 8;
 /// The longest copy: the stack frame is 512 bytes.
 const MAX_COPY: usize = 256;
 
-/// The loaded and attached programs and their ring.
+/// The loaded and attached programs in their session.
 pub struct BlockPrograms {
-    ring: RingBuf,
-    lost: Map,
-    on: Map,
-    /// Kept open while attached; dropping them detaches the programs.
-    attachments: Vec<Attachment>,
-    programs: Vec<Program>,
+    session: Session,
     /// Each tracepoint's id and the length of its records' copy (`len`), to check records against.
     copies: Vec<(u16, usize)>,
-    /// Records refused for their length (see [`sample_of`]).
+    /// Records refused for their length (see [`record_of`]).
     malformed: u64,
-    /// Whether this kernel counts the programs' skipped runs (Linux 6.7).
-    misses_counted: bool,
-    /// The programs' skipped runs when recording started, and when it first stopped (`None`: not counted
-    /// by this kernel, or unreadable).
-    skipped_at_on: Option<u64>,
-    skipped_at_off: Option<Option<u64>>,
+    /// Whether the last reading stopped at a record still reserved (see [`BlockPrograms::drain`]).
+    held_back: bool,
 }
 
 /// Where the copy of the tracepoint's record starts: programs may not read below (`common_*` fields).
@@ -105,16 +86,6 @@ pub fn copy_len(format: &EventFormat, fields: &[&str]) -> io::Result<usize> {
     Ok(end)
 }
 
-/// The maps a program uses.
-pub struct Maps<'a> {
-    /// The ring buffer.
-    pub ring: &'a Map,
-    /// `lost[0]`.
-    pub lost: &'a Map,
-    /// `on[0]`.
-    pub on: &'a Map,
-}
-
 /// Where a record of `len` copied bytes starts on the program's stack (`r10 + rec`; stack accesses are
 /// aligned).
 fn record_at(len: usize) -> i16 {
@@ -130,18 +101,14 @@ fn stamp(a: &mut Asm, rec: i16, id: u16) {
     a.st_imm(Size::DW, Reg::R10, at, 0).st_imm(Size::H, Reg::R10, at, i32::from(id));
 }
 
-/// The program of tracepoint `id`: if `on[0]`, `record = {now, id, ctx[8..8 + len]}`, written to `ring`
-/// (or `lost[0] += 1`). `len` from [`copy_len`].
+/// The program of tracepoint `id`: if `on[0]`, `record = {now, id, ctx[8..8 + len]}`, written to the
+/// ring (or `lost[0] += 1`). `len` from [`copy_len`].
 pub fn program(maps: &Maps, id: u16, len: usize) -> Asm {
     let total = TIME_BYTES + FIRST + len;
     let rec = record_at(len);
     let mut a = Asm::new();
     a.mov(Reg::R6, Reg::R1);
-    a.st_imm(Size::W, Reg::R10, -4, 0); // key 0
-    a.ld_map_fd(Reg::R1, maps.on).mov(Reg::R2, Reg::R10).alu_imm(Alu::Add, Reg::R2, -4);
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
-    a.ldx(Size::W, Reg::R1, Reg::R0, 0).jmp_imm(Cond::Eq, Reg::R1, 0, "out");
+    maps.unless_on(&mut a, "out");
     stamp(&mut a, rec, id);
     // Copied in the widest loads that stay inside the `len` bytes (inside the record: see `copy_len`).
     let mut at = FIRST;
@@ -152,126 +119,71 @@ pub fn program(maps: &Maps, id: u16, len: usize) -> Asm {
             at += width;
         }
     }
-    a.ld_map_fd(Reg::R1, maps.ring).mov(Reg::R2, Reg::R10).alu_imm(Alu::Add, Reg::R2, rec.into());
-    // No wake-up: the reader reads on its own clock (every 50 ms), not when woken.
-    a.mov_imm(Reg::R3, total as i32).mov_imm(Reg::R4, ringbuf::NO_WAKEUP);
-    a.call(helper::RINGBUF_OUTPUT);
-    a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
-    a.st_imm(Size::W, Reg::R10, -4, 0); // key 0
-    a.ld_map_fd(Reg::R1, maps.lost).mov(Reg::R2, Reg::R10).alu_imm(Alu::Add, Reg::R2, -4);
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
-    a.mov_imm(Reg::R1, 1).atomic_add64(Reg::R0, 0, Reg::R1);
-    // 1 lets other perf users of the tracepoint (`perf record`) have their samples too.
-    a.label("out").mov_imm(Reg::R0, 1).exit();
+    // No wake-up: the reader reads on its own clock (every 50 ms, or when a window closes).
+    maps.output(&mut a, rec, total, Wake::Never, "out");
+    Maps::epilogue(&mut a, "out");
     a
 }
 
-/// A record as the sample a perf event would have written (no pid, tid or cpu: they are not used), if
-/// it is as long as the records of its tracepoint are (`copies`: each tracepoint's id and copied bytes).
-/// A short record would otherwise decode as zeros (fields read as 0 where the record is too short).
-pub fn sample_of(record: &[u8], copies: &[(u16, usize)]) -> Option<Sample> {
+/// A record's time and its copy of the tracepoint's record (`common_type` holding the id), if it is as
+/// long as the records of its tracepoint are (`copies`: each tracepoint's id and copied bytes). A short
+/// record would otherwise decode as zeros (fields read as 0 where the record is too short).
+pub fn record_of<'a>(record: &'a [u8], copies: &[(u16, usize)]) -> Option<(u64, &'a [u8])> {
     let time_ns = u64::from_ne_bytes(record.get(..TIME_BYTES)?.try_into().ok()?);
     let raw = &record[TIME_BYTES..];
     let id = u16::from_ne_bytes(raw.get(..2)?.try_into().ok()?);
     let &(_, len) = copies.iter().find(|(known, _)| *known == id)?;
-    (raw.len() == FIRST + len).then(|| Sample { pid: 0, tid: 0, time_ns, cpu: 0, raw: raw.to_vec() })
-}
-
-/// The runs skipped between two readings of the programs' count, when both are known.
-fn skipped_between(on: Option<u64>, off: Option<u64>) -> Option<u64> {
-    Some(off?.saturating_sub(on?))
-}
-
-fn step(what: &'static str) -> impl Fn(io::Error) -> io::Error {
-    move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
+    (raw.len() == FIRST + len).then_some((time_ns, raw))
 }
 
 impl BlockPrograms {
-    /// Load the programs and attach them to `events` (each with the bytes of its record to copy):
-    /// recording from now on. Errors say which step failed.
-    pub fn start(events: &[(&EventFormat, usize)]) -> io::Result<BlockPrograms> {
-        let lost = Map::create(MapType::Array, 4, 8, 1).map_err(step("creating a BPF array map"))?;
-        let on = Map::create(MapType::Array, 4, 4, 1).map_err(step("creating a BPF array map"))?;
-        let ring = RingBuf::create(RING_BYTES).map_err(step("creating a BPF ring buffer (Linux 5.8 or later)"))?;
-        let maps = Maps { ring: ring.map(), lost: &lost, on: &on };
-        let mut programs = Vec::new();
+    /// Load the programs into a session with a ring of `ring_bytes` and attach them to `events` (each
+    /// with the bytes of its record to copy): recording once [`BlockPrograms::set_on`] opens the window.
+    /// Errors say which step failed.
+    pub fn start(events: &[(&EventFormat, usize)], ring_bytes: u32) -> io::Result<BlockPrograms> {
+        let mut session = Session::new(ring_bytes)?;
         let mut copies = Vec::new();
         for (format, len) in events {
             let id = u16::try_from(format.id)
                 .map_err(|_| io::Error::other(format!("tracepoint id {} is wider than common_type", format.id)))?;
-            let insns = program(&maps, id, *len).finish()?;
-            let loaded = Program::load_tracepoint(&insns, LICENSE).map_err(|e| {
-                io::Error::new(e.error.kind(), format!("the kernel refused the block tracepoint program: {e}"))
-            })?;
-            programs.push(loaded);
+            let asm = program(&session.maps(), id, *len);
+            session.load(&asm, format.id, "block tracepoint")?;
             copies.push((id, *len));
         }
-        let mut attachments = Vec::new();
-        for (program, (id, _)) in programs.iter().zip(&copies) {
-            let attached = program.attach_tracepoint(u64::from(*id));
-            attachments.push(attached.map_err(step("attaching a BPF program to a tracepoint"))?);
-        }
-        let misses_counted = bpf::counts_tracepoint_misses(&bpf::kernel_release());
-        let mut programs = BlockPrograms {
-            ring,
-            lost,
-            on,
-            attachments,
-            programs,
-            copies,
-            malformed: 0,
-            misses_counted,
-            skipped_at_on: None,
-            skipped_at_off: None,
-        };
-        programs.set_on(true)?;
-        // Read at once: runs skipped before (the programs ran, switched off, since they were attached)
-        // are not the window's.
-        programs.skipped_at_on = programs.skipped_runs();
-        Ok(programs)
+        session.attach()?;
+        Ok(BlockPrograms { session, copies, malformed: 0, held_back: false })
     }
 
-    /// The programs' runs the kernel skipped so far, summed: `None` when this kernel does not count them
-    /// (before Linux 6.7) or a count cannot be read (then the lost count is unknown, the report kept).
-    fn skipped_runs(&self) -> Option<u64> {
-        if !self.misses_counted {
-            return None;
-        }
-        self.programs.iter().map(|p| p.recursion_misses().ok()).sum()
-    }
-
-    fn set_on(&self, on: bool) -> io::Result<()> {
-        self.on.update(&0u32.to_ne_bytes(), &u32::from(on).to_ne_bytes()).map_err(step("switching the block programs"))
-    }
-
-    /// Stop recording at once (what is in the ring stays readable); the programs stay attached until
-    /// [`BlockPrograms::detach`] or drop, and still run (switched off): their skipped runs are counted
-    /// up to the first stop.
-    pub fn stop(&mut self) -> io::Result<()> {
-        self.set_on(false)?;
-        if self.skipped_at_off.is_none() {
-            self.skipped_at_off = Some(self.skipped_runs());
-        }
-        Ok(())
+    /// Open (`true`) or close the window; what is in the ring stays readable. The programs stay attached
+    /// until [`BlockPrograms::detach`] or drop, and still run (switched off): their skipped runs are
+    /// counted up to the first close.
+    pub fn set_on(&mut self, on: bool) -> io::Result<()> {
+        self.session.set_on(on).map_err(|e| io::Error::new(e.kind(), format!("the block programs: {e}")))
     }
 
     /// Detach the programs.
     pub fn detach(&mut self) {
-        self.attachments.clear();
+        self.session.detach();
     }
 
-    /// Every record written since the last call, as samples, in commit order (an issue's record is
-    /// committed before its request can complete). Records of the wrong length are counted, not decoded.
-    pub fn drain(&mut self) -> Vec<Sample> {
-        let (mut samples, mut malformed) = (Vec::new(), 0);
-        let copies = &self.copies;
-        self.ring.drain(|record| match sample_of(record, copies) {
-            Some(sample) => samples.push(sample),
-            None => malformed += 1,
-        });
+    /// Every record written since the last call, as (time, tracepoint record), in commit order (an
+    /// issue's record is committed before its request can complete). Records of the wrong length are
+    /// counted, not decoded. With `all` (the programs switched off), a record still reserved is waited
+    /// for (up to 100 ms); one that stays reserved holds back the rest, and counts as dropped.
+    pub fn drain(&mut self, all: bool, mut each: impl FnMut(u64, &[u8])) {
+        let (copies, mut malformed) = (&self.copies, 0);
+        for _ in 0..100 {
+            let read_all = self.session.drain(|record| match record_of(record, copies) {
+                Some((time_ns, raw)) => each(time_ns, raw),
+                None => malformed += 1,
+            });
+            self.held_back = !read_all;
+            if read_all || !all {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         self.malformed += malformed;
-        samples
     }
 
     /// Hits not recorded while recording: records the ring had no room for (or refused for their
@@ -279,14 +191,8 @@ impl BlockPrograms {
     /// anybody's) was running on that CPU when the tracepoint fired (a completion's interrupt arriving
     /// meanwhile), unknown before Linux 6.7. An error when the ring's count cannot be read.
     pub fn lost(&self) -> io::Result<Lost> {
-        let failed = |why: String| io::Error::other(format!("reading the block programs' lost-record count: {why}"));
-        let value = self.lost.lookup(&0u32.to_ne_bytes()).map_err(|e| failed(e.to_string()))?.unwrap_or_default();
-        let bytes: [u8; 8] = value.try_into().map_err(|_| failed("not 8 bytes".into()))?;
-        let off = self.skipped_at_off.unwrap_or_else(|| self.skipped_runs());
-        Ok(Lost {
-            dropped: u64::from_ne_bytes(bytes) + self.malformed,
-            skipped: skipped_between(self.skipped_at_on, off),
-        })
+        let lost = self.session.lost().map_err(|e| io::Error::new(e.kind(), format!("the block programs: {e}")))?;
+        Ok(Lost { dropped: lost.dropped + self.malformed + u64::from(self.held_back), ..lost })
     }
 }
 
@@ -324,7 +230,7 @@ mod tests {
     }
 
     #[test]
-    fn a_record_becomes_the_sample_perf_would_have_written_if_its_length_is_its_tracepoints() {
+    fn a_record_is_read_back_if_its_length_is_its_tracepoints() {
         let copies = [(0x0833, 2), (0x0834, 4)];
         let record = |id: u16, copied: &[u8]| {
             let mut r = 1234u64.to_ne_bytes().to_vec();
@@ -333,14 +239,15 @@ mod tests {
             r.extend_from_slice(copied);
             r
         };
-        let s = sample_of(&record(0x0833, &[1, 2]), &copies).unwrap();
-        assert_eq!((s.time_ns, s.event_id(), s.raw.len()), (1234, 0x0833, 10));
+        let r = record(0x0833, &[1, 2]);
+        let (time_ns, raw) = record_of(&r, &copies).unwrap();
+        assert_eq!((time_ns, &raw[..2], raw.len()), (1234, &0x0833u16.to_ne_bytes()[..], 10));
         // Short or long for its tracepoint, of an unknown one, or without an id: refused.
-        assert!(sample_of(&record(0x0834, &[1, 2]), &copies).is_none());
-        assert!(sample_of(&record(0x0833, &[1, 2, 3]), &copies).is_none());
-        assert!(sample_of(&record(0x0999, &[1, 2]), &copies).is_none());
-        assert!(sample_of(&[1, 2, 3], &copies).is_none());
-        assert!(sample_of(&1234u64.to_ne_bytes(), &copies).is_none());
+        assert!(record_of(&record(0x0834, &[1, 2]), &copies).is_none());
+        assert!(record_of(&record(0x0833, &[1, 2, 3]), &copies).is_none());
+        assert!(record_of(&record(0x0999, &[1, 2]), &copies).is_none());
+        assert!(record_of(&[1, 2, 3], &copies).is_none());
+        assert!(record_of(&1234u64.to_ne_bytes(), &copies).is_none());
     }
 
     /// The id's 8 bytes as `stamp`'s immediate stores leave them on a machine of either byte order: the
@@ -381,13 +288,5 @@ mod tests {
             assert_eq!(read, id, "big endian: {big_endian}, {bytes:?}");
             assert_eq!(bytes[2..], [0; 6], "big endian: {big_endian}");
         }
-    }
-
-    #[test]
-    fn skipped_runs_are_the_windows_and_unknown_when_either_reading_is() {
-        assert_eq!(skipped_between(Some(40), Some(43)), Some(3));
-        assert_eq!(skipped_between(Some(0), Some(0)), Some(0));
-        assert_eq!(skipped_between(None, Some(43)), None);
-        assert_eq!(skipped_between(Some(40), None), None);
     }
 }

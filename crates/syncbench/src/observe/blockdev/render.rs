@@ -32,8 +32,11 @@ pub fn notes<'a>(rows: impl IntoIterator<Item = (&'a str, Option<&'a DeviceAccou
     let Some((_, first)) = rows.first() else { return String::new() };
     let chain: Vec<&str> = first.devices.iter().map(|d| d.disk.as_str()).collect();
     let lowest = chain.last().copied().unwrap_or("?");
-    let traced = if first.traced().is_some() {
+    let traced = if first.traced().is_some() && rows.iter().all(|(_, d)| d.requests_incomplete.is_none()) {
         "write requests and device time from the block tracepoints"
+    } else if first.traced().is_some() {
+        "write requests and device time from the block tracepoints, but for the rows below, where they may \
+         have missed requests (their write requests are the kernel's counter, their device time left out)"
     } else {
         "not root: no tracepoints, write requests are the kernel's counter (an fsync's empty flush carrier counts as one)"
     };
@@ -45,7 +48,9 @@ pub fn notes<'a>(rows: impl IntoIterator<Item = (&'a str, Option<&'a DeviceAccou
         if let Some(why) = &d.unattributable {
             out.push_str(&format!("  * {}: {why}\n", label.trim()));
         }
-        if d.trace_lost_samples > 0 {
+        if let Some(why) = &d.requests_incomplete {
+            out.push_str(&format!("  {}: request counts incomplete: {why}\n", label.trim()));
+        } else if d.trace_lost_samples > 0 {
             out.push_str(&format!(
                 "  {}: the kernel dropped {} tracepoint samples: write requests and device time read low\n",
                 label.trim(),

@@ -8,7 +8,9 @@ use super::inkernel::{self, BlockPrograms};
 use crate::core::stats::Samples;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
-use syncbench_sys::perf::{self, Sample, Scope, Tracepoint, Tracepoints};
+pub use syncbench_sys::kevents::Lost;
+use syncbench_sys::kevents::{BlockRequest, KernelEvent};
+use syncbench_sys::perf::{self, Scope, Tracepoint, Tracepoints};
 use syncbench_sys::tracefs::{EventFormat, Field, Tracefs};
 
 pub use crate::core::schema::device::{KindReport, RequestReport};
@@ -254,31 +256,19 @@ impl Mechanism {
             Mechanism::Perf => "perf_event block tracepoints",
         }
     }
+
+    /// How the JSON names it (`trace_reader`).
+    pub fn token(self) -> &'static str {
+        match self {
+            Mechanism::Bpf => "bpf",
+            Mechanism::Perf => "perf",
+        }
+    }
 }
 
 enum Source {
     Perf(Tracepoints),
     Bpf(BlockPrograms),
-}
-
-/// Tracepoint hits a window did not record: each disk's request counts are low by up to their sum.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Lost {
-    /// Records dropped: a ring had no room (perf's per-CPU rings, or the eBPF ring), or (eBPF) a record
-    /// of the wrong length was refused. Known on every kernel; the counts are low when it is not 0.
-    pub dropped: u64,
-    /// eBPF: runs of the programs the kernel skipped while recording (a tracepoint firing in an interrupt
-    /// while another BPF program ran on that CPU); `None` when unknown: kernels before Linux 6.7 do not
-    /// count them, or the count could not be read. perf events: 0 (perf's recursion guard is per
-    /// context: an interrupt's hit is not refused because a task's is being handled).
-    pub skipped: Option<u64>,
-}
-
-impl Lost {
-    /// Every hit not recorded, when known.
-    pub fn total(&self) -> Option<u64> {
-        Some(self.dropped + self.skipped?)
-    }
 }
 
 /// Block requests being recorded on every CPU.
@@ -298,10 +288,16 @@ impl BlockTrace {
     /// [`BlockTrace::start`] with `data_pages` per CPU ring (a power of two): rings big enough to hold a
     /// whole window need no reading during it.
     pub fn start_with_pages(tracefs: &Tracefs, data_pages: usize) -> io::Result<BlockTrace> {
+        let mut trace = BlockTrace::prepare_perf(tracefs, data_pages)?;
+        trace.resume()?;
+        Ok(trace)
+    }
+
+    /// The perf events opened on every online CPU, not recording until [`BlockTrace::resume`].
+    pub fn prepare_perf(tracefs: &Tracefs, data_pages: usize) -> io::Result<BlockTrace> {
         let (issue, complete, layout) = layout(tracefs)?;
         let points = [issue.id, complete.id].map(|id| Tracepoint { id, filter: None, wake_each: false });
         let events = Tracepoints::open(&points, &Scope::AllTasks, &perf::online_cpus()?, data_pages)?;
-        events.enable()?;
         Ok(BlockTrace { source: Source::Perf(events), layout, disks: BTreeMap::new() })
     }
 
@@ -309,11 +305,27 @@ impl BlockTrace {
     /// 5.8). Read them ([`BlockTrace::poll`]) before ~32,000 requests pile up: the ring holds 65,536
     /// records of 64 bytes, an issue and a completion each (`trace` reads it every 50 ms).
     pub fn start_bpf(tracefs: &Tracefs) -> io::Result<BlockTrace> {
+        let mut trace = BlockTrace::prepare_bpf(tracefs, inkernel::RING_BYTES)?;
+        trace.resume()?;
+        Ok(trace)
+    }
+
+    /// The eBPF programs loaded and attached with a ring of `ring_bytes` (a power of two), not recording
+    /// until [`BlockTrace::resume`] (switching them on is a map update: the window's edges are tight).
+    pub fn prepare_bpf(tracefs: &Tracefs, ring_bytes: u32) -> io::Result<BlockTrace> {
         let (issue, complete, layout) = layout(tracefs)?;
         let issue_len = inkernel::copy_len(&issue, &["dev", "sector", "nr_sector", "bytes", "rwbs"])?;
         let complete_len = inkernel::copy_len(&complete, &["dev", "sector", "nr_sector", "error", "rwbs"])?;
-        let programs = BlockPrograms::start(&[(&issue, issue_len), (&complete, complete_len)])?;
+        let programs = BlockPrograms::start(&[(&issue, issue_len), (&complete, complete_len)], ring_bytes)?;
         Ok(BlockTrace { source: Source::Bpf(programs), layout, disks: BTreeMap::new() })
+    }
+
+    /// Start recording.
+    pub fn resume(&mut self) -> io::Result<()> {
+        match &mut self.source {
+            Source::Perf(events) => events.enable(),
+            Source::Bpf(programs) => programs.set_on(true),
+        }
     }
 
     /// What records the requests.
@@ -330,14 +342,17 @@ impl BlockTrace {
     }
 
     fn read(&mut self, all: bool) {
-        let samples = match &mut self.source {
-            // Issue and completion of one request can be on different CPUs: time order pairs them.
-            Source::Perf(events) => events.drain_ordered(all),
-            // One ring in commit order: an issue is committed before its request can complete.
-            Source::Bpf(programs) => programs.drain(),
+        let (layout, disks) = (&self.layout, &mut self.disks);
+        let mut handle = |time_ns, raw: &[u8]| {
+            if let Some(event) = layout.decode(time_ns, raw) {
+                handle(disks, &event);
+            }
         };
-        for s in &samples {
-            self.handle(s);
+        match &mut self.source {
+            // Issue and completion of one request can be on different CPUs: time order pairs them.
+            Source::Perf(events) => events.drain_ordered(all).iter().for_each(|s| handle(s.time_ns, &s.raw)),
+            // One ring in commit order: an issue is committed before its request can complete.
+            Source::Bpf(programs) => programs.drain(all, handle),
         }
     }
 
@@ -345,7 +360,7 @@ impl BlockTrace {
     fn disable(&mut self) -> io::Result<()> {
         match &mut self.source {
             Source::Perf(events) => events.disable(),
-            Source::Bpf(programs) => programs.stop(),
+            Source::Bpf(programs) => programs.set_on(false),
         }
     }
 
@@ -354,25 +369,6 @@ impl BlockTrace {
         match &self.source {
             Source::Perf(events) => Ok(Lost { dropped: events.lost(), skipped: Some(0) }),
             Source::Bpf(programs) => programs.lost(),
-        }
-    }
-
-    fn handle(&mut self, s: &Sample) {
-        let l = &self.layout;
-        let raw = &s.raw;
-        match s.event_id() {
-            id if id == l.issue_id => {
-                let rwbs = parse_rwbs(l.rwbs.text(raw));
-                let (sector, sectors, bytes) = (l.sector.uint(raw), l.nr_sector.uint(raw), l.bytes.uint(raw));
-                self.disks.entry(l.dev.uint(raw)).or_default().issued(sector, sectors, bytes, rwbs, s.time_ns);
-            }
-            id if id == l.complete_id => {
-                let rwbs = parse_rwbs(l.c_rwbs.text(raw));
-                let (sector, sectors) = (l.c_sector.uint(raw), l.c_nr_sector.uint(raw));
-                let error = l.c_error.int(raw) != 0;
-                self.disks.entry(l.c_dev.uint(raw)).or_default().completed(sector, sectors, rwbs, error, s.time_ns);
-            }
-            _ => {}
         }
     }
 
@@ -391,15 +387,64 @@ impl BlockTrace {
     }
 
     /// Stop, read the rest, and return the raw per-disk records (to merge with other windows') and the
-    /// hits not recorded: an error when that is not known (eBPF programs before Linux 6.7), rather than
-    /// counts that may be silently low.
-    pub fn finish_raw(mut self) -> io::Result<(BTreeMap<u64, DiskRequests>, u64)> {
+    /// hits not recorded (`skipped` unknown on eBPF before Linux 6.7: the caller says so).
+    pub fn finish_raw(mut self) -> io::Result<(BTreeMap<u64, DiskRequests>, Lost)> {
         self.disable()?;
         self.read(true);
-        let lost = self.lost()?.total().ok_or_else(|| {
-            io::Error::other("this kernel does not count the block programs' skipped runs (Linux 6.7 does)")
-        })?;
+        let lost = self.lost()?;
         Ok((std::mem::take(&mut self.disks), lost))
+    }
+}
+
+/// One block event into its disk's requests.
+fn handle(disks: &mut BTreeMap<u64, DiskRequests>, event: &KernelEvent) {
+    match event {
+        KernelEvent::BlockIssue(r) => {
+            let rwbs = parse_rwbs(r.rwbs_text());
+            disks.entry(r.dev).or_default().issued(r.sector, r.sectors, r.bytes, rwbs, r.time_ns);
+        }
+        KernelEvent::BlockComplete(r) => {
+            let rwbs = parse_rwbs(r.rwbs_text());
+            disks.entry(r.dev).or_default().completed(r.sector, r.sectors, rwbs, r.error != 0, r.time_ns);
+        }
+        _ => {}
+    }
+}
+
+impl Layout {
+    /// The event of one tracepoint record (`raw`, from `common_type` on, as a perf sample or the eBPF
+    /// programs' copy hold it), stamped `time_ns`; `None` for another tracepoint's.
+    fn decode(&self, time_ns: u64, raw: &[u8]) -> Option<KernelEvent> {
+        let id = u64::from(u16::from_ne_bytes(raw.get(..2)?.try_into().ok()?));
+        let rwbs = |f: &Field| {
+            let mut bytes = [0u8; 8];
+            let text = f.text(raw).as_bytes();
+            bytes[..text.len().min(8)].copy_from_slice(&text[..text.len().min(8)]);
+            bytes
+        };
+        if id == self.issue_id {
+            Some(KernelEvent::BlockIssue(BlockRequest {
+                time_ns,
+                dev: self.dev.uint(raw),
+                sector: self.sector.uint(raw),
+                sectors: self.nr_sector.uint(raw),
+                bytes: self.bytes.uint(raw),
+                error: 0,
+                rwbs: rwbs(&self.rwbs),
+            }))
+        } else if id == self.complete_id {
+            Some(KernelEvent::BlockComplete(BlockRequest {
+                time_ns,
+                dev: self.c_dev.uint(raw),
+                sector: self.c_sector.uint(raw),
+                sectors: self.c_nr_sector.uint(raw),
+                bytes: 0,
+                error: self.c_error.int(raw),
+                rwbs: rwbs(&self.c_rwbs),
+            }))
+        } else {
+            None
+        }
     }
 }
 

@@ -2,11 +2,13 @@
 //! stopping anybody, from the kernel's syscall tracepoints, plus `sched:sched_process_{fork,exec,exit}`
 //! to follow new processes and forget descriptors. Two backends feed the same decoding here:
 //! - eBPF (the default, `inkernel`): programs keep the followed processes' calls and pair entry with exit
-//!   in the kernel, one record per call, turned back into the entry and exit samples decoded below;
+//!   in the kernel, one record per call, read as an entry and an exit event;
 //! - perf events (`--tracer perf`, `--per-task`, and the fallback): one sample per traced call entry and
 //!   exit, `syscalls:sys_enter_*`/`sys_exit_*` on every CPU (or `raw_syscalls` per task: see
 //!   `open_events`), every program's; [`Follow`] keeps the chosen processes' (new children, threads and
-//!   execs included), and the samples are handled in time order.
+//!   execs included), and the samples are decoded into the same events and handled in time order.
+//!
+//! Both hand [`Attacher`] the typed `syncbench_sys::kevents::KernelEvent`.
 //!
 //! The traced program pays about 1.0 µs (eBPF) or 1.3 µs (perf) of its CPU per traced call on the project
 //! VM (docs/benchmarks.md, "trace (attach)").
@@ -24,6 +26,7 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use syncbench_sys::kevents::{KernelEvent, Task};
 use syncbench_sys::perf::{self, Sample, Scope, Tracepoint, Tracepoints};
 use syncbench_sys::ptrace::Pid;
 use syncbench_sys::tracefs::{EventFormat, Field, Tracefs};
@@ -126,53 +129,57 @@ pub struct Attached {
     pub block_lost: Lost,
 }
 
-/// The events being recorded: perf rings (read in time order across CPUs) or the eBPF programs' ring
-/// (one record per call, in commit order, turned into the same samples).
+/// The events being recorded: perf rings (read in time order across CPUs, decoded by what each
+/// tracepoint id means) or the eBPF programs' ring (one record per call, in commit order).
 enum Recording {
-    Perf(Tracepoints),
+    Perf(Tracepoints, HashMap<u64, Kind>),
     Bpf(InKernel),
 }
 
 impl Recording {
     fn wait(&self, timeout_ms: i32) -> io::Result<()> {
         match self {
-            Recording::Perf(events) => Tracepoints::wait(&[events], timeout_ms),
+            Recording::Perf(events, _) => Tracepoints::wait(&[events], timeout_ms),
             Recording::Bpf(k) => k.wait(timeout_ms),
         }
     }
 
-    /// The samples ready to be handled (`all`: everything, after `stop`); `fresh` sees each new one first.
-    fn drain(&mut self, all: bool, fresh: impl FnMut(&Sample)) -> Vec<Sample> {
+    /// The events ready to be handled (`all`: everything, after `stop`); `fresh` sees each new one first.
+    fn drain(&mut self, all: bool, mut fresh: impl FnMut(&KernelEvent)) -> Vec<KernelEvent> {
         match self {
-            Recording::Perf(events) => events.drain_ordered_seeing(all, fresh),
+            Recording::Perf(events, kinds) => {
+                let decode = |s: &Sample| kinds.get(&s.event_id()).and_then(|kind| decode(*kind, s));
+                let samples = events.drain_ordered_seeing(all, |s| decode(s).iter().for_each(&mut fresh));
+                samples.iter().filter_map(decode).collect()
+            }
             Recording::Bpf(k) => {
-                let samples = k.drain();
-                samples.iter().for_each(fresh);
-                samples
+                let events = k.drain();
+                events.iter().for_each(fresh);
+                events
             }
         }
     }
 
     /// Open the reported window: calls entered from now on are recorded.
-    fn start(&self) -> io::Result<()> {
+    fn start(&mut self) -> io::Result<()> {
         match self {
-            Recording::Perf(events) => events.enable(),
+            Recording::Perf(events, _) => events.enable(),
             Recording::Bpf(k) => k.set_on(true),
         }
     }
 
     /// Close the window before its length is taken: eBPF records no more entries (detaching in `stop`
     /// takes a while); perf is disabled in `stop`, at once.
-    fn close(&self) -> io::Result<()> {
+    fn close(&mut self) -> io::Result<()> {
         match self {
-            Recording::Perf(_) => Ok(()),
+            Recording::Perf(..) => Ok(()),
             Recording::Bpf(k) => k.set_on(false),
         }
     }
 
     fn stop(&mut self) -> io::Result<()> {
         match self {
-            Recording::Perf(events) => events.disable(),
+            Recording::Perf(events, _) => events.disable(),
             Recording::Bpf(k) => {
                 k.stop();
                 Ok(())
@@ -182,28 +189,37 @@ impl Recording {
 
     fn lost(&self) -> io::Result<u64> {
         match self {
-            Recording::Perf(events) => Ok(events.lost()),
+            Recording::Perf(events, _) => Ok(events.lost()),
             Recording::Bpf(k) => k.lost(),
         }
     }
 }
 
-/// What the samples made from eBPF records mean (see `inkernel`).
-fn bpf_kinds(group_dead: Option<Field>) -> HashMap<u64, Kind> {
-    HashMap::from([
-        (inkernel::ENTER_ID, Kind::Enter),
-        (inkernel::EXIT_ID, Kind::Exit { open: false }),
-        (inkernel::EXIT_OPEN_ID, Kind::Exit { open: true }),
-        (inkernel::FORK_ID, Kind::Fork { child_pid: inkernel::FORK_CHILD }),
-        (inkernel::EXEC_ID, Kind::Exec),
-        (inkernel::TASK_EXIT_ID, Kind::TaskExit { group_dead }),
-    ])
+/// The event of a perf sample of a tracepoint that means `kind`; `None` for one recorded only to wake
+/// the reader ([`Kind::Opened`]: the exit it names a descriptor for comes as its own event).
+fn decode(kind: Kind, s: &Sample) -> Option<KernelEvent> {
+    let (task, time_ns, raw) = (Task { pid: s.pid, tid: s.tid }, s.time_ns, &s.raw);
+    let nr = i64::from(word(raw, NR_OFFSET) as u32 as i32);
+    Some(match kind {
+        Kind::Enter => KernelEvent::SyscallEnter {
+            task,
+            time_ns,
+            nr,
+            args: std::array::from_fn(|i| word(raw, ARGS_OFFSET + 8 * i)),
+        },
+        Kind::Exit => KernelEvent::SyscallExit { task, time_ns, nr, ret: word(raw, ARGS_OFFSET) as i64 },
+        Kind::Opened => return None,
+        Kind::Fork { child_pid } => KernelEvent::Fork { task, time_ns, child: child_pid.int(raw) as i32 },
+        Kind::Exec => KernelEvent::Exec { task, time_ns },
+        Kind::TaskExit { group_dead } => {
+            KernelEvent::TaskExit { task, time_ns, group_dead: group_dead.map(|f| f.uint(raw) != 0) }
+        }
+    })
 }
 
 /// What [`open_recording`] opened.
 struct Opened {
     recording: Recording,
-    kinds: HashMap<u64, Kind>,
     mechanism: &'static str,
     /// Why the default fell back to perf events (said on stderr by [`fallback_line`]).
     fell_back: Option<io::Error>,
@@ -226,13 +242,12 @@ fn open_recording(tracefs: &Tracefs, options: &AttachOptions) -> io::Result<Open
         },
     };
     if let Some(k) = in_kernel {
-        let kinds = bpf_kinds(k.group_dead);
-        return Ok(Opened { recording: Recording::Bpf(k), kinds, mechanism: MECHANISM_BPF, fell_back: None });
+        return Ok(Opened { recording: Recording::Bpf(k), mechanism: MECHANISM_BPF, fell_back: None });
     }
     let scope = scope_of(&options.selection, options.per_task);
     let (points, kinds) = open_events(tracefs, options.track_writes, &scope)?;
     let events = open_for(&points, &options.selection, options.per_task)?;
-    Ok(Opened { recording: Recording::Perf(events), kinds, mechanism: MECHANISM_PERF, fell_back })
+    Ok(Opened { recording: Recording::Perf(events, kinds), mechanism: MECHANISM_PERF, fell_back })
 }
 
 /// The one stderr line saying what fell back from eBPF to perf events by default, and why: the syscall
@@ -259,15 +274,13 @@ fn fallback_line(calls: Option<&io::Error>, blocks: Option<&io::Error>) -> Optio
     })
 }
 
-/// What a tracepoint id means.
+/// What a perf tracepoint id means.
 #[derive(Clone, Copy, Debug)]
 enum Kind {
     Enter,
-    /// `open`: an open's exit (its descriptor is also named at once, when read).
-    Exit {
-        open: bool,
-    },
-    /// An open's exit recorded only to name its descriptor at once (beside `raw_syscalls:sys_exit`).
+    Exit,
+    /// An open's exit recorded only to wake the reader at once, so the descriptor is named while surely
+    /// open (beside `raw_syscalls:sys_exit`, which carries the exit itself).
     Opened,
     Fork {
         child_pid: Field,
@@ -318,7 +331,6 @@ impl Pending {
 struct Attacher {
     options: AttachOptions,
     follow: Follow,
-    kinds: HashMap<u64, Kind>,
     recorder: Recorder,
     fds: FdTable,
     pending: HashMap<Pid, Pending>,
@@ -370,7 +382,7 @@ fn open_events(
         }
         for (nr, name) in timed {
             let open = OPENS.contains(&nr);
-            add(&syscall_event(tracefs, "sys_exit", name)?, Kind::Exit { open }, None, open);
+            add(&syscall_event(tracefs, "sys_exit", name)?, Kind::Exit, None, open);
         }
     } else {
         let nrs: Vec<i64> = timed.map(|(nr, _)| nr).collect();
@@ -386,7 +398,7 @@ fn open_events(
             }
         }
         add(&enter, Kind::Enter, Some(id_filter(&entered)), false);
-        add(&exit, Kind::Exit { open: false }, Some(id_filter(&nrs)), false);
+        add(&exit, Kind::Exit, Some(id_filter(&nrs)), false);
         for (_, name) in TIMED.into_iter().filter(|(nr, _)| OPENS.contains(nr)) {
             let format = syscall_event(tracefs, "sys_exit", name)?;
             add(&format, Kind::Opened, Some("ret >= 0".into()), true);
@@ -461,8 +473,7 @@ const POLL_EVERY: Duration = Duration::from_millis(50);
 /// `ready` is called once recording has started, with the mechanism recording.
 pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(&'static str)) -> io::Result<Attached> {
     let tracefs = Tracefs::open(&std::env::temp_dir())?;
-    let Opened { recording: mut events, kinds, mechanism, fell_back: calls_fell_back } =
-        open_recording(&tracefs, &options)?;
+    let Opened { recording: mut events, mechanism, fell_back: calls_fell_back } = open_recording(&tracefs, &options)?;
     let all_disks: Vec<Disk> = disk::all_disks();
     let (mut blocks, blocks_fell_back) = open_blocks(&tracefs, &options)?;
     if let Some(line) = fallback_line(calls_fell_back.as_ref(), blocks_fell_back.as_ref()) {
@@ -475,7 +486,7 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
     drop(tracefs); // every id is known: unmount now if it was mounted for us
     events.start()?;
     let started = Instant::now();
-    let mut a = Attacher::new(options, kinds, mechanism == MECHANISM_BPF);
+    let mut a = Attacher::new(options, mechanism == MECHANISM_BPF);
     a.check_abi_of_running();
     ready(mechanism);
     let recorded = a.record(&mut events, &mut blocks, started, &stop);
@@ -527,12 +538,11 @@ fn word(raw: &[u8], at: usize) -> u64 {
 }
 
 impl Attacher {
-    fn new(options: AttachOptions, kinds: HashMap<u64, Kind>, kernel_filtered: bool) -> Attacher {
+    fn new(options: AttachOptions, kernel_filtered: bool) -> Attacher {
         Attacher {
             follow: Follow::new(options.selection.clone(), std::process::id() as Pid),
             recorder: Recorder::new(options.track_writes),
             options,
-            kinds,
             fds: FdTable::default(),
             pending: HashMap::new(),
             processes: HashSet::new(),
@@ -555,16 +565,15 @@ impl Attacher {
         self.follow.wants(tgid)
     }
 
-    /// Read the rings: name each opened descriptor at once, then handle every sample in time order
+    /// Read the rings: name each opened descriptor at once, then handle every event in time order
     /// (`all`: including the youngest, after the events were disabled).
     fn handle_all(&mut self, events: &mut Recording, all: bool) {
-        let kinds = &self.kinds;
         let (mut opened, mut forks) = (Vec::new(), Vec::new());
-        let samples = events.drain(all, |s| match kinds.get(&s.event_id()) {
-            Some(Kind::Exit { open: true } | Kind::Opened) => {
-                opened.push((s.pid, word(&s.raw, ARGS_OFFSET) as i64 as i32));
+        let drained = events.drain(all, |e| match *e {
+            KernelEvent::SyscallExit { task, nr, ret, .. } if OPENS.contains(&nr) => {
+                opened.push((task.pid, ret as i32))
             }
-            Some(Kind::Fork { child_pid }) => forks.push((s.pid, child_pid.int(&s.raw) as Pid)),
+            KernelEvent::Fork { task, child, .. } => forks.push((task.pid, child)),
             _ => {}
         });
         // A child forked a moment ago is followed at once, so the descriptors it opens are named while they
@@ -576,8 +585,8 @@ impl Attacher {
         for (tgid, fd) in opened {
             self.name_early(tgid, fd);
         }
-        for s in &samples {
-            self.handle(s);
+        for e in &drained {
+            self.handle(e);
         }
     }
 
@@ -610,32 +619,31 @@ impl Attacher {
         }
     }
 
-    fn handle(&mut self, s: &Sample) {
-        let Some(&kind) = self.kinds.get(&s.event_id()) else { return };
-        match kind {
-            Kind::Fork { child_pid } => self.follow.forked(s.pid, child_pid.int(&s.raw) as Pid),
-            Kind::Exec => {
-                self.fds.forget_process(s.pid);
-                self.abi_32.remove(&s.pid);
-                self.follow.execed(s.pid);
-                if self.follow.wants(s.pid) {
-                    self.is_32_bit(s.pid); // a 32-bit program's calls are not seen: the report says so
+    fn handle(&mut self, event: &KernelEvent) {
+        match *event {
+            KernelEvent::Fork { task, child, .. } => self.follow.forked(task.pid, child),
+            KernelEvent::Exec { task, .. } => {
+                self.fds.forget_process(task.pid);
+                self.abi_32.remove(&task.pid);
+                self.follow.execed(task.pid);
+                if self.follow.wants(task.pid) {
+                    self.is_32_bit(task.pid); // a 32-bit program's calls are not seen: the report says so
                 }
             }
-            Kind::TaskExit { group_dead } => {
-                self.pending.remove(&s.tid);
+            KernelEvent::TaskExit { task, group_dead, .. } => {
+                self.pending.remove(&task.tid);
                 // A leader exiting first (pthread_exit, a non-leader's exec) leaves the process running.
-                let process_gone = group_dead.map_or(s.tid == s.pid, |f| f.uint(&s.raw) != 0);
-                if process_gone {
-                    self.fds.forget_process(s.pid);
-                    self.abi_32.remove(&s.pid);
-                    self.follow.exited(s.pid);
+                if group_dead.unwrap_or(task.tid == task.pid) {
+                    self.fds.forget_process(task.pid);
+                    self.abi_32.remove(&task.pid);
+                    self.follow.exited(task.pid);
                 }
             }
-            Kind::Opened => {}
-            Kind::Enter | Kind::Exit { .. } if !self.followed(s.pid) || self.is_32_bit(s.pid) => {}
-            Kind::Enter => self.on_enter(s),
-            Kind::Exit { .. } => self.on_exit(s),
+            KernelEvent::SyscallEnter { task, .. } | KernelEvent::SyscallExit { task, .. }
+                if !self.followed(task.pid) || self.is_32_bit(task.pid) => {}
+            KernelEvent::SyscallEnter { task, time_ns, nr, args } => self.on_enter(task, time_ns, nr, args),
+            KernelEvent::SyscallExit { task, time_ns, nr, ret } => self.on_exit(task, time_ns, nr, ret),
+            KernelEvent::BlockIssue(_) | KernelEvent::BlockComplete(_) => {}
         }
     }
 
@@ -655,9 +663,9 @@ impl Attacher {
         }
     }
 
-    fn seen(&mut self, s: &Sample) {
-        self.processes.insert(s.pid);
-        self.tasks.insert(s.tid);
+    fn seen(&mut self, task: Task) {
+        self.processes.insert(task.pid);
+        self.tasks.insert(task.tid);
     }
 
     /// Whether process `tgid` is a 32-bit program (recorded for the report's warning): the `syscalls:`
@@ -675,10 +683,8 @@ impl Attacher {
         abi.is_some()
     }
 
-    fn on_enter(&mut self, s: &Sample) {
-        let nr = i64::from(word(&s.raw, NR_OFFSET) as u32 as i32);
-        let args = std::array::from_fn(|i| word(&s.raw, ARGS_OFFSET + 8 * i));
-        let (tgid, tid, now) = (s.pid, s.tid, s.time_ns);
+    fn on_enter(&mut self, task: Task, now: u64, nr: i64, args: [u64; 6]) {
+        let (tgid, tid) = (task.pid, task.tid);
         let pending = match calls::decode(nr, args) {
             Entry::Sync { call, fd, addr } => {
                 let target = self.target_of(tgid, fd, addr, now);
@@ -700,7 +706,7 @@ impl Attacher {
         };
         if let Some(p) = pending {
             if matches!(p, Pending::Timed { .. }) {
-                self.seen(s);
+                self.seen(task);
             }
             self.pending.insert(tid, p);
         }
@@ -756,21 +762,19 @@ impl Attacher {
         info.path
     }
 
-    fn on_exit(&mut self, s: &Sample) {
-        let nr = i64::from(word(&s.raw, NR_OFFSET) as u32 as i32);
-        let ret = word(&s.raw, ARGS_OFFSET) as i64;
-        let Some(pending) = self.pending.remove(&s.tid) else { return };
+    fn on_exit(&mut self, task: Task, time_ns: u64, nr: i64, ret: i64) {
+        let Some(pending) = self.pending.remove(&task.tid) else { return };
         if pending.nr() != nr {
             return; // an exit we did not see the entry of (events lost): drop both
         }
         match pending {
             Pending::Timed { call, target, started_ns, .. } => {
-                let ns = s.time_ns.saturating_sub(started_ns);
+                let ns = time_ns.saturating_sub(started_ns);
                 let written = if call.is_durable_write() { ret.max(0) as u64 } else { 0 };
                 self.recorder.call(call, &target, Some(ns), ret < 0, written);
             }
             Pending::Plain { path, .. } if ret > 0 => self.recorder.wrote(&path, ret as u64),
-            Pending::Open { sync, .. } if ret >= 0 => self.opened(s.pid, ret as i32, sync),
+            Pending::Open { sync, .. } if ret >= 0 => self.opened(task.pid, ret as i32, sync),
             Pending::Plain { .. } | Pending::Open { .. } => {}
         }
     }

@@ -11,12 +11,12 @@
 //!   its last thread (`group_dead`) removes the process.
 //! - `inflight` (hash, tid → start ns, call number, six arguments): written by each entry program, read
 //!   and deleted by the exit program of the same call.
-//! - `on` (array, one u32): 1 while the reported window is open. Entry programs record nothing while it
-//!   is 0 (attaching and detaching take a while before and after the window); the exit of a call whose
-//!   entry was recorded still pairs with it.
-//! - `lost` (array, one u64): records the kernel could not write (ring full, `inflight` full, a child
-//!   that could not be added): the report says INCOMPLETE when it is not 0.
-//! - `events` (ring buffer, 8 MiB).
+//! - the session's (`syncbench_sys::kevents::Session`, shared with the block programs): `on` (1 while
+//!   the reported window is open; entry programs record nothing while it is 0, as attaching and
+//!   detaching take a while before and after the window; the exit of a call whose entry was recorded
+//!   still pairs with it), `lost` (records the kernel could not write: ring full, `inflight` full, a
+//!   child that could not be added; the report says INCOMPLETE when it is not 0, or when the kernel
+//!   skipped runs of the programs) and the ring buffer (8 MiB).
 //!
 //! Records (native endian, x86_64: little):
 //! ```text
@@ -31,15 +31,16 @@
 //!     32    8  return value (entry only: 0)         -
 //!     40   48  the six arguments (0 past the call's own)
 //! ```
-//! The reader turns each record back into the samples the perf backend would have produced (an entry
-//! and an exit, or the scheduler event), so `attach::Attacher` decodes and aggregates both the same way.
+//! The reader turns each record into the typed events the perf backend's samples are decoded into (an
+//! entry and an exit, or the scheduler event: `syncbench_sys::kevents::KernelEvent`), so
+//! `attach::Attacher` aggregates both the same way.
 
 use super::attach::{ENTRY_ONLY, OPENS, PLAIN_WRITES, TIMED, syscall_event};
 use super::follow::{self, Follow, Selection};
 use std::io;
-use syncbench_sys::bpf::{Alu, Asm, Attachment, Cond, Map, MapType, Program, Reg, RingBuf, Size, helper, ringbuf};
-use syncbench_sys::perf::Sample;
-use syncbench_sys::tracefs::{Field, Tracefs};
+use syncbench_sys::bpf::{Alu, Asm, Cond, Map, MapType, Reg, Size, helper};
+use syncbench_sys::kevents::{self, KernelEvent, Session, Task, Wake, step};
+use syncbench_sys::tracefs::Tracefs;
 
 /// Record kinds (offset 0).
 const KIND_CALL: u32 = 1;
@@ -51,27 +52,6 @@ const KIND_TASK_EXIT: u32 = 5;
 const CALL_RECORD: usize = 88;
 const TASK_RECORD: usize = 24;
 
-/// The ids the samples made from records carry (`common_type`; real tracepoint ids are far smaller), and
-/// the field of a fork sample holding the child's pid.
-pub const ENTER_ID: u64 = 0xfff0;
-/// An exit that is not an open's.
-pub const EXIT_ID: u64 = 0xfff1;
-/// An open's exit (names its descriptor at once).
-pub const EXIT_OPEN_ID: u64 = 0xfff2;
-/// `sched_process_fork`.
-pub const FORK_ID: u64 = 0xfff3;
-/// `sched_process_exec`.
-pub const EXEC_ID: u64 = 0xfff4;
-/// `sched_process_exit`.
-pub const TASK_EXIT_ID: u64 = 0xfff5;
-/// Where a task exit sample holds `group_dead` (the process's last thread), when the kernel has it.
-pub const TASK_EXIT_GROUP_DEAD: Field = Field { offset: 12, size: 4, data_loc: false };
-/// Where a fork sample holds the child's pid.
-pub const FORK_CHILD: Field = Field { offset: 12, size: 4, data_loc: false };
-
-/// License of the programs (the helpers used are not GPL-only; the kernel accepts this string as
-/// GPL-compatible should one ever be).
-const LICENSE: &str = "Dual MIT/GPL";
 /// Ring size: ~87,000 call records (88 bytes and an 8-byte header each).
 const RING_BYTES: u32 = 8 << 20;
 /// Calls in flight at once (threads inside a traced call), machine-wide with `--all`.
@@ -79,18 +59,13 @@ const INFLIGHT_MAX: u32 = 32768;
 /// Followed processes (and threads created while traced).
 const FOLLOWED_MAX: u32 = 65536;
 
-/// The loaded and attached programs, their maps and the ring.
+/// The loaded and attached programs, their session and own maps.
 pub struct InKernel {
-    ring: RingBuf,
-    lost: Map,
-    /// `on[0]`: whether entries are recorded (see the module docs).
-    on: Map,
-    /// Where a task exit sample says whether its process is gone; `None`: the kernel's record has no
-    /// `group_dead` (then the leader's exit ends the process).
-    pub group_dead: Option<Field>,
-    /// Kept open while attached; dropping them detaches the programs.
-    attachments: Vec<Attachment>,
-    _programs: Vec<Program>,
+    session: Session,
+    /// Whether a task exit record says if its process is gone (`group_dead`; else the leader's exit ends
+    /// the process).
+    group_dead_known: bool,
+    /// `followed` and `inflight` (see the module docs), kept while the programs run.
     _maps: [Map; 2],
 }
 
@@ -106,19 +81,8 @@ enum Who {
 struct Maps<'a> {
     followed: &'a Map,
     inflight: &'a Map,
-    lost: &'a Map,
-    on: &'a Map,
-    ring: &'a Map,
+    k: kevents::Maps<'a>,
     who: Who,
-}
-
-/// How a record wakes the reader.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Wake {
-    /// At once (an open: its descriptor is named from `/proc` while surely open).
-    Now,
-    /// When a quarter of the ring is used (else the reader's 50 ms timeout).
-    QuarterFull,
 }
 
 impl Maps<'_> {
@@ -133,26 +97,20 @@ impl Maps<'_> {
             }
             Who::Followed => {
                 a.stx(Size::W, Reg::R10, -4, Reg::R1); // key: tgid
-                self.lookup(a, self.followed, -4);
+                kevents::Maps::lookup(a, self.followed, -4);
                 a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
             }
         }
-        a.st_imm(Size::W, Reg::R10, -4, 0); // key 0
-        self.lookup(a, self.on, -4);
-        a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
-        a.ldx(Size::W, Reg::R1, Reg::R0, 0).jmp_imm(Cond::Eq, Reg::R1, 0, "out");
+        self.k.unless_on(a, "out");
     }
 
-    /// `out: return 1`: 0 would discard the hit for other perf users of the tracepoint too (the event the
-    /// program is attached through is opened disabled, so perf neither counts nor samples its hits).
     fn epilogue(a: &mut Asm) {
-        a.label("out").mov_imm(Reg::R0, 1).exit();
+        kevents::Maps::epilogue(a, "out");
     }
 
     /// `r0 = lookup(map, r10 + key)`.
     fn lookup(&self, a: &mut Asm, map: &Map, key: i16) {
-        a.ld_map_fd(Reg::R1, map).mov(Reg::R2, Reg::R10).alu_imm(Alu::Add, Reg::R2, key.into());
-        a.call(helper::MAP_LOOKUP_ELEM);
+        kevents::Maps::lookup(a, map, key);
     }
 
     /// `r0 = update(map, r10 + key, r10 + value, BPF_ANY)`.
@@ -168,32 +126,14 @@ impl Maps<'_> {
         a.call(helper::MAP_DELETE_ELEM);
     }
 
-    /// `lost[0] += 1` (uses the stack word at r10 - 4), then on to `then`.
+    /// `lost[0] += 1`, then on to `then`.
     fn count_lost(&self, a: &mut Asm, then: &'static str) {
-        a.st_imm(Size::W, Reg::R10, -4, 0);
-        self.lookup(a, self.lost, -4);
-        a.jmp_imm(Cond::Eq, Reg::R0, 0, then);
-        a.mov_imm(Reg::R1, 1).atomic_add64(Reg::R0, 0, Reg::R1).ja(then);
+        self.k.count_lost(a, then);
     }
 
     /// Write `len` bytes at r10 + `at` to the ring (counted as lost if it is full), then `out`.
     fn emit(&self, a: &mut Asm, at: i16, len: usize, wake: Wake) {
-        match wake {
-            Wake::Now => {
-                a.mov_imm(Reg::R4, ringbuf::FORCE_WAKEUP);
-            }
-            Wake::QuarterFull => {
-                a.ld_map_fd(Reg::R1, self.ring).mov_imm(Reg::R2, ringbuf::AVAIL_DATA).call(helper::RINGBUF_QUERY);
-                a.mov_imm(Reg::R4, ringbuf::NO_WAKEUP);
-                a.jmp_imm(Cond::Lt, Reg::R0, (RING_BYTES / 4) as i32, "send");
-                a.mov_imm(Reg::R4, ringbuf::FORCE_WAKEUP);
-                a.label("send");
-            }
-        }
-        a.ld_map_fd(Reg::R1, self.ring).mov(Reg::R2, Reg::R10).alu_imm(Alu::Add, Reg::R2, at.into());
-        a.mov_imm(Reg::R3, len as i32).call(helper::RINGBUF_OUTPUT);
-        a.jmp_imm(Cond::Eq, Reg::R0, 0, "out");
-        self.count_lost(a, "out");
+        self.k.output(a, at, len, wake, "out");
     }
 
     /// The record header at r10 + `at`: kind, tgid, tid (from r7), then `extra`; clobbers r1.
@@ -369,16 +309,6 @@ fn copy_args(a: &mut Asm, nargs: usize, at: i16) {
     }
 }
 
-/// An error of the step `what` (creating a map, attaching a program), saying so.
-fn step(what: &'static str) -> impl Fn(io::Error) -> io::Error {
-    move |e| io::Error::new(e.kind(), format!("{what}: {e}"))
-}
-
-fn load(asm: &Asm, what: &str) -> io::Result<Program> {
-    Program::load_tracepoint(&asm.finish()?, LICENSE)
-        .map_err(|e| io::Error::new(e.error.kind(), format!("the kernel refused the {what} program: {e}")))
-}
-
 impl InKernel {
     /// Load and attach every program for `selection`; calls are recorded once [`InKernel::set_on`] opened
     /// the window (processes forking and exiting are followed from now). Errors say which step
@@ -386,14 +316,9 @@ impl InKernel {
     pub fn start(tracefs: &Tracefs, selection: &Selection, track_writes: bool) -> io::Result<InKernel> {
         let followed = Map::create(MapType::Hash, 4, 4, FOLLOWED_MAX).map_err(step("creating a BPF hash map"))?;
         let inflight = Map::create(MapType::Hash, 4, 64, INFLIGHT_MAX).map_err(step("creating a BPF hash map"))?;
-        let lost = Map::create(MapType::Array, 4, 8, 1).map_err(step("creating a BPF array map"))?;
-        let on = Map::create(MapType::Array, 4, 4, 1).map_err(step("creating a BPF array map"))?;
-        let ring = RingBuf::create(RING_BYTES).map_err(step("creating a BPF ring buffer (Linux 5.8 or later)"))?;
+        let mut session = Session::new(RING_BYTES)?;
         let me = std::process::id();
         let who = if *selection == Selection::All { Who::AllBut(me) } else { Who::Followed };
-        let maps = Maps { followed: &followed, inflight: &inflight, lost: &lost, on: &on, ring: ring.map(), who };
-        let mut programs = Vec::new();
-        let mut ids = Vec::new();
         let comm = match selection {
             Selection::Comm(name) => {
                 let mut padded = [0u8; 16];
@@ -408,88 +333,66 @@ impl InKernel {
         if child.size != 4 {
             return Err(io::Error::other("sched_process_fork has an unexpected layout"));
         }
-        programs.push(load(&maps.fork(child.offset as i16), "sched_process_fork")?);
-        ids.push(fork.id);
-        programs.push(load(&maps.exec(comm), "sched_process_exec")?);
-        ids.push(tracefs.event("sched", "sched_process_exec")?.id);
         let exit = tracefs.event("sched", "sched_process_exit")?;
         let group_dead = exit.fields.get("group_dead").filter(|f| f.size == 1).map(|f| f.offset as i16);
-        programs.push(load(&maps.task_exit(group_dead), "sched_process_exit")?);
-        ids.push(exit.id);
+        let mut load = |build: &dyn Fn(&Maps) -> Asm, id: u64, what: &str| -> io::Result<()> {
+            let maps = Maps { followed: &followed, inflight: &inflight, k: session.maps(), who };
+            let asm = build(&maps);
+            session.load(&asm, id, what)
+        };
+        load(&|m| m.fork(child.offset as i16), fork.id, "sched_process_fork")?;
+        load(&|m| m.exec(comm), tracefs.event("sched", "sched_process_exec")?.id, "sched_process_exec")?;
+        load(&|m| m.task_exit(group_dead), exit.id, "sched_process_exit")?;
         let timed = TIMED.into_iter().filter(|(nr, _)| track_writes || !PLAIN_WRITES.contains(nr));
         for (nr, name) in timed {
             let enter = syscall_event(tracefs, "sys_enter", name)?;
-            programs.push(load(&maps.enter(nr, nargs(&enter)), &format!("sys_enter_{name}"))?);
-            ids.push(enter.id);
+            load(&|m| m.enter(nr, nargs(&enter)), enter.id, &format!("sys_enter_{name}"))?;
             let wake = if OPENS.contains(&nr) { Wake::Now } else { Wake::QuarterFull };
             let exit = syscall_event(tracefs, "sys_exit", name)?;
-            programs.push(load(&maps.exit(nr, wake), &format!("sys_exit_{name}"))?);
-            ids.push(exit.id);
+            load(&|m| m.exit(nr, wake), exit.id, &format!("sys_exit_{name}"))?;
         }
         for (nr, name) in ENTRY_ONLY {
             let enter = syscall_event(tracefs, "sys_enter", name)?;
-            programs.push(load(&maps.entry_only(nr, nargs(&enter)), &format!("sys_enter_{name}"))?);
-            ids.push(enter.id);
+            load(&|m| m.entry_only(nr, nargs(&enter)), enter.id, &format!("sys_enter_{name}"))?;
         }
-        let mut attachments = Vec::new();
-        for (program, id) in programs.iter().zip(ids) {
-            attachments.push(program.attach_tracepoint(id).map_err(step("attaching a BPF program to a tracepoint"))?);
-        }
+        session.attach()?;
         if let Who::Followed = who {
             fill_followed(&followed, selection)?;
         }
-        let group_dead = group_dead.map(|_| TASK_EXIT_GROUP_DEAD);
-        Ok(InKernel { ring, lost, on, group_dead, attachments, _programs: programs, _maps: [followed, inflight] })
+        Ok(InKernel { session, group_dead_known: group_dead.is_some(), _maps: [followed, inflight] })
     }
 
     /// Open (`true`) or close the window: calls entered while it is closed are not recorded.
-    pub fn set_on(&self, on: bool) -> io::Result<()> {
-        self.on.update(&0u32.to_ne_bytes(), &u32::from(on).to_ne_bytes()).map_err(step("switching the eBPF programs"))
+    pub fn set_on(&mut self, on: bool) -> io::Result<()> {
+        self.session.set_on(on)
     }
 
     /// Block until the programs wake the reader or `timeout_ms` passed.
     pub fn wait(&self, timeout_ms: i32) -> io::Result<()> {
-        self.ring.wait(timeout_ms)
+        self.session.wait(timeout_ms)
     }
 
-    /// Detach every program (what is in the ring stays readable).
+    /// Detach every program, in parallel (what is in the ring stays readable).
     pub fn stop(&mut self) {
-        // Each detach waits for a grace period (~70 ms here, syscall tracepoints being faultable): one
-        // thread each, so they wait together instead of one after the other.
-        std::thread::scope(|scope| {
-            for attachment in self.attachments.drain(..) {
-                scope.spawn(move || drop(attachment));
-            }
-        });
+        self.session.detach();
     }
 
-    /// Every record written since the last call, as samples, in commit order.
-    pub fn drain(&mut self) -> Vec<Sample> {
-        let mut samples = Vec::new();
-        self.ring.drain(|record| samples_of(record, &mut samples));
-        samples
+    /// Every record written since the last call, as events, in commit order.
+    pub fn drain(&mut self) -> Vec<KernelEvent> {
+        let mut events = Vec::new();
+        let group_dead_known = self.group_dead_known;
+        // A record still reserved holds back the rest until the next call (the last comes after detaching,
+        // when no program runs).
+        let _ = self.session.drain(|record| events_of(record, group_dead_known, &mut events));
+        events
     }
 
-    /// Records the kernel could not write (the counts are then incomplete). An error when the count
-    /// cannot be read: the trace cannot then say whether it is complete.
+    /// Records the kernel could not write, and runs of the programs it skipped (when this kernel counts
+    /// them: Linux 6.7): the counts are then incomplete. An error when the count cannot be read: the
+    /// trace cannot then say whether it is complete.
     pub fn lost(&self) -> io::Result<u64> {
-        let failed = |why: String| io::Error::other(format!("reading the eBPF lost-record count: {why}"));
-        match self.lost.lookup(&0u32.to_ne_bytes()) {
-            Ok(Some(v)) => {
-                let len = v.len();
-                Ok(u64::from_ne_bytes(v.try_into().map_err(|_| failed(format!("{len} bytes, not 8")))?))
-            }
-            Ok(None) => Err(failed("no entry 0 in the array map".into())),
-            Err(e) => Err(failed(e.to_string())),
-        }
-    }
-}
-
-impl Drop for InKernel {
-    /// Detached together when dropped without [`InKernel::stop`] (an error ended the trace), not one
-    /// grace period after the other.
-    fn drop(&mut self) {
-        self.stop();
+        let lost = self.session.lost()?;
+        Ok(lost.dropped + lost.skipped.unwrap_or(0))
     }
 }
 
@@ -554,34 +457,29 @@ fn u64_at(r: &[u8], at: usize) -> u64 {
     u64::from_ne_bytes(r[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// The samples the perf backend would have read for this record: `[id][nr at 8][args or ret from 16]`.
-fn samples_of(r: &[u8], out: &mut Vec<Sample>) {
+/// The events of one record: a call's entry and exit, an entry alone, or the scheduler event.
+fn events_of(r: &[u8], group_dead_known: bool, out: &mut Vec<KernelEvent>) {
     if r.len() < TASK_RECORD {
         return;
     }
-    let (kind, pid, tid, extra) = (u32_at(r, 0), u32_at(r, 4) as i32, u32_at(r, 8) as i32, u32_at(r, 12));
-    let sample = |id: u64, time_ns: u64, words: &[u64]| {
-        let mut raw = vec![0u8; 16 + 8 * words.len()];
-        raw[..2].copy_from_slice(&(id as u16).to_ne_bytes());
-        raw[8..12].copy_from_slice(&extra.to_ne_bytes());
-        raw[12..16].copy_from_slice(&extra.to_ne_bytes()); // fork: the child at 12 (FORK_CHILD)
-        for (i, w) in words.iter().enumerate() {
-            raw[16 + 8 * i..24 + 8 * i].copy_from_slice(&w.to_ne_bytes());
-        }
-        Sample { pid, tid, time_ns, cpu: 0, raw }
-    };
+    let (kind, extra) = (u32_at(r, 0), u32_at(r, 12));
+    let task = Task { pid: u32_at(r, 4) as i32, tid: u32_at(r, 8) as i32 };
+    let time_ns = u64_at(r, 16);
     match kind {
         KIND_CALL | KIND_ENTRY if r.len() >= CALL_RECORD => {
-            let args: Vec<u64> = (0..6).map(|i| u64_at(r, 40 + 8 * i)).collect();
-            out.push(sample(ENTER_ID, u64_at(r, 16), &args));
+            let nr = i64::from(extra as i32);
+            let args = std::array::from_fn(|i| u64_at(r, 40 + 8 * i));
+            out.push(KernelEvent::SyscallEnter { task, time_ns, nr, args });
             if kind == KIND_CALL {
-                let id = if OPENS.contains(&i64::from(extra)) { EXIT_OPEN_ID } else { EXIT_ID };
-                out.push(sample(id, u64_at(r, 24), &[u64_at(r, 32)]));
+                out.push(KernelEvent::SyscallExit { task, time_ns: u64_at(r, 24), nr, ret: u64_at(r, 32) as i64 });
             }
         }
-        KIND_FORK => out.push(sample(FORK_ID, u64_at(r, 16), &[])),
-        KIND_EXEC => out.push(sample(EXEC_ID, u64_at(r, 16), &[])),
-        KIND_TASK_EXIT => out.push(sample(TASK_EXIT_ID, u64_at(r, 16), &[])),
+        KIND_FORK => out.push(KernelEvent::Fork { task, time_ns, child: extra as i32 }),
+        KIND_EXEC => out.push(KernelEvent::Exec { task, time_ns }),
+        KIND_TASK_EXIT => {
+            let group_dead = group_dead_known.then_some(extra != 0);
+            out.push(KernelEvent::TaskExit { task, time_ns, group_dead });
+        }
         _ => {}
     }
 }
@@ -602,23 +500,27 @@ mod tests {
     }
 
     #[test]
-    fn a_call_record_becomes_the_entry_and_exit_samples_of_the_perf_layout() {
+    fn a_call_record_becomes_the_entry_and_exit_events() {
         let mut out = Vec::new();
-        samples_of(&call_record(KIND_CALL, libc::SYS_fdatasync as u32, 0, [3, 0, 0, 0, 0, 0]), &mut out);
-        assert_eq!(out.len(), 2);
-        let (enter, exit) = (&out[0], &out[1]);
-        assert_eq!((enter.event_id(), enter.pid, enter.tid, enter.time_ns), (ENTER_ID, 100, 101, 5_000));
-        assert_eq!(i32::from_ne_bytes(enter.raw[8..12].try_into().unwrap()), libc::SYS_fdatasync as i32);
-        assert_eq!(u64::from_ne_bytes(enter.raw[16..24].try_into().unwrap()), 3);
-        assert_eq!((exit.event_id(), exit.time_ns), (EXIT_ID, 7_500));
-        assert_eq!(i64::from_ne_bytes(exit.raw[16..24].try_into().unwrap()), 0);
-
+        events_of(&call_record(KIND_CALL, libc::SYS_fdatasync as u32, 0, [3, 0, 0, 0, 0, 0]), true, &mut out);
+        let task = Task { pid: 100, tid: 101 };
+        let nr = libc::SYS_fdatasync;
+        assert_eq!(
+            out,
+            [
+                KernelEvent::SyscallEnter { task, time_ns: 5_000, nr, args: [3, 0, 0, 0, 0, 0] },
+                KernelEvent::SyscallExit { task, time_ns: 7_500, nr, ret: 0 },
+            ]
+        );
         out.clear();
-        samples_of(&call_record(KIND_CALL, libc::SYS_openat as u32, 7, [0; 6]), &mut out);
-        assert_eq!(out[1].event_id(), EXIT_OPEN_ID);
+        events_of(&call_record(KIND_CALL, libc::SYS_openat as u32, -2i64 as u64 as i64, [0; 6]), true, &mut out);
+        assert!(matches!(out[1], KernelEvent::SyscallExit { ret: -2, .. }), "{out:?}");
         out.clear();
-        samples_of(&call_record(KIND_ENTRY, libc::SYS_close as u32, 0, [7, 0, 0, 0, 0, 0]), &mut out);
+        events_of(&call_record(KIND_ENTRY, libc::SYS_close as u32, 0, [7, 0, 0, 0, 0, 0]), true, &mut out);
         assert_eq!(out.len(), 1, "an entry-only call has no exit");
+        out.clear();
+        events_of(&call_record(KIND_CALL, 1, 0, [0; 6])[..CALL_RECORD - 1], true, &mut out);
+        assert!(out.is_empty(), "a short call record is refused");
     }
 
     /// `--comm` in the kernel: a process that takes the name by exec after the programs were attached is
@@ -640,8 +542,11 @@ mod tests {
             assert!(status.success());
         }
         k.stop();
-        let syncs =
-            k.drain().iter().filter(|s| s.event_id() == ENTER_ID && u32_at(&s.raw, 8) == libc::SYS_sync as u32).count();
+        let syncs = k
+            .drain()
+            .iter()
+            .filter(|e| matches!(e, KernelEvent::SyscallEnter { nr, .. } if *nr == libc::SYS_sync))
+            .count();
         assert_eq!(syncs, 1, "only the sync of the process named sbcommtest");
         assert_eq!(k.lost().unwrap(), 0);
     }
@@ -674,13 +579,15 @@ mod tests {
         k.stop();
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
-        let samples = k.drain();
-        let mine = samples.iter().filter(|s| s.tid == tid && s.event_id() == ENTER_ID);
-        let counted = mine.filter(|s| u32_at(&s.raw, 8) == libc::SYS_fdatasync as u32).count();
+        let events = k.drain();
+        let counted = events
+            .iter()
+            .filter(|e| matches!(e, KernelEvent::SyscallEnter { task, nr, .. } if task.tid == tid && *nr == libc::SYS_fdatasync))
+            .count();
         assert_eq!(counted, 3, "only the calls made while the window was open");
         assert_eq!(k.lost().unwrap(), 0);
         // A lost count that cannot be read is an error, not 0 (here: a map without the entry).
-        k.lost = Map::create(MapType::Hash, 4, 8, 1).unwrap();
+        k.session.replace_lost_map(Map::create(MapType::Hash, 4, 8, 1).unwrap());
         let err = k.lost().unwrap_err().to_string();
         assert!(err.contains("reading the eBPF lost-record count"), "{err}");
     }
@@ -697,16 +604,28 @@ mod tests {
     }
 
     #[test]
-    fn a_fork_record_carries_the_child_where_the_fork_kind_reads_it() {
-        let mut r = Vec::new();
-        for w in [KIND_FORK, 100, 101, 4242] {
-            r.extend(w.to_ne_bytes());
-        }
-        r.extend(9u64.to_ne_bytes());
+    fn scheduler_records_carry_the_child_and_group_dead() {
+        let record = |kind: u32, extra: u32| {
+            let mut r = Vec::new();
+            for w in [kind, 100, 101, extra] {
+                r.extend(w.to_ne_bytes());
+            }
+            r.extend(9u64.to_ne_bytes());
+            r
+        };
+        let task = Task { pid: 100, tid: 101 };
         let mut out = Vec::new();
-        samples_of(&r, &mut out);
-        assert_eq!(out[0].event_id(), FORK_ID);
-        assert_eq!(FORK_CHILD.int(&out[0].raw), 4242);
+        events_of(&record(KIND_FORK, 4242), true, &mut out);
+        events_of(&record(KIND_TASK_EXIT, 1), true, &mut out);
+        events_of(&record(KIND_TASK_EXIT, 0), false, &mut out);
+        assert_eq!(
+            out,
+            [
+                KernelEvent::Fork { task, time_ns: 9, child: 4242 },
+                KernelEvent::TaskExit { task, time_ns: 9, group_dead: Some(true) },
+                KernelEvent::TaskExit { task, time_ns: 9, group_dead: None },
+            ]
+        );
     }
 }
 
@@ -720,6 +639,7 @@ mod tests {
 #[cfg(test)]
 mod cost {
     use super::*;
+    use syncbench_sys::bpf::{Attachment, Program};
 
     /// This thread's CPU time (the kernel's work for its calls included), ns: less disturbed by other
     /// work on the machine than the wall clock.
@@ -745,7 +665,8 @@ mod cost {
             syscall_event(&tracefs, "sys_enter", "sync_file_range").unwrap().id,
             syscall_event(&tracefs, "sys_exit", "sync_file_range").unwrap().id,
         ];
-        let programs = [load(enter, "enter").unwrap(), load(exit, "exit").unwrap()];
+        let load = |asm: &Asm| Program::load_tracepoint(&asm.finish().unwrap(), kevents::LICENSE).unwrap();
+        let programs = [load(enter), load(exit)];
         let attached: Vec<Attachment> =
             programs.iter().zip(ids).map(|(p, id)| p.attach_tracepoint(id).unwrap()).collect();
         let ns = ns_per_sfr(fd, n);
@@ -766,10 +687,8 @@ mod cost {
         let rounds: u32 = std::env::var("SYNCBENCH_BPF_COST_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
         let followed = Map::create(MapType::Hash, 4, 4, FOLLOWED_MAX).unwrap();
         let inflight = Map::create(MapType::Hash, 4, 64, INFLIGHT_MAX).unwrap();
-        let lost = Map::create(MapType::Array, 4, 8, 1).unwrap();
-        let on = Map::create(MapType::Array, 4, 4, 1).unwrap();
-        on.update(&0u32.to_ne_bytes(), &1u32.to_ne_bytes()).unwrap();
-        let mut ring = RingBuf::create(RING_BYTES).unwrap();
+        let mut session = Session::new(RING_BYTES).unwrap();
+        session.set_on(true).unwrap();
         followed.update(&std::process::id().to_ne_bytes(), &1u32.to_ne_bytes()).unwrap();
         let mut nothing = Asm::new();
         nothing.mov_imm(Reg::R0, 1).exit();
@@ -780,21 +699,22 @@ mod cost {
             let bare = with_programs(fd, n, &nothing, &nothing);
             let clocked = with_programs(fd, n, &clock, &clock);
             let who = Who::Followed;
-            let maps = Maps { followed: &followed, inflight: &inflight, lost: &lost, on: &on, ring: ring.map(), who };
+            let maps = Maps { followed: &followed, inflight: &inflight, k: session.maps(), who };
             let (enter, exit) =
                 (maps.enter(libc::SYS_sync_file_range, 4), maps.exit(libc::SYS_sync_file_range, Wake::QuarterFull));
             let ours = with_programs(fd, n, &enter, &exit);
             let mut calls = Vec::new();
-            ring.drain(|r| samples_of(r, &mut calls));
+            session.drain(|r| events_of(r, true, &mut calls));
             // This thread's records only: other tests in this binary (method.rs's included) run beside
             // it and make the same calls.
             // SAFETY: gettid has no preconditions.
             let tid = unsafe { libc::gettid() };
-            let mine = calls.iter().filter(|s| s.event_id() == EXIT_ID && s.tid == tid).count();
+            let mine =
+                calls.iter().filter(|e| matches!(e, KernelEvent::SyscallExit { task, .. } if task.tid == tid)).count();
             assert_eq!(mine, n as usize, "one record per call");
             let open = inflight.lookup(&(tid as u32).to_ne_bytes()).unwrap();
             assert_eq!(open, None, "every entry of this thread paired with its exit");
-            assert_eq!(lost.lookup(&0u32.to_ne_bytes()).unwrap(), Some(0u64.to_ne_bytes().to_vec()));
+            assert_eq!(session.lost().unwrap().dropped, 0);
             eprintln!(
                 "round {round} (load {}): CPU ns per sync_file_range: untraced {untraced:.0}, programs that only return \
                  {bare:.0}, that read the clock {clocked:.0}, syncbench's {ours:.0}",
