@@ -127,6 +127,11 @@ pub struct WalConfig {
     pub leader_extra_batches: u32,
     /// Most bytes one leader writes per flush (RocksDB caps a group at 1 MiB), to bound latency.
     pub max_group_bytes: usize,
+    /// After a flush, the next one waits for the commits that flush released to come back with their next
+    /// record, at most this percentage of the recent flush time; it starts the moment the last of them is
+    /// back (that commit leads it). Without the wait a closed loop of N clients splits into two halves that
+    /// alternate flushes (N/2 commits per flush, each commit waiting two flushes). 0 = start at once.
+    pub rejoin_wait_pct: u32,
     /// Test-only switches that break the log on purpose.
     #[doc(hidden)]
     pub faults: FaultSwitches,
@@ -145,6 +150,7 @@ impl Default for WalConfig {
             commit_delay_count: 0,
             leader_extra_batches: 0,
             max_group_bytes: 1 << 20,
+            rejoin_wait_pct: 25,
             faults: FaultSwitches::default(),
         }
     }

@@ -24,10 +24,23 @@
 //! sleeps `commit_delay` (only if at least `commit_siblings` other commits are waiting), seals and takes
 //! every record appended so far (up to `max_group_bytes`), writes and syncs them, publishes the new
 //! flushed LSN and wakes the commits it covered — only the first itself, which wakes the rest (a leader
-//! that woke 16 threads would start the next flush that much later). No thread is woken just to lead the
-//! next flush while covered commits are being woken: the finished leader, back with its next commit,
-//! usually leads it, and if nobody has by the time the first woken commit runs, that one does. With
-//! `group_commit: false` every commit does its own write and sync, one at a time (the naive baseline).
+//! that woke 16 threads would start the next flush that much later).
+//!
+//! Who leads the next flush: the commits a flush released are usually back with their next record a
+//! few hundred microseconds later, and the leader, the one thread already running, is back first. Had it
+//! flushed at once it would take its own record alone while the others were still being woken, and a
+//! closed loop of N clients would alternate flushes of 1 and N commits (a mean of (N+1)/2, every commit
+//! waiting two flushes: issue #36). So the next flush waits for the released commits to come back: the
+//! last of them to return leads it, taking everyone's record; the first to wait holds a timer and leads
+//! if they are not all back within `rejoin_wait_pct` of the recent flush time (a client that went away
+//! costs the others at most that). No thread is woken just to lead: a sleeping commit is woken only to
+//! hold that timer when some already wait uncovered (without the rejoin wait, the first woken commit
+//! leads for them if nobody has). With `group_commit: false` every commit does its own write and sync,
+//! one at a time (the naive baseline). [`Wal::group_stats`] counts where the commits went.
+//!
+//! The log's invariants are asserted where a flush's write becomes the durable horizon: appends get
+//! strictly increasing LSNs, the flushed LSN never moves back, and a group never covers an LSN that was
+//! not yet copied into the log buffer. A broken one stops the process rather than acknowledge a commit.
 //!
 //! # Failure
 //! Any failed write or sync poisons the log: the waiting commits and all later appends and commits fail
@@ -48,6 +61,7 @@
 
 mod config;
 mod error;
+mod group;
 pub mod record;
 mod recovery;
 mod segment;
@@ -55,15 +69,19 @@ mod segment;
 use config::LogMethod;
 pub use config::{FaultSwitches, LOG_METHODS, SyncMethod, WalConfig};
 pub use error::{WalError, WalResult};
+pub use group::{GROUP_SIZE_BUCKETS, GroupStats};
 pub use segment::{BLOCK_BYTES, file_name as segment_file_name};
 
 use crate::storage::Storage;
+use group::now_ns;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use record::{HEADER_BYTES, KIND_PADDING, KIND_SEGMENT_HEADER, SegmentHeader};
 use segment::{Failure, Segments};
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 use syncbench_sys::AlignedBuf;
 
 /// A position in the log, in bytes from the start of the log's first segment ever.
@@ -140,6 +158,22 @@ struct State {
     delay_wants_waiters: u32,
     /// Commits sleeping until a flush covers their record or the lead passes to them.
     waiters: Vec<Waiter>,
+    /// Commits the last flush released that have not come back with their next commit yet.
+    released_away: u32,
+    /// Flushes published so far: tags the commits a flush released (`WakeSlot::released_epoch`).
+    release_epoch: u64,
+    /// While no flush runs: the next flush waits for `released_away` to reach 0 until this time.
+    rejoin_deadline: Option<Instant>,
+    /// A sleeping commit holds the rejoin timer: it wakes at the deadline and leads if nobody has.
+    rejoin_timer_held: bool,
+    /// Moving average of the flush time, in nanoseconds: bounds the rejoin wait.
+    flush_ns_recent: u64,
+    /// When the last flush returned (`now_ns`), for the gap before the next.
+    last_flush_end_ns: Option<u64>,
+    /// End LSN and append time (`now_ns`) of every caller's record no batch has taken yet.
+    append_times: VecDeque<(Lsn, u64)>,
+    /// Where the commits go (see [`GroupStats`]).
+    group: GroupStats,
 }
 
 /// A sleeping commit. It is woken directly (`unpark`), not through a condition variable: parking_lot
@@ -148,6 +182,8 @@ struct State {
 /// the project VM, longer than the flush itself for large groups). Woken directly, they run in parallel.
 struct Waiter {
     target: Lsn,
+    /// A `commit` (expected back with its next record), not a `flush_to`.
+    commit: bool,
     thread: std::thread::Thread,
     slot: Arc<WakeSlot>,
 }
@@ -160,6 +196,14 @@ struct WakeSlot {
     /// Set for the commit that relays a finished batch's wake-ups while other commits still wait: it
     /// must lead their flush if nobody else has started it by the time it runs (see `lead_one_flush`).
     lead_duty: AtomicBool,
+    /// It holds the rejoin timer: it will lead a flush itself at the deadline, so it is not a commit
+    /// waiting for a flush (`Wal::waiting_commits`).
+    timed: AtomicBool,
+    /// When the waker woke it (`now_ns`), for `GroupStats::wake_to_running_ns`.
+    woken_at_ns: AtomicU64,
+    /// The log instance and flush (`State::release_epoch`) that last released this thread's commit.
+    released_by: AtomicU64,
+    released_epoch: AtomicU64,
 }
 
 impl Waiter {
@@ -168,11 +212,17 @@ impl Waiter {
         self.thread.unpark();
     }
 
+    fn stamp(&self, at_ns: u64) {
+        self.slot.woken_at_ns.store(at_ns, Ordering::Relaxed);
+    }
+
     /// Wake every commit of a finished batch. The leader wakes only the first and hands it the rest:
     /// each wake-up is a system call and, on a virtual machine, an interrupt to another vCPU (a few
     /// microseconds each), and a leader that wakes 16 threads itself starts its next flush that much
     /// later. The first woken commit wakes the others off the disk's critical path.
     fn wake_all(waiters: Vec<Waiter>, lead_duty: bool) {
+        let at_ns = now_ns();
+        waiters.iter().for_each(|w| w.stamp(at_ns));
         let mut rest = waiters.into_iter();
         if let Some(first) = rest.next() {
             *first.slot.relay.lock() = rest.collect();
@@ -194,7 +244,13 @@ struct Batch {
     end_lsn: Lsn,
     bytes: AlignedBuf,
     len: usize,
+    /// Callers' records in the batch, and the sum of their append times (`now_ns`).
+    records: u64,
+    appended_ns_sum: u128,
 }
+
+/// Tells log instances apart in the thread-local wake slots (a reopened log has the same `log_id`).
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
 /// The write-ahead log. See the module documentation.
 pub struct Wal<S: Storage> {
@@ -205,6 +261,7 @@ pub struct Wal<S: Storage> {
     config: WalConfig,
     segment_bytes: u64,
     log_id: u64,
+    instance: u64,
     counters: Counters,
 }
 
@@ -249,11 +306,20 @@ impl<S: Storage> Wal<S> {
                 active_commits: 0,
                 delay_wants_waiters: 0,
                 waiters: Vec::new(),
+                released_away: 0,
+                release_epoch: 0,
+                rejoin_deadline: None,
+                rejoin_timer_held: false,
+                flush_ns_recent: 0,
+                last_flush_end_ns: None,
+                append_times: VecDeque::new(),
+                group: GroupStats::default(),
             }),
             delay_wakeup: Condvar::new(),
             segments: Mutex::new(segments),
             segment_bytes,
             log_id: scan.log_id.unwrap_or_else(new_log_id),
+            instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
             config,
             counters: Counters::default(),
         };
@@ -287,7 +353,9 @@ impl<S: Storage> Wal<S> {
         let payload_crc = crc32c::crc32c(payload); // outside the lock
         let mut st = self.state.lock();
         check_poison(&st)?;
-        Ok(self.reserve(&mut st, kind, payload, payload_crc))
+        let lsn = self.reserve(&mut st, kind, payload, payload_crc);
+        st.append_times.push_back((lsn, now_ns()));
+        Ok(lsn)
     }
 
     /// Largest payload `append` accepts.
@@ -331,9 +399,9 @@ impl<S: Storage> Wal<S> {
     }
 
     /// Commits asleep waiting for a flush (a deterministic test harness waits for this before it lets
-    /// the flush go on).
+    /// the flush go on). The commit holding the rejoin timer is not counted: it will lead one itself.
     pub fn waiting_commits(&self) -> usize {
-        self.state.lock().waiters.len()
+        self.state.lock().waiters.iter().filter(|w| !w.slot.timed.load(Ordering::Relaxed)).count()
     }
 
     /// Whether a write or sync failed (the log accepts nothing more).
@@ -366,6 +434,11 @@ impl<S: Storage> Wal<S> {
         }
     }
 
+    /// Where the group commit's commits went since open (see [`GroupStats`]).
+    pub fn group_stats(&self) -> GroupStats {
+        self.state.lock().group.clone()
+    }
+
     /// Retire the segments that hold only records before `lsn` (a checkpoint's redo LSN): recycled as
     /// spares (renamed) or removed, then the directory is fsynced. Only durable segments are retired, and
     /// the segment holding the flushed LSN always stays. Returns how many segments were retired.
@@ -394,7 +467,9 @@ impl<S: Storage> Wal<S> {
             }
             let room = self.segment_bytes - offset;
             if need <= room {
+                let before = st.appended_lsn;
                 put(st, self.segment_bytes, kind, payload, payload_crc);
+                assert!(st.appended_lsn > before, "appends get strictly increasing LSNs");
                 return st.appended_lsn;
             }
             if room >= HEADER_BYTES as u64 {
@@ -408,9 +483,14 @@ impl<S: Storage> Wal<S> {
         }
     }
 
-    /// Group commit: return when `flushed_lsn ≥ target`, leading flushes as needed.
+    /// Group commit: return when `flushed_lsn ≥ target`, leading flushes as needed. A commit
+    /// (`may_delay`) that finds no flush running while commits the last flush released are still on their
+    /// way back sleeps until the last of them leads, or until the rejoin deadline (see `rejoin_wait_pct`).
     fn flush_locked(&self, st: &mut MutexGuard<'_, State>, target: Lsn, may_delay: bool) -> WalResult<()> {
         check_target(st, target)?;
+        if may_delay {
+            self.note_rejoin(st);
+        }
         let mut lead_duty = false;
         loop {
             check_poison(st)?;
@@ -421,25 +501,60 @@ impl<S: Storage> Wal<S> {
                 return Ok(());
             }
             if st.flush_in_progress {
-                lead_duty = self.wait_for_batch(st, target);
+                lead_duty = self.wait_for_batch(st, target, may_delay, None);
                 continue;
             }
-            st.flush_in_progress = true;
-            let mut extra_batches = self.config.leader_extra_batches;
-            loop {
-                if may_delay && self.should_delay(st) {
-                    self.delay_for_siblings(st);
-                }
-                let limit = st.appended_lsn;
-                // Keep the lead (no hand-off to a sleeping thread) only once our own record is durable.
-                let keep = (extra_batches > 0).then_some(target);
-                let keep_lead = self.lead_one_flush(st, limit, self.config.max_group_bytes, None, keep);
-                if !keep_lead {
-                    break;
-                }
-                extra_batches -= 1;
+            if may_delay && rejoin_pending(st) {
+                lead_duty = self.wait_for_rejoin(st, target);
+                continue;
             }
+            end_rejoin_wait(st);
+            st.flush_in_progress = true;
+            self.lead_flushes(st, target, may_delay);
         }
+    }
+
+    /// As leader: flush (after the `commit_delay` if due), and with `leader_extra_batches` keep the lead
+    /// for more batches while records wait.
+    fn lead_flushes(&self, st: &mut MutexGuard<'_, State>, target: Lsn, may_delay: bool) {
+        let mut extra_batches = self.config.leader_extra_batches;
+        let own_commit = may_delay.then_some(target);
+        loop {
+            if may_delay && self.should_delay(st) {
+                self.delay_for_siblings(st);
+            }
+            let limit = st.appended_lsn;
+            // Keep the lead (no hand-off to a sleeping thread) only once our own record is durable.
+            let keep = (extra_batches > 0).then_some(target);
+            let keep_lead = self.lead_one_flush(st, limit, self.config.max_group_bytes, None, (keep, own_commit));
+            if !keep_lead {
+                return;
+            }
+            extra_batches -= 1;
+        }
+    }
+
+    /// This thread is back with a commit: if the last flush released its previous one, one fewer
+    /// released commit is on its way back.
+    fn note_rejoin(&self, st: &mut State) {
+        WAKE_SLOT.with(|slot| {
+            let by = slot.released_by.swap(0, Ordering::Relaxed);
+            if by == self.instance && slot.released_epoch.load(Ordering::Relaxed) == st.release_epoch {
+                st.released_away = st.released_away.saturating_sub(1);
+            }
+        });
+    }
+
+    /// No flush runs and released commits are on their way back: sleep until one of them leads. The
+    /// first to sleep holds the timer and leads at the deadline if none has (`wait_for_batch` returns
+    /// without a wake-up then).
+    fn wait_for_rejoin(&self, st: &mut MutexGuard<'_, State>, target: Lsn) -> bool {
+        if st.rejoin_timer_held {
+            return self.wait_for_batch(st, target, true, None);
+        }
+        st.rejoin_timer_held = true;
+        let deadline = st.rejoin_deadline;
+        self.wait_for_batch(st, target, true, deadline)
     }
 
     /// No group commit: wait for the writer, then write up to `target` and sync, alone.
@@ -450,12 +565,12 @@ impl<S: Storage> Wal<S> {
             if !st.flush_in_progress {
                 break;
             }
-            self.wait_for_batch(st, target);
+            self.wait_for_batch(st, target, true, None);
         }
         st.flush_in_progress = true;
         // Sync the segment of our record even when another commit already wrote it.
         let own_segment = target.saturating_sub(1) / self.segment_bytes;
-        self.lead_one_flush(st, target, usize::MAX, Some(own_segment), None);
+        self.lead_one_flush(st, target, usize::MAX, Some(own_segment), (None, Some(target)));
         check_poison(st)
     }
 
@@ -492,48 +607,121 @@ impl<S: Storage> Wal<S> {
     /// lock, then publish the result (or the poison) and wake the commits it covered. Returns true if
     /// the caller keeps the lead for another batch: allowed by `keep_lead_past` (the caller's own
     /// target, which this batch must have made durable) and records are waiting. Otherwise the lead
-    /// passes to one waiter.
+    /// passes to one waiter. `own_commit` is the leader's own commit, if it is one.
     fn lead_one_flush(
         &self,
         st: &mut MutexGuard<'_, State>,
         limit: Lsn,
         cap: usize,
         also_sync: Option<u64>,
-        keep_lead_past: Option<Lsn>,
+        (keep_lead_past, own_commit): (Option<Lsn>, Option<Lsn>),
     ) -> bool {
+        assert!(st.flush_in_progress, "a flush is led only by the holder of the lead");
+        let started_ns = note_flush_start(st);
         let batch = self.take_batch(st, limit, cap);
         st.batches_taken += 1;
         let result = MutexGuard::unlocked(st, || self.write_batch(&batch, also_sync));
         match result {
-            Ok(()) => {
-                let end = if self.config.faults.flush_horizon_appended { st.appended_lsn } else { batch.end_lsn };
-                st.flushed_lsn = st.flushed_lsn.max(end);
-                let keep_lead =
-                    keep_lead_past.is_some_and(|own| st.flushed_lsn >= own) && st.appended_lsn > st.written_lsn;
-                let (covered, mut waiting): (Vec<Waiter>, Vec<Waiter>) =
-                    std::mem::take(&mut st.waiters).into_iter().partition(|w| w.target <= st.flushed_lsn);
-                // Who leads the next flush: no sleeping thread is woken for it while this batch's
-                // commits are being woken anyway. The thread returning from here usually comes back
-                // with its next commit within microseconds and leads; failing that, the first woken
-                // commit does (its lead duty) — either way sooner than a sleeping thread's wake-up.
-                let hand_off = !keep_lead && !waiting.is_empty();
-                if !keep_lead {
-                    st.flush_in_progress = false;
-                    if hand_off && covered.is_empty() {
-                        waiting.remove(0).wake();
-                    }
-                }
-                st.waiters = waiting;
-                Waiter::wake_all(covered, hand_off); // every commit in this batch is done
-                keep_lead
+            Ok(flush_ns) => {
+                self.publish_flush(st, &batch, started_ns, flush_ns);
+                self.release_covered(st, keep_lead_past, own_commit)
             }
             Err(failure) => {
                 st.flush_in_progress = false;
                 st.poisoned.get_or_insert((failure.what, failure.error.to_string()));
-                std::mem::take(&mut st.waiters).into_iter().for_each(Waiter::wake);
+                let at_ns = now_ns();
+                std::mem::take(&mut st.waiters).into_iter().for_each(|w| {
+                    w.stamp(at_ns);
+                    w.wake();
+                });
                 false
             }
         }
+    }
+
+    /// A flush returned: check the log's invariants where its disk write becomes the durable horizon
+    /// (TigerBeetle style: a broken invariant stops the process rather than acknowledging a commit that
+    /// is not on disk), publish the new flushed LSN, and count it.
+    fn publish_flush(&self, st: &mut State, batch: &Batch, started_ns: u64, flush_ns: u64) {
+        if !self.config.faults.flush_horizon_appended {
+            assert!(batch.start_lsn >= st.flushed_lsn, "a group starts at or after the durable horizon");
+            assert!(batch.end_lsn <= st.written_lsn, "a group covers only what its leader took");
+            assert!(st.written_lsn <= st.appended_lsn, "a group never covers an LSN not yet copied");
+        }
+        let end = if self.config.faults.flush_horizon_appended { st.appended_lsn } else { batch.end_lsn };
+        let before = st.flushed_lsn;
+        st.flushed_lsn = st.flushed_lsn.max(end);
+        assert!(st.flushed_lsn >= before, "the flushed LSN never moves back");
+        let now = now_ns();
+        let g = &mut st.group;
+        g.records_taken += batch.records;
+        let taken_sum = u128::from(batch.records) * u128::from(started_ns);
+        let returned_sum = u128::from(batch.records) * u128::from(now);
+        g.append_to_flush_start_ns += u64::try_from(taken_sum.saturating_sub(batch.appended_ns_sum)).unwrap_or(0);
+        g.append_to_flush_return_ns += u64::try_from(returned_sum.saturating_sub(batch.appended_ns_sum)).unwrap_or(0);
+        g.records_waiting_at_end += st.append_times.len() as u64;
+        st.flush_ns_recent =
+            if st.flush_ns_recent == 0 { flush_ns } else { st.flush_ns_recent - st.flush_ns_recent / 8 + flush_ns / 8 };
+        st.last_flush_end_ns = Some(now);
+    }
+
+    /// Wake the commits the flush made durable and decide who leads next: the leader again (returns
+    /// true, `leader_extra_batches`), the commits it released once they are back (the rejoin wait), or
+    /// whoever waits (the lead duty of the first woken commit, or one sleeping commit woken for it).
+    fn release_covered(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        keep_lead_past: Option<Lsn>,
+        own_commit: Option<Lsn>,
+    ) -> bool {
+        let keep_lead = keep_lead_past.is_some_and(|own| st.flushed_lsn >= own) && st.appended_lsn > st.written_lsn;
+        let (covered, mut waiting): (Vec<Waiter>, Vec<Waiter>) =
+            std::mem::take(&mut st.waiters).into_iter().partition(|w| w.target <= st.flushed_lsn);
+        let leader_released = own_commit.is_some_and(|t| t <= st.flushed_lsn);
+        self.mark_released(st, &covered, leader_released);
+        let rejoin = !keep_lead && self.config.group_commit && self.config.rejoin_wait_pct > 0 && st.released_away > 0;
+        // Who leads the next flush: no sleeping thread is woken for it while this batch's commits are
+        // being woken anyway. With the rejoin wait, the last released commit to come back leads; a
+        // sleeping commit is woken only to hold the timer when some already wait. Otherwise the thread
+        // returning from here usually comes back with its next commit within microseconds and leads;
+        // failing that, the first woken commit does (its lead duty).
+        let hand_off = !keep_lead && !waiting.is_empty();
+        if !keep_lead {
+            st.flush_in_progress = false;
+            if rejoin {
+                let wait_ns = st.flush_ns_recent / 100 * u64::from(self.config.rejoin_wait_pct);
+                st.rejoin_deadline = Some(Instant::now() + std::time::Duration::from_nanos(wait_ns));
+                st.rejoin_timer_held = false;
+            }
+            if hand_off && (covered.is_empty() || rejoin) {
+                let first = waiting.remove(0);
+                first.stamp(now_ns());
+                first.wake();
+                st.group.lead_hand_offs += 1;
+                st.group.wakeups += 1;
+            }
+        }
+        st.waiters = waiting;
+        st.group.wakeups += covered.len() as u64;
+        Waiter::wake_all(covered, hand_off && !rejoin); // every commit in this batch is done
+        keep_lead
+    }
+
+    /// Tag the commits this flush released (a new epoch) so their next commits count as back.
+    fn mark_released(&self, st: &mut State, covered: &[Waiter], leader_released: bool) {
+        st.release_epoch += 1;
+        let epoch = st.release_epoch;
+        let tag = |slot: &WakeSlot| {
+            slot.released_by.store(self.instance, Ordering::Relaxed);
+            slot.released_epoch.store(epoch, Ordering::Relaxed);
+        };
+        let commits =
+            covered.iter().filter(|w| w.commit).inspect(|w| tag(&w.slot)).count() + usize::from(leader_released);
+        if leader_released {
+            WAKE_SLOT.with(|slot| tag(slot));
+        }
+        st.released_away = commits as u32;
+        st.group.count_group(commits);
     }
 
     /// Lead one flush for the commits still waiting if no flush has started since ours (the lead duty of
@@ -543,26 +731,44 @@ impl<S: Storage> Wal<S> {
             return;
         }
         st.flush_in_progress = true;
+        st.group.lead_duty_flushes += 1;
         let limit = st.appended_lsn;
-        self.lead_one_flush(st, limit, self.config.max_group_bytes, None, None);
+        self.lead_one_flush(st, limit, self.config.max_group_bytes, None, (None, None));
     }
 
     /// Sleep until a leader wakes us: our record is durable, the lead is ours, or the log is poisoned.
-    /// Returns whether we were given the lead duty for the commits still waiting.
-    fn wait_for_batch(&self, st: &mut MutexGuard<'_, State>, target: Lsn) -> bool {
+    /// Returns whether we were given the lead duty for the commits still waiting. With a `deadline` (the
+    /// rejoin timer) it also returns, unwoken and no longer waiting, once the deadline has passed with
+    /// no flush started: the caller then leads.
+    fn wait_for_batch(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        target: Lsn,
+        commit: bool,
+        deadline: Option<Instant>,
+    ) -> bool {
         let slot = WAKE_SLOT.with(Arc::clone);
         slot.woken.store(false, Ordering::Relaxed);
-        st.waiters.push(Waiter { target, thread: std::thread::current(), slot: Arc::clone(&slot) });
+        st.waiters.push(Waiter { target, commit, thread: std::thread::current(), slot: Arc::clone(&slot) });
         if st.delay_wants_waiters > 0 && queued_for_next_group(st) >= st.delay_wants_waiters {
             self.delay_wakeup.notify_one();
         }
-        MutexGuard::unlocked(st, || {
-            while !slot.woken.load(Ordering::Acquire) {
-                std::thread::park();
+        let mut deadline = deadline;
+        slot.timed.store(deadline.is_some(), Ordering::Relaxed);
+        while !MutexGuard::unlocked(st, || park_until(&slot, deadline)) {
+            let now = Instant::now();
+            let expired = !st.flush_in_progress && st.rejoin_deadline.is_some_and(|d| d <= now);
+            if let Some(i) = st.waiters.iter().position(|w| expired && Arc::ptr_eq(&w.slot, &slot)) {
+                st.waiters.remove(i);
+                slot.timed.store(false, Ordering::Relaxed);
+                return false;
             }
-            let relay = std::mem::take(&mut *slot.relay.lock());
-            relay.into_iter().for_each(Waiter::wake);
-        });
+            // A flush started (or a leader took us): wait for its wake-up; or a new rejoin wait began.
+            deadline = st.rejoin_deadline.filter(|d| !st.flush_in_progress && *d > now);
+            slot.timed.store(deadline.is_some(), Ordering::Relaxed);
+        }
+        slot.timed.store(false, Ordering::Relaxed);
+        st.group.count_wake(slot.woken_at_ns.load(Ordering::Relaxed));
         slot.lead_duty.swap(false, Ordering::Relaxed)
     }
 
@@ -586,8 +792,11 @@ impl<S: Storage> Wal<S> {
             record::seal(&mut st.buf[at..at + len], start);
             end += len as u64;
         }
+        assert!(end <= st.appended_lsn, "a group never covers an LSN not yet copied");
+        let (records, appended_ns_sum) = take_append_times(st, end);
         if end == start {
-            return Batch { start_lsn: start, write_lsn: start, end_lsn: end, bytes: AlignedBuf::new(1, 1), len: 0 };
+            let bytes = AlignedBuf::new(1, 1);
+            return Batch { start_lsn: start, write_lsn: start, end_lsn: end, bytes, len: 0, records, appended_ns_sum };
         }
         let direct = self.config.sync_method.file_options().direct;
         let write_lsn = if direct { start / BLOCK_BYTES * BLOCK_BYTES } else { start };
@@ -601,10 +810,11 @@ impl<S: Storage> Wal<S> {
         let keep_from = end / BLOCK_BYTES * BLOCK_BYTES;
         st.buf.drain(..(keep_from - st.buf_start_lsn) as usize);
         st.buf_start_lsn = keep_from;
-        Batch { start_lsn: start, write_lsn, end_lsn: end, bytes, len: padded }
+        Batch { start_lsn: start, write_lsn, end_lsn: end, bytes, len: padded, records, appended_ns_sum }
     }
 
-    fn write_batch(&self, batch: &Batch, also_sync: Option<u64>) -> Result<(), Failure> {
+    /// Write and sync a batch; returns how long that took, in nanoseconds.
+    fn write_batch(&self, batch: &Batch, also_sync: Option<u64>) -> Result<u64, Failure> {
         let started = std::time::Instant::now();
         let mut segments = self.segments.lock();
         segments.close_below(batch.write_lsn / self.segment_bytes);
@@ -624,7 +834,7 @@ impl<S: Storage> Wal<S> {
         let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         c.flush_ns_total.fetch_add(ns, Ordering::Relaxed);
         c.flush_ns_max.fetch_max(ns, Ordering::Relaxed);
-        Ok(())
+        Ok(ns)
     }
 
     /// Zero `from..until` (valid-looking records of an interrupted flush) and fsync, before anything new
@@ -669,6 +879,72 @@ fn put(st: &mut State, segment_bytes: u64, kind: u8, payload: &[u8], payload_crc
     let segment = st.appended_lsn / segment_bytes;
     record::write_unsealed(&mut st.buf[at..], st.appended_lsn, segment, kind, payload, payload_crc);
     st.appended_lsn += len as u64;
+}
+
+/// A flush takes its batch: count who is asleep, who is still on the way back, and the idle gap since the
+/// last flush returned. Returns the start time (`now_ns`).
+fn note_flush_start(st: &mut State) -> u64 {
+    let now = now_ns();
+    let g = &mut st.group;
+    g.flushes += 1;
+    g.sleepers_at_start += st.waiters.len() as u64;
+    g.released_away_at_start += u64::from(st.released_away);
+    if let Some(end) = st.last_flush_end_ns.take() {
+        g.gap_ns += now.saturating_sub(end);
+        g.gaps += 1;
+    }
+    now
+}
+
+/// Pop the append times of the records up to `end` (taken by a batch): their count and sum.
+fn take_append_times(st: &mut State, end: Lsn) -> (u64, u128) {
+    let (mut records, mut sum) = (0, 0u128);
+    while let Some(&(lsn, at)) = st.append_times.front() {
+        if lsn > end {
+            break;
+        }
+        st.append_times.pop_front();
+        records += 1;
+        sum += u128::from(at);
+    }
+    (records, sum)
+}
+
+/// Released commits are still on their way back and the rejoin deadline has not passed.
+fn rejoin_pending(st: &State) -> bool {
+    st.released_away > 0 && st.rejoin_deadline.is_some_and(|d| Instant::now() < d)
+}
+
+/// A flush is about to start: the rejoin wait (if any) is over; count how it ended.
+fn end_rejoin_wait(st: &mut State) {
+    if let Some(deadline) = st.rejoin_deadline.take() {
+        if st.released_away == 0 {
+            st.group.rejoin_waits += 1;
+            st.group.rejoins_complete += 1;
+        } else if deadline <= Instant::now() {
+            st.group.rejoin_waits += 1;
+            st.group.rejoin_timeouts += 1;
+        }
+    }
+    st.rejoin_timer_held = false;
+}
+
+/// Park until woken (then relay the wake-ups handed to us and return true) or until `deadline` (false).
+fn park_until(slot: &WakeSlot, deadline: Option<Instant>) -> bool {
+    loop {
+        if slot.woken.load(Ordering::Acquire) {
+            let relay = std::mem::take(&mut *slot.relay.lock());
+            relay.into_iter().for_each(Waiter::wake);
+            return true;
+        }
+        match deadline {
+            None => std::thread::park(),
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => std::thread::park_timeout(left),
+                _ => return false,
+            },
+        }
+    }
 }
 
 /// Sleeping commits whose records no batch has taken yet: the next group.

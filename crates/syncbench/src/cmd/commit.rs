@@ -46,6 +46,10 @@ pub struct Args {
     /// instead of waking another thread to lead (0 = PostgreSQL's behaviour).
     #[arg(long, default_value_t = 0)]
     pub leader_extra_batches: u32,
+    /// After a flush, the next waits for the commits it released to come back, at most this percentage
+    /// of the recent flush time (docs/commit.md, "Group commit"); 0 = start at once (before issue #36).
+    #[arg(long, default_value_t = 25, hide = true)]
+    pub rejoin_wait_pct: u32,
     /// Seconds to time each point (after a short warm-up), split into rounds of 0.3–0.5 s (3 to 6; under 0.9 s
     /// fewer, and no interval: two rounds would give ±1000%). Default 3, or 1 with --quick.
     #[arg(long)]
@@ -146,6 +150,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         record_size: args.record_size,
         commit_siblings: args.commit_siblings,
         leader_extra_batches: args.leader_extra_batches,
+        rejoin_wait_pct: args.rejoin_wait_pct,
         secs,
         points,
     })

@@ -36,6 +36,7 @@ fn wal_config(plan: &Plan, spec: &PointSpec) -> WalConfig {
         commit_siblings: plan.commit_siblings,
         commit_delay_count: spec.commit_delay_count,
         leader_extra_batches: plan.leader_extra_batches,
+        rejoin_wait_pct: plan.rejoin_wait_pct,
         ..WalConfig::default()
     }
 }
@@ -88,6 +89,7 @@ struct Window {
     commits: u64,
     flush_ns: u64,
     device: Option<DeviceAccounting>,
+    group: syncbench_engine::wal::GroupStats,
 }
 
 /// The timed window, read by this thread while the clients commit: the log's counters, steal, and the
@@ -101,10 +103,10 @@ fn time_window<S: syncbench_engine::Storage>(
 ) -> Window {
     std::thread::sleep(start_at.saturating_duration_since(Instant::now()));
     let device = (!accountant.is_empty()).then(|| accountant.open());
-    let (t0, s0, steal) = (Instant::now(), wal.stats(), StealMeter::start());
+    let (t0, s0, g0, steal) = (Instant::now(), wal.stats(), wal.group_stats(), StealMeter::start());
     phase.store(TIMED, Ordering::Release);
     std::thread::sleep(secs);
-    let (t1, s1) = (Instant::now(), wal.stats());
+    let (t1, s1, g1) = (Instant::now(), wal.stats(), wal.group_stats());
     phase.store(DONE, Ordering::Release);
     let commits = s1.commits - s0.commits;
     let device = device.map(|w| accountant.close(w, commits, record_bytes).report());
@@ -115,6 +117,7 @@ fn time_window<S: syncbench_engine::Storage>(
         flushes: s1.flushes - s0.flushes,
         commits: s1.commits - s0.commits,
         flush_ns: s1.flush_ns_total - s0.flush_ns_total,
+        group: g1.since(&g0),
     }
 }
 
@@ -186,6 +189,7 @@ fn summarize(spec: &PointSpec, tallies: &[ClientTally], window: &Window) -> Comm
         device: window.device.clone(),
         disturbances: Vec::new(),
         lower_bound: false,
+        group: spec.group_commit.then(|| super::group::GroupFlow::from(&window.group)),
     }
 }
 
@@ -204,7 +208,15 @@ mod tests {
         let p = summarize(
             &spec,
             &[ClientTally { latency: h }],
-            &Window { duration_s: 2.0, steal_pct: Some(12.5), flushes: 2, commits: 4, flush_ns: 300, device: None },
+            &Window {
+                duration_s: 2.0,
+                steal_pct: Some(12.5),
+                flushes: 2,
+                commits: 4,
+                flush_ns: 300,
+                device: None,
+                group: Default::default(),
+            },
         );
         assert_eq!(p.commits, 4);
         assert_eq!(p.commits_per_s, 2.0);
@@ -212,6 +224,7 @@ mod tests {
         assert_eq!(p.commits_per_sync, 2.0);
         assert_eq!(p.sync_latency_ns_mean, 150.0);
         assert_eq!(p.cpu_steal_pct, Some(12.5));
+        assert!(p.group.is_some(), "a group point carries where its commits went");
         assert_eq!((p.latency_ns.min, p.latency_ns.max, p.latency_ns.mean), (1000, 4000, 2500.0));
     }
 
@@ -221,9 +234,18 @@ mod tests {
         // window (0.1 s) saw 100 commits and 100 flushes of the naive log.
         let samples = Samples::of(&vec![1000; 1000]);
         let spec = PointSpec { clients: 3, commit_delay_us: 0, group_commit: false, commit_delay_count: 0 };
-        let late = Window { duration_s: 0.1, steal_pct: None, flushes: 100, commits: 100, flush_ns: 0, device: None };
+        let late = Window {
+            duration_s: 0.1,
+            steal_pct: None,
+            flushes: 100,
+            commits: 100,
+            flush_ns: 0,
+            device: None,
+            group: Default::default(),
+        };
         let p = summarize(&spec, &[ClientTally { latency: samples }], &late);
         assert_eq!((p.commits, p.commits_per_s, p.commits_per_sync), (100, 1000.0, 1.0));
         assert_eq!(p.latency_ns.p50, 1000, "the latency distribution is still the clients'");
+        assert_eq!(p.group, None, "the naive log has no group commit to describe");
     }
 }

@@ -5,6 +5,7 @@
 //! `cmd/commit.rs` turns flags into a [`Plan`]; [`measure_all`] runs it; [`render`] draws the results.
 
 pub mod background;
+pub mod group;
 mod measure;
 pub mod render;
 
@@ -96,6 +97,9 @@ pub struct CommitPoint {
     /// bound of the undisturbed rate, `ci95_rel` its interval's lower side only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lower_bound: bool,
+    /// Where the commits went in the log's group commit (group points only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<group::GroupFlow>,
 }
 
 /// When a delaying leader stops waiting early (`--commit-delay-count`).
@@ -139,6 +143,8 @@ pub struct Plan {
     pub commit_siblings: u32,
     /// `--leader-extra-batches`.
     pub leader_extra_batches: u32,
+    /// `--rejoin-wait-pct`.
+    pub rejoin_wait_pct: u32,
     /// Seconds timed per point.
     pub secs: f64,
     /// The points, in the order measured.
@@ -305,6 +311,7 @@ fn pool(rounds: &[CommitPoint]) -> CommitPoint {
         device: crate::observe::blockdev::account::DeviceAccounting::pooled(
             rounds.iter().filter_map(|p| p.device.as_ref()),
         ),
+        group: group::GroupFlow::pooled(rounds.iter().filter_map(|p| p.group.as_ref())),
         ..rounds[0].clone()
     }
 }

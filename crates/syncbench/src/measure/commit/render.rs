@@ -198,9 +198,32 @@ pub fn to_table(results: &CommitResults) -> String {
         }
     }
     format!(
-        "syncbench commit: method {}, {}-byte records ({} bytes in the log){durability}\n{table}\n{notes}",
-        results.method, results.record_size_bytes, results.record_log_bytes
+        "syncbench commit: method {}, {}-byte records ({} bytes in the log){durability}\n{table}\n{notes}{}",
+        results.method,
+        results.record_size_bytes,
+        results.record_log_bytes,
+        flow_table(results, &labels)
     )
+}
+
+/// Where the commits went, one row per group point (means per flush; the waits per record).
+fn flow_table(results: &CommitResults, labels: &[String]) -> String {
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    table.set_header(super::group::HEADINGS);
+    let mut rows = 0;
+    for (label, p) in labels.iter().zip(&results.points) {
+        if let Some(flow) = &p.group {
+            let mut row = vec![label.clone()];
+            row.extend(flow.cells());
+            table.add_row(row);
+            rows += 1;
+        }
+    }
+    if rows == 0 {
+        return String::new();
+    }
+    format!("where the commits go (the log's group commit, docs/commit.md):\n{table}\n")
 }
 
 /// A point named in a note under the table.
