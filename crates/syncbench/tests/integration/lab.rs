@@ -374,4 +374,57 @@ mod as_root {
         let left = leftovers(&mount, Some(pid));
         assert!(left.is_empty(), "down after SIGKILL left behind: {left:#?}");
     }
+
+    /// An ext4 lab needs fewer programs than the tests across file systems.
+    fn missing_ext4_prerequisite() -> Option<String> {
+        crate::missing_stack_prerequisite(&["losetup", "mkfs.ext4", "mount", "umount"])
+    }
+
+    /// The median commit latency `run` measures for one fdatasync case on the lab at `m`, in ns.
+    fn run_median_ns(m: &str) -> u64 {
+        let args = ["run", "--methods", "fdatasync", "--sections", "a", "--rounds", "3", "--secs", "0.3"];
+        let doc: serde_json::Value = serde_json::from_str(&ok(&[&args[..], &[m, "--json", "-"]].concat())).unwrap();
+        doc["results"][0]["latency_ns"]["p50"].as_u64().unwrap()
+    }
+
+    #[test]
+    fn set_changes_the_flush_cost_of_a_running_lab_and_runs_median_follows() {
+        if let Some(why) = missing_ext4_prerequisite() {
+            return skip(format_args!("lab set needs root, /dev/fuse, losetup and mkfs.ext4 ({why})"));
+        }
+        let (_dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        ok(&["lab", "up", "--profile", "ssd-200us", "--size", "512MiB", m]);
+        let _down = DownOnDrop(mount.clone());
+        let mount_before = mount_line(&mount);
+        let before = run_median_ns(m);
+        let said = ok(&["lab", "set", m, "--flush-us", "4000"]);
+        assert!(said.contains("flush 4000 µs") && said.contains("(was honest, flush 200 µs"), "{said}");
+        let stats = ok(&["lab", "stats", m]);
+        assert!(stats.lines().next().unwrap().contains("flush 4000 µs"), "stats show the live value:\n{stats}");
+        let after = run_median_ns(m);
+        // The model charges every flush begun after the change 4 ms: a median below that means the change
+        // did not reach the device. Before it, one flush cost 200 µs.
+        assert!(after >= 4_000_000 && after > 2 * before, "median {before} ns before, {after} ns after");
+        assert_eq!(mount_line(&mount), mount_before, "set must not remount");
+        ok(&["lab", "set", m, "--flush-us", "200"]);
+        let back = run_median_ns(m);
+        assert!(back < 4_000_000, "median {back} ns after switching back to 200 µs");
+        ok(&["lab", "down", m]);
+    }
+
+    #[test]
+    fn set_without_a_change_or_without_a_lab_is_a_usage_error() {
+        if let Some(why) = missing_ext4_prerequisite() {
+            return skip(format_args!("lab set needs root, /dev/fuse, losetup and mkfs.ext4 ({why})"));
+        }
+        let (_dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        let out = syncbench().args(["lab", "set", m, "--flush-us", "10"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no lab is up at"), "{out:?}");
+        let out = syncbench().args(["lab", "set", m]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--flush-us, --write-us or --honesty"), "{out:?}");
+    }
 }
