@@ -215,3 +215,37 @@ fn a_slow_regime_spread_by_load_is_still_a_regime() {
     assert_eq!((r.regimes[0].windows, r.regimes[1].windows), (4, 6), "{r:?}");
     assert!((1_000_000..4_000_000).contains(&r.threshold_ns), "{r:?}");
 }
+
+fn one_write(label: &str, fast_ns: u64, slow_ns: u64) -> crate::core::schema::CaseResult {
+    let regime = |ns| Regime { latency_ns_p50: ns, time_share: 0.5, windows: 4 };
+    crate::core::schema::CaseResult {
+        label: label.into(),
+        durable: true,
+        ops: 100,
+        regimes: Some(Regimes {
+            regimes: vec![regime(fast_ns), regime(slow_ns)],
+            separation: 9.0,
+            threshold_ns: 1_000_000,
+        }),
+        ..crate::core::schema::CaseResult::default()
+    }
+}
+
+#[test]
+fn within_regimes_names_a_leader_only_when_it_leads_in_both_by_the_margin() {
+    let (a, b) = (one_write("fdatasync", 180_000, 3_800_000), one_write("fsync", 400_000, 9_000_000));
+    let text = within_regimes(&[&a, &b]);
+    assert!(text.ends_with(": fdatasync is fastest in both"), "{text}");
+    let c = one_write("open_datasync", 140_000, 8_000_000);
+    let text = within_regimes(&[&a, &c]);
+    assert!(
+        text.ends_with("cannot decide: open_datasync leads in the fast regime, fdatasync in the slow one"),
+        "{text}"
+    );
+    let close = one_write("fdatasync+direct", 190_000, 3_900_000);
+    assert!(within_regimes(&[&a, &close]).ends_with("undecided: no method leads by 1.2× within a regime"));
+    let steady =
+        crate::core::schema::CaseResult { label: "fsync".into(), durable: true, ops: 100, ..Default::default() };
+    let text = within_regimes(&[&a, &steady]);
+    assert!(text.starts_with("within a regime: cannot decide") && text.contains("1 of 2 cases"), "{text}");
+}
