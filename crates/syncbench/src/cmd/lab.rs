@@ -28,6 +28,16 @@ pub enum Action {
     Cut(CutArgs),
     /// The emulated disk's own counters and latency.
     Stats(StatsArgs),
+    /// Change a running lab disk's flush cost, write latency or honesty, without remounting (e.g. to
+    /// switch it between two regimes while `run` measures it).
+    #[command(after_help = "Example:\n  sudo syncbench lab set /mnt/lab --flush-us 8500")]
+    Set {
+        /// The lab's mount point.
+        mountpoint: PathBuf,
+        /// What changes (at least one); the rest stays as it is.
+        #[command(flatten)]
+        overrides: Overrides,
+    },
     /// Unmount and remove everything `up` set up.
     Down {
         /// The lab's mount point.
@@ -171,17 +181,11 @@ fn run(action: Action) -> Outcome {
                     let doc = serde_json::json!({ "lab": state, "device": stats });
                     crate::core::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
                 }
-                None => {
-                    let header = format!(
-                        "{} ({}) {} at {}",
-                        state.profile,
-                        render::describe(&state.params),
-                        state.fs,
-                        state.mount.display()
-                    );
-                    print!("{}", render::stats(&header, &stats));
-                }
+                None => print!("{}", render::stats(&render::stats_header(&state, &stats), &stats)),
             }
+        }
+        Action::Set { mountpoint, overrides } => {
+            println!("{}", crate::proof::lab::control::set(&mountpoint, overrides)?)
         }
         Action::Down { mountpoint } => {
             let state = daemon::down(&client(&mountpoint)?)?;

@@ -53,6 +53,10 @@ pub struct Args {
     /// Print a log2 latency histogram under each case.
     #[arg(long)]
     pub histogram: bool,
+    /// Keep each case's latency log in the JSON (`latency_log`): its commits over time, one entry per
+    /// window of up to 100 ms with the median and slowest commit (what `report` draws as a strip).
+    #[arg(long)]
+    pub log: bool,
     /// Exports: --json, --csv, --markdown (FILE or `-` for stdout).
     #[command(flatten)]
     pub exports: ExportArgs,
@@ -74,6 +78,8 @@ pub struct Options {
     pub plan: PlanOptions,
     /// Histograms in the table.
     pub histogram: bool,
+    /// `--log`: the cases' latency logs in the JSON.
+    pub log: bool,
     /// Export destinations.
     pub exports: ExportArgs,
     /// Mock timing instead of the disk.
@@ -125,6 +131,7 @@ impl Options {
             rounds,
             plan,
             histogram: args.histogram,
+            log: args.log,
             exports: args.exports.clone(),
             mock,
             background,
@@ -198,13 +205,24 @@ fn report(
     verdicts.extend(steal_pct.and_then(|pct| probe::steal::verdict(pct, "the measurement")));
     let next = crate::present::summary::next_command(opts.exports.json.as_deref(), &opts.dir);
     let ctx = crate::present::summary::RunContext { verdicts: &verdicts, next, partial, leftover };
-    let text_opts = text_options(opts, &results, crate::present::summary::run_summary(&results, &ctx));
+    let run_regimes = crate::measure::regimes::of_results(&results);
+    let mut answer = crate::present::summary::run_summary(&results, &ctx);
+    // The regime lines go before the answer's closing `next:` line.
+    let at = answer.rfind("  next: ").unwrap_or(answer.len());
+    answer.insert_str(at, &crate::measure::regimes::answer_line(&results, run_regimes.as_ref()));
+    let text_opts = text_options(opts, &results, answer);
     let mut text = crate::present::run_text::run(&text_opts, &environment, &verdicts, &results);
+    text += &crate::measure::regimes::notes(&results);
+    text += &crate::present::tails::notes(&results);
     text +=
         &background_writes.as_ref().map_or(String::new(), |b| crate::measure::background::side_by_side(&results, b));
     crate::core::export::print_human(&opts.exports, &text)?;
     let (dir, pattern) = (opts.dir.display().to_string(), opts.plan.pattern.name().to_string());
-    let payload = RunPayload { dir, pattern, results, partial, background_writes };
+    let mut results = results;
+    if !opts.log {
+        results.iter_mut().for_each(|r| r.latency_log.clear());
+    }
+    let payload = RunPayload { dir, pattern, results, partial, background_writes, regimes: run_regimes };
     let envelope = Envelope::new(started_at, environment, verdicts, payload);
     crate::core::export::write_all(&envelope, &opts.exports)?;
     Ok(envelope)

@@ -7,6 +7,8 @@ pub mod background;
 pub mod burst;
 pub mod commit;
 pub mod pages;
+pub mod regimes;
 pub mod rounds;
 pub mod runner;
+pub mod series;
 pub mod watch;

@@ -56,6 +56,11 @@ pub struct Measurement {
     /// (commits, ns) of the first and the second half of the timed loop, split at the 16-commit
     /// checkpoint nearest half its time: drift inside the round shows as two different rates.
     pub halves: [(u64, u64); 2],
+    /// Where the timed loop began on the run's time axis ([`crate::measure::series::run_axis_ns`];
+    /// the mock's is virtual).
+    pub started_ns: u64,
+    /// The commits over time, in windows of [`crate::measure::series::WINDOW_NS`].
+    pub windows: Vec<crate::core::schema::regimes::Window>,
 }
 
 /// Rounds of `run` by default, and with `--quick`.
@@ -324,6 +329,8 @@ mod tests {
             stop: StopReason::Budget,
             warmup_ops: 1,
             halves: [(half, latency_ns * half), (n - half, latency_ns * (n - half))],
+            started_ns: 0,
+            windows: Vec::new(),
         }
     }
 

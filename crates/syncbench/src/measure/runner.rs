@@ -138,6 +138,8 @@ pub fn measure_with_edges<E: CommitExecutor, C: Clock>(
     let warmup_ops = warm_up(exec, clock, budget)?;
     edges.started();
     let mut samples = Samples::new();
+    let mut latencies_ns = crate::measure::series::reserve(warmup_ops, budget.warmup_secs, budget.case_secs);
+    let started_ns = crate::measure::series::run_axis_ns();
     let start_ns = clock.now_ns();
     let deadline_ns = start_ns + secs_to_ns(budget.case_secs);
     let earliest_stop_ns = start_ns + secs_to_ns(budget.min_secs);
@@ -154,6 +156,9 @@ pub fn measure_with_edges<E: CommitExecutor, C: Clock>(
         exec.commit().map_err(MeasureError::Later)?;
         let now_ns = clock.now_ns();
         samples.record(now_ns - end_ns);
+        if latencies_ns.len() < crate::measure::series::MAX_SERIES_COMMITS {
+            latencies_ns.push(now_ns - end_ns);
+        }
         end_ns = now_ns;
         if now_ns >= deadline_ns || samples.count() >= budget.max_samples {
             break StopReason::Budget;
@@ -172,7 +177,8 @@ pub fn measure_with_edges<E: CommitExecutor, C: Clock>(
     };
     edges.ended(samples.count());
     let halves = split_halves(&checkpoints, samples.count(), end_ns - start_ns);
-    Ok(Measurement { samples, duration_ns: end_ns - start_ns, stop, warmup_ops, halves })
+    let windows = crate::measure::series::windows(&latencies_ns, 0);
+    Ok(Measurement { samples, duration_ns: end_ns - start_ns, stop, warmup_ops, halves, started_ns, windows })
 }
 
 /// The checkpoint nearest half the duration splits the loop into two halves of (commits, ns); with no
@@ -292,6 +298,8 @@ pub fn run_plan(
     let mut done = 0;
     let started = std::time::Instant::now();
     let mut round = 0;
+    // The mock's rounds sit one after another on a virtual time axis, so its windows are deterministic.
+    let mut virtual_ns = 0u64;
     while schedule.runs_round(round, started.elapsed().as_secs_f64()) {
         let total = cases.len() * schedule.rounds.max(round + 1) as usize;
         for i in crate::measure::rounds::order(cases.len(), round) {
@@ -300,7 +308,11 @@ pub fn run_plan(
             if st.failed.is_none() {
                 let window = monitor.map(Monitor::start);
                 match measure_round(case, &round_budget, target, round) {
-                    Ok((m, device)) => {
+                    Ok((mut m, device)) => {
+                        if matches!(target, Target::Mock(_)) {
+                            m.started_ns = virtual_ns;
+                            virtual_ns += m.duration_ns;
+                        }
                         if let (Some(mon), Some(w)) = (monitor, window) {
                             let commits = m.samples.count() + m.warmup_ops;
                             let ours = OurWork { commits, bytes: commits * case.bytes_per_commit() };
@@ -397,6 +409,10 @@ pub fn run_plan_with_progress(
     results
 }
 
+/// Commits a case needs before its p99.99 is reported: with fewer, the 99.99th percentile is the slowest
+/// commit or next to it.
+pub const P9999_MIN_COMMITS: u64 = 10_000;
+
 /// A case's result from its rounds so far, the rate from the rounds [`RoundChoice`] keeps.
 pub fn result_from_rounds(case: &Case, rounds: &[Measurement], disturbance: &CaseDisturbance) -> CaseResult {
     let RoundChoice { used, left_out, lower_bound } = RoundChoice::of(rounds.len(), disturbance);
@@ -408,6 +424,8 @@ pub fn result_from_rounds(case: &Case, rounds: &[Measurement], disturbance: &Cas
         stop: pooled.stop,
         warmup_ops: pooled.warmup_ops,
         halves: [(0, 0); 2],
+        started_ns: 0,
+        windows: Vec::new(),
     };
     let mut r = result_from(case, &m);
     let interval = pooled.interval();
@@ -420,6 +438,8 @@ pub fn result_from_rounds(case: &Case, rounds: &[Measurement], disturbance: &Cas
     r.rounds_ops_per_s = rounds.iter().map(crate::measure::rounds::round_rate).collect();
     r.latency_ns_p10 = (pooled.samples.count() > 0).then(|| pooled.samples.quantile_ns(0.10));
     r.drift = crate::measure::rounds::drift_of(rounds);
+    r.latency_ns_p9999 = (pooled.samples.count() >= P9999_MIN_COMMITS).then(|| pooled.samples.quantile_ns(0.9999));
+    (r.regimes, r.latency_log) = crate::measure::regimes::of_rounds(rounds);
     r.disturbances = disturbance.named(rounds.len(), left_out);
     r
 }

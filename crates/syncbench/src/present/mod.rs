@@ -7,3 +7,4 @@ pub mod report;
 pub mod run_text;
 pub mod summary;
 pub mod table;
+pub mod tails;

@@ -374,4 +374,79 @@ mod as_root {
         let left = leftovers(&mount, Some(pid));
         assert!(left.is_empty(), "down after SIGKILL left behind: {left:#?}");
     }
+
+    /// An ext4 lab needs fewer programs than the tests across file systems.
+    fn missing_ext4_prerequisite() -> Option<String> {
+        crate::missing_stack_prerequisite(&["losetup", "mkfs.ext4", "mount", "umount"])
+    }
+
+    /// The median commit latency `run` measures for one fdatasync case on the lab at `m`, in ns.
+    fn run_median_ns(m: &str) -> u64 {
+        let args = ["run", "--methods", "fdatasync", "--sections", "a", "--rounds", "3", "--secs", "0.3"];
+        let doc: serde_json::Value = serde_json::from_str(&ok(&[&args[..], &[m, "--json", "-"]].concat())).unwrap();
+        doc["results"][0]["latency_ns"]["p50"].as_u64().unwrap()
+    }
+
+    /// The lab's own flush counters: (flushes completed, total ns the model charged them).
+    fn flushes_charged(m: &str) -> (u64, f64) {
+        let doc: serde_json::Value = serde_json::from_str(&ok(&["lab", "stats", m, "--json", "-"])).unwrap();
+        let n = doc["device"]["flushes_completed"].as_u64().unwrap();
+        (n, n as f64 * doc["device"]["flush_latency_ns"]["mean"].as_f64().unwrap())
+    }
+
+    /// The mean flush cost the model charged between two readings of [`flushes_charged`].
+    fn mean_between(a: (u64, f64), b: (u64, f64)) -> f64 {
+        assert!(b.0 > a.0, "no flush between the readings");
+        (b.1 - a.1) / (b.0 - a.0) as f64
+    }
+
+    #[test]
+    fn set_changes_the_flush_cost_of_a_running_lab_and_runs_median_follows() {
+        if let Some(why) = missing_ext4_prerequisite() {
+            return skip(format_args!("lab set needs root, /dev/fuse, losetup and mkfs.ext4 ({why})"));
+        }
+        let (_dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        ok(&["lab", "up", "--profile", "ssd-200us", "--size", "512MiB", m]);
+        let _down = DownOnDrop(mount.clone());
+        let mount_before = mount_line(&mount);
+        let start = flushes_charged(m);
+        let before = run_median_ns(m);
+        let fast = flushes_charged(m);
+        let said = ok(&["lab", "set", m, "--flush-us", "4000"]);
+        assert!(said.contains("flush 4000 µs") && said.contains("(was honest, flush 200 µs"), "{said}");
+        let stats = ok(&["lab", "stats", m]);
+        assert!(stats.lines().next().unwrap().contains("flush 4000 µs"), "stats show the live value:\n{stats}");
+        let after = run_median_ns(m);
+        let slow = flushes_charged(m);
+        // The model charges every flush begun after the change 4 ms, and an fdatasync waits for one: a
+        // median below that means the change did not reach the device. `before` is only shown: on a loaded
+        // machine the path above the model (FUSE, loop) can make even 200 µs flushes take milliseconds.
+        assert!(after >= 4_000_000, "run's median {before} ns before, {after} ns after");
+        // What the device itself charged, phase by phase (exact: the model's own clock).
+        let (charged_fast, charged_slow) = (mean_between(start, fast), mean_between(fast, slow));
+        assert!((200_000.0..1_000_000.0).contains(&charged_fast), "charged {charged_fast} ns per flush at 200 µs");
+        assert!(charged_slow >= 3_900_000.0, "charged {charged_slow} ns per flush after the change to 4000 µs");
+        assert_eq!(mount_line(&mount), mount_before, "set must not remount");
+        ok(&["lab", "set", m, "--flush-us", "200"]);
+        run_median_ns(m);
+        let back = mean_between(slow, flushes_charged(m));
+        assert!(back < 1_000_000.0, "charged {back} ns per flush after switching back to 200 µs");
+        ok(&["lab", "down", m]);
+    }
+
+    #[test]
+    fn set_without_a_change_or_without_a_lab_is_a_usage_error() {
+        if let Some(why) = missing_ext4_prerequisite() {
+            return skip(format_args!("lab set needs root, /dev/fuse, losetup and mkfs.ext4 ({why})"));
+        }
+        let (_dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        let out = syncbench().args(["lab", "set", m, "--flush-us", "10"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no lab is up at"), "{out:?}");
+        let out = syncbench().args(["lab", "set", m]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--flush-us, --write-us or --honesty"), "{out:?}");
+    }
 }

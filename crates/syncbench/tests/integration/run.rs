@@ -112,6 +112,34 @@ fn mock_timing_is_deterministic_and_touches_no_file() {
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
 }
 
+#[test]
+fn log_keeps_every_commit_in_windows_and_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |log: bool| {
+        let mut cmd = syncbench();
+        cmd.args(["run", "--mock-timing", "7", "--sections", "a", "--json", "-"]).arg(dir.path());
+        if log {
+            cmd.arg("--log");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let with = run(true);
+    for case in with["results"].as_array().unwrap() {
+        let windows = case["latency_log"].as_array().unwrap();
+        // The mock's 5 rounds of 80 ms: one window each, one after another on its virtual time axis.
+        assert_eq!(windows.len(), 5, "{case}");
+        let commits: u64 = windows.iter().map(|w| w["commits"].as_u64().unwrap()).sum();
+        assert_eq!(commits, case["ops"].as_u64().unwrap(), "every timed commit is in a window: {case}");
+        let starts: Vec<u64> = windows.iter().map(|w| w["start_ns"].as_u64().unwrap()).collect();
+        assert!(starts.windows(2).all(|p| p[0] < p[1]), "{starts:?}");
+    }
+    assert!(with.get("regimes").is_some(), "the run says whether it saw regimes");
+    let without = run(false);
+    assert!(without["results"].as_array().unwrap().iter().all(|c| c.get("latency_log").is_none()));
+}
+
 /// Exit code 2, one line on stderr naming the problem, nothing on stdout, nothing left behind.
 fn assert_usage_error(args: &[&str], dir: &Path, expect: &str) {
     assert_usage_error_from(syncbench(), args, dir, expect);

@@ -2,7 +2,7 @@
 
 use crate::core::schema::CaseResult;
 
-const HEADER: [&str; 22] = [
+const HEADER: [&str; 23] = [
     "section",
     "method",
     "label",
@@ -21,6 +21,7 @@ const HEADER: [&str; 22] = [
     "latency_ns_p90",
     "latency_ns_p99",
     "latency_ns_p999",
+    "latency_ns_p9999",
     "latency_ns_max",
     "latency_ns_stddev",
     "ci95_rel",
@@ -58,6 +59,8 @@ fn row(c: &CaseResult) -> Vec<String> {
         l.p90.to_string(),
         l.p99.to_string(),
         l.p999.to_string(),
+        // Empty below 10,000 commits: the 99.99th percentile would be the slowest commit.
+        c.latency_ns_p9999.map_or(String::new(), |ns| ns.to_string()),
         l.max.to_string(),
         format!("{:.1}", l.stddev),
         format!("{:.5}", c.ci95_rel),

@@ -6,6 +6,7 @@
 //! except the few that say what a record is (a case's `section`, `method` and `file_state`).
 
 pub mod device;
+pub mod regimes;
 
 use self::device::DeviceAccounting;
 use crate::core::environment::Environment;
@@ -75,6 +76,10 @@ pub struct RunPayload {
     /// `--background-writes`: every case measured again under background writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_writes: Option<BackgroundRun>,
+    /// Whether the device switched between latency regimes during the run, and how often (absent when no
+    /// durable case had enough windows to tell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regimes: Option<regimes::RunRegimes>,
 }
 
 /// Latency percentiles of one case, in nanoseconds.
@@ -202,6 +207,18 @@ pub struct CaseResult {
     /// What the timed commits made each block device under the directory do (real runs on a block device).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceAccounting>,
+    /// 99.99th percentile of commit latency, ns: only with at least 10,000 commits (fewer cannot place it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns_p9999: Option<u64>,
+    /// The commits switched between two distinct latency regimes (see `measure::regimes`): each one's
+    /// median, share of the time and windows. Absent when they did not (steady, noisy, drifting, or too
+    /// few windows to tell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regimes: Option<regimes::Regimes>,
+    /// `--log`: the commits over time, one entry per window of up to 100 ms (start on the run's axis, its
+    /// commits, median and slowest commit, and its regime when there are regimes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_log: Vec<regimes::Window>,
 }
 
 /// One thing that disturbed a case.

@@ -415,6 +415,8 @@ impl RoundRun {
             stop: StopReason::Budget,
             warmup_ops: 0,
             halves: [(0, 0); 2],
+            started_ns: 0,
+            windows: Vec::new(),
         }
     }
 

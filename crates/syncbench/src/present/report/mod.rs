@@ -62,6 +62,7 @@ fn run_figures(stem: &str, run: &RunFile) -> Vec<Figure> {
     }
     out.extend(figures::size_sweep::figures(stem, &context, &run.results));
     out.extend(figures::file_state::figures(stem, &context, &run.results));
+    out.extend(figures::latency_over_time::figures(stem, &context, &run.results));
     if let Some(commit) = &run.commit {
         out.extend(figures::commit_scaling::figures(stem, &context, commit));
     }

@@ -5,7 +5,7 @@
 //! after a server that died) and the server's log. One line of JSON per request and per reply.
 
 use super::model::Stats;
-use super::profile::DeviceParams;
+use super::profile::{DeviceParams, Overrides};
 use super::stack::{CutOutcome, Stack};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
@@ -99,6 +99,11 @@ pub enum Request {
     },
     /// The device's counters.
     Stats,
+    /// Change the device's parameters live (`lab set`).
+    Set {
+        /// What changes; the rest stays.
+        overrides: Overrides,
+    },
     /// Tear everything down and exit.
     Down,
 }
@@ -140,6 +145,15 @@ pub fn serve(stack: &mut Stack, listener: &UnixListener, dir: &Path, profile: &s
         let reply = match request {
             Request::Down => return Some(conn),
             Request::Stats => to_reply(Ok(stack.stats())),
+            Request::Set { overrides } => {
+                let params = overrides.apply(stack.config().params.clone());
+                stack.set_params(params.clone());
+                eprintln!("syncbench lab: parameters set live: {}", super::render::describe(&params));
+                if let Err(e) = write_state(dir, &state_of(stack, profile)) {
+                    eprintln!("syncbench lab: cannot update the state file: {e:#}");
+                }
+                to_reply(Ok(params))
+            }
             Request::Cut { seed } => {
                 let outcome = stack.cut(seed);
                 if let Err(e) = write_state(dir, &state_of(stack, profile)) {
@@ -235,6 +249,11 @@ impl Client {
         })
     }
 
+    /// Change the running device's parameters; the parameters now in force.
+    pub fn set(&self, overrides: Overrides) -> anyhow::Result<DeviceParams> {
+        Ok(serde_json::from_value(self.call(&Request::Set { overrides })?)?)
+    }
+
     /// Tear the lab down; returns once the server confirmed everything is gone.
     pub fn down(&self) -> anyhow::Result<()> {
         self.call(&Request::Down).map(drop)
@@ -256,6 +275,20 @@ impl Client {
     }
 }
 
+/// `lab set`: apply `overrides` to the running lab at `mount` (nothing to change, or no lab: one line, exit
+/// 2); the line saying what is in force now and what was.
+pub fn set(mount: &Path, overrides: Overrides) -> anyhow::Result<String> {
+    use crate::core::exit::usage;
+    if overrides.is_empty() {
+        return Err(usage("lab set: give what to change: --flush-us, --write-us or --honesty"));
+    }
+    let client = Client::for_mount(mount).map_err(|e| usage(format!("{e:#}")))?;
+    let before = client.state()?.params;
+    let now = client.set(overrides)?;
+    let (now, before) = (super::render::describe(&now), super::render::describe(&before));
+    Ok(format!("lab set: {} now {now} (was {before})", mount.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,5 +305,10 @@ mod tests {
         let text = serde_json::to_string(&Request::Cut { seed: 7 }).unwrap();
         assert_eq!(text, r#"{"op":"cut","seed":7}"#);
         assert!(matches!(serde_json::from_str(&text).unwrap(), Request::Cut { seed: 7 }));
+        let set = Request::Set { overrides: Overrides { flush_us: Some(8500), ..Overrides::default() } };
+        let text = serde_json::to_string(&set).unwrap();
+        assert_eq!(text, r#"{"op":"set","overrides":{"flush_us":8500,"write_us":null,"honesty":null}}"#);
+        let back: Request = serde_json::from_str(&text).unwrap();
+        assert!(matches!(back, Request::Set { overrides } if overrides.flush_us == Some(8500)));
     }
 }

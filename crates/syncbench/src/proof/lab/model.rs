@@ -188,6 +188,13 @@ impl DeviceModel {
         &self.params
     }
 
+    /// Change the parameters of a running device (`lab set`): requests that arrive from now on are
+    /// charged the new costs and follow the new honesty; requests already in flight keep the completion
+    /// time they were given, and the cache keeps what it holds (a flush covers it as before).
+    pub fn set_params(&mut self, params: DeviceParams) {
+        self.params = params;
+    }
+
     /// The current power generation.
     pub fn epoch(&self) -> u64 {
         self.epoch
@@ -391,6 +398,7 @@ impl DeviceModel {
             flushes_completed: self.flush_latency.count(),
             flush_latency_ns: self.flush_latency.latency(),
             cuts: self.cut_reports.clone(),
+            params: Some(self.params.clone()),
         }
     }
 
@@ -473,6 +481,9 @@ pub struct Stats {
     pub flush_latency_ns: LatencyNs,
     /// One report per power cut.
     pub cuts: Vec<CutReport>,
+    /// The parameters in force now (changed live by `lab set`; absent from servers before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<DeviceParams>,
 }
 
 #[cfg(test)]

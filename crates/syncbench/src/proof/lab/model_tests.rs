@@ -257,3 +257,41 @@ fn settle_makes_the_whole_cache_durable() {
     assert_eq!(dev.cut(1, &mem).unwrap().lost_writes, 0);
     assert!(is(&mem, 0, 1) && is(&mem, 1, 2) && is(&mem, 2, 2));
 }
+
+#[test]
+fn a_live_change_of_flush_cost_applies_to_flushes_that_begin_after_it() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 1, 1);
+    let in_flight = dev.begin_flush(now);
+    dev.set_params(DeviceParams { flush_ns: 8_500_000, ..params(Honesty::Honest) });
+    assert_eq!(in_flight.done_at_ns - now, 200_000, "a flush in flight keeps the cost it was given");
+    now = in_flight.done_at_ns;
+    dev.complete_flush(in_flight, &mem).unwrap();
+    write(&mut dev, &mem, &mut now, 1, 1, 2);
+    let before = now;
+    flush(&mut dev, &mem, &mut now);
+    assert_eq!(now - before, 8_500_000, "the next flush costs the new value");
+    assert_eq!(dev.stats().params.unwrap().flush_ns, 8_500_000, "stats show the values in force");
+    dev.set_params(params(Honesty::Honest));
+    let before = now;
+    flush(&mut dev, &mem, &mut now);
+    assert_eq!(now - before, 200_000, "and switching back restores the old cost");
+}
+
+#[test]
+fn a_live_flip_to_ignoring_flushes_loses_what_later_flushes_promised() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 1, 1);
+    flush(&mut dev, &mem, &mut now);
+    dev.set_params(params(Honesty::IgnoresFlush));
+    write(&mut dev, &mem, &mut now, 1, 1, 2);
+    flush(&mut dev, &mem, &mut now);
+    let report = dev.cut(5, &mem).unwrap();
+    assert!(is(&mem, 0, 1), "flushed while honest: durable");
+    assert!(is(&mem, 1, 0), "flushed after the flip: lost");
+    assert_eq!((report.lost_writes, report.lost_after_flush), (1, 1));
+}

@@ -185,8 +185,8 @@ pub fn pass_through() -> DeviceParams {
     DeviceParams { honesty: Honesty::WriteThrough, ..by_name("zero").expect("zero is a profile").params }
 }
 
-/// User overrides of a profile's numbers.
-#[derive(Clone, Copy, Debug, Default, clap::Args)]
+/// User overrides of a profile's numbers (also what `lab set` changes on a running lab).
+#[derive(Clone, Copy, Debug, Default, PartialEq, clap::Args, Serialize, serde::Deserialize)]
 pub struct Overrides {
     /// Override the profile's flush cost, in microseconds.
     #[arg(long, value_name = "US")]
@@ -200,6 +200,11 @@ pub struct Overrides {
 }
 
 impl Overrides {
+    /// Whether nothing is overridden.
+    pub fn is_empty(&self) -> bool {
+        *self == Overrides::default()
+    }
+
     /// `params` with these overrides applied.
     pub fn apply(&self, mut params: DeviceParams) -> DeviceParams {
         if let Some(us) = self.flush_us {

@@ -9,6 +9,14 @@ pub fn describe(p: &DeviceParams) -> String {
     format!("{}, flush {} µs, write {} µs", p.honesty.name(), p.flush_ns / 1000, p.write_ns / 1000)
 }
 
+/// `lab stats`' first line: the profile, the parameters in force (the server's own: `lab set` may have
+/// changed them since `up`), the file system and the mount point.
+#[cfg(feature = "fuse")]
+pub fn stats_header(state: &super::control::State, stats: &Stats) -> String {
+    let params = stats.params.as_ref().unwrap_or(&state.params);
+    format!("{} ({}) {} at {}", state.profile, describe(params), state.fs, state.mount.display())
+}
+
 /// Every profile with its numbers and source.
 pub fn profiles() -> String {
     let mut out = String::new();

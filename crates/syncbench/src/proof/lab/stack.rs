@@ -208,6 +208,12 @@ impl Stack {
         self.device.model().stats()
     }
 
+    /// Change the device model's parameters while everything stays mounted (`lab set`).
+    pub fn set_params(&mut self, params: DeviceParams) {
+        self.device.model().set_params(params.clone());
+        self.config.params = params;
+    }
+
     /// Unmount and mount the file system again (everything cached for it is gone afterwards).
     pub fn remount(&mut self) -> anyhow::Result<()> {
         self.unmount_fs()?;

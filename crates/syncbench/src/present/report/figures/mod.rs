@@ -3,6 +3,7 @@
 pub mod commit_scaling;
 pub mod file_state;
 pub mod latency;
+pub mod latency_over_time;
 pub mod method_bars;
 pub mod size_sweep;
 
