@@ -464,7 +464,7 @@ fn rocksdb_recycles_only_when_overwrite_is_clearly_faster() {
     let advice = run_fixture(&Fixture { results: noisy, ..fixtures().remove(0) }, &t);
     assert_eq!(setting(&advice, "rocksdb", "recycle_log_file_num"), "0");
     let reason = &advice[0].settings.iter().find(|s| s.name == "recycle_log_file_num").unwrap().reason;
-    assert!(reason.contains("but that is within the two measurements' 95% intervals"), "{reason}");
+    assert!(reason.contains("but the two measurements' 95% intervals overlap: undecided"), "{reason}");
 }
 
 #[test]

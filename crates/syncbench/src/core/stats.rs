@@ -348,7 +348,7 @@ pub fn decide(a: &Estimate, b: &Estimate) -> Decision {
     }
 }
 
-impl crate::schema::CaseResult {
+impl crate::core::schema::CaseResult {
     /// The case's commits/s with the interval in which a re-run is expected: `ops_per_s_low`/`_high` when
     /// recorded, else `ci95_rel` taken multiplicatively; open upwards when the case is a lower bound.
     pub fn estimate(&self) -> Estimate {
