@@ -266,9 +266,18 @@ pub fn compare_with_rest(chosen: &Rate, scored: &[Rate], default: &str, margin: 
         .iter()
         .filter(|r| r.method != default && r.ops_per_s > chosen.ops_per_s)
         .max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));
-    if let (true, Some(best)) = (chosen.method == default, faster) {
-        text.push(' ');
-        text.push_str(&kept_default(best, chosen, margin));
+    let undecided = scored.iter().any(|r| r.method != chosen.method && !chosen.told_apart(r));
+    match (chosen.method == default, faster) {
+        (true, Some(best)) => {
+            text.push(' ');
+            text.push_str(&kept_default(best, chosen, margin));
+        }
+        // Measured fastest, but not apart from every other: the numbers do not carry the choice.
+        (true, None) if undecided => text.push_str(
+            " This run cannot tell every method apart from the default, so the default stays on its mechanism, \
+             not on a measured speed.",
+        ),
+        _ => {}
     }
     text
 }
@@ -306,6 +315,14 @@ pub fn rate_text(r: &Rate) -> String {
         return format!("≥ {} (disturbed)", per_s(r.ops_per_s));
     }
     r.estimate().text(|x| per_s(x).trim_end_matches("/s").to_string(), "/s", "re-run")
+}
+
+/// One case's commits/s with its interval, as [`rate_text`] (and `run`'s answer) print it.
+pub fn case_rate_text(c: &CaseResult) -> String {
+    if c.lower_bound {
+        return format!("≥ {} (disturbed)", per_s(c.estimate().low));
+    }
+    c.estimate().text(|x| per_s(x).trim_end_matches("/s").to_string(), "/s", "re-run")
 }
 
 /// "a is 12% faster than b (5200/s ±3.0% vs 4600/s ±4.0%)", "within 1%", or when [`decide`] cannot tell

@@ -115,8 +115,8 @@ fn recycle_gain(f: &Facts<'_>, o: &CaseResult, a: &CaseResult) -> Gain {
         format!(
             "Overwriting measured {gain:.0}% faster than appending ({} vs {}), but the two measurements' 95% \
              intervals overlap: undecided",
-            crate::present::summary::rate_with_interval(o),
-            crate::present::summary::rate_with_interval(a)
+            super::facts::case_rate_text(o),
+            super::facts::case_rate_text(a)
         )
     } else {
         format!(

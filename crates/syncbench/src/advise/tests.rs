@@ -527,3 +527,22 @@ fn only_verdicts_that_doubt_durability_raise_the_storage_warning() {
         assert!(!doubts(code), "{code} is about speed or layering, not honesty");
     }
 }
+
+/// Issue #33: on a noisy VM advise said "fsync is 244% faster than open_sync (1362/s ±71148% vs 396/s
+/// ±815%)". With the intervals as a noisy VM gives them, no comparison names a winner, none prints a ±
+/// above 100%, and where a setting cannot be decided by the numbers it says it rests on the mechanism.
+#[test]
+fn advice_from_a_noisy_vm_decides_nothing_from_noise_golden() {
+    let mut f = fixture("vm");
+    crate::measure::rounds::as_on_a_noisy_vm(&mut f.results);
+    let t = [
+        Target { database: Database::Postgres, version: Version::new(17, 0) },
+        Target { database: Database::Mysql, version: Version::new(8, 4) },
+    ];
+    let text = to_text(&run_fixture(&f, &t));
+    assert!(crate::core::stats::printed_plus_minus(&text).iter().all(|pct| *pct <= 100.0), "{text}");
+    assert!(!text.contains("% faster than") && !text.contains("% slower than"), "a winner from noise: {text}");
+    assert!(text.contains("undecided, their 95% intervals overlap"), "{text}");
+    assert!(text.contains("the choice rests on the mechanism"), "{text}");
+    insta::assert_snapshot!("advice_noisy_vm", text);
+}

@@ -396,6 +396,12 @@ fn grouped(x: f64) -> String {
     out
 }
 
+/// Every `±N%` printed in `text`, as N: none may exceed 100.
+#[cfg(test)]
+pub(crate) fn printed_plus_minus(text: &str) -> Vec<f64> {
+    text.split('±').skip(1).filter_map(|rest| rest.split('%').next()?.trim().parse().ok()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

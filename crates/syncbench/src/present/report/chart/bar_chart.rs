@@ -3,7 +3,7 @@
 
 use super::scale::Scale;
 use super::svg::{self, FONT_SIZE, LegendEntry, WIDTH, esc, px, text_width};
-use crate::stats::Estimate;
+use crate::core::stats::Estimate;
 use std::fmt::Write;
 
 /// How a bar is filled.
@@ -245,7 +245,7 @@ fn whisker(out: &mut String, frame: &Frame, scale: &Scale, interval: &Estimate, 
     let (a, b) = (px(mid - 4.0), px(mid + 4.0));
     let (lo, hi_px, mid) = (px(lo), px(hi), px(mid));
     if clipped {
-        let high = if interval.high.is_finite() { crate::stats::sig2(interval.high) } else { "unbounded".into() };
+        let high = if interval.high.is_finite() { crate::core::stats::sig2(interval.high) } else { "unbounded".into() };
         let _ = write!(
             out,
             "<path class=\"ci clipped\" d=\"M{lo} {mid}H{hi_px}M{lo} {a}V{b}M{tip} {a}L{hi_px} {mid}L{tip} {b}\" stroke=\"#222\" fill=\"none\"><title>95% interval clipped at the axis: it reaches {high}</title></path>",

@@ -42,7 +42,7 @@ fn durable_focus(cases: &[&CaseResult]) -> Option<f64> {
         cases
             .iter()
             .filter(|c| c.durable == durable && measured(c))
-            .map(|c| c.estimate().high.min(c.ops_per_s * crate::report::chart::bar_chart::WHISKER_AXIS_FACTOR))
+            .map(|c| c.estimate().high.min(c.ops_per_s * crate::present::report::chart::bar_chart::WHISKER_AXIS_FACTOR))
             .fold(0.0, f64::max)
     };
     let (durable, not_durable) = (fastest(true), fastest(false));
