@@ -322,12 +322,16 @@ impl Estimate {
         }
     }
 
-    /// For a sentence: `893/s ±3.2%`, or wider, `893/s, re-run 60–13,000/s` (`what` = "re-run"). `number`
-    /// formats the value; `unit` follows the value and the range (`/s`, ` tps`, `×`).
+    /// For a sentence: `893/s ±3.2%`, or wider, `893/s, re-run 60–13,000/s` (`what` = "re-run"), and past
+    /// [`FACTOR_SHOWN_MAX`] `893/s, re-run ×/÷ >1,000` (ends like 0.00000000027–2,100,000,000,000,000/s
+    /// say nothing more). `number` formats the value; `unit` follows the value and the range (`/s`, `×`).
     pub fn text(&self, number: impl Fn(f64) -> String, unit: &str, what: &str) -> String {
         let value = format!("{}{unit}", number(self.value));
         if self.reads_as_plus_minus() {
             return format!("{value} ±{}", percent(self.plus_minus()));
+        }
+        if self.low > 0.0 && self.high.is_finite() && self.factor() > FACTOR_SHOWN_MAX {
+            return format!("{value}, {what} ×/÷ >{}", grouped(FACTOR_SHOWN_MAX));
         }
         let high = if self.high.is_finite() { sig2(self.high) } else { "unbounded".to_string() };
         format!("{value}, {what} {}–{high}{unit}", sig2(self.low))
@@ -551,7 +555,9 @@ mod tests {
         // ±84,946,912% as a factor: beyond counting.
         let absurd = Estimate::from_rel(43.7, 849_469.121);
         assert_eq!(absurd.column(), "×/÷ >1,000");
-        assert_eq!(absurd.text(|x| format!("{x:.1}"), "/s", "re-run"), "43.7/s, re-run 0.000051–37,000,000/s");
+        assert_eq!(absurd.text(|x| format!("{x:.1}"), "/s", "re-run"), "43.7/s, re-run ×/÷ >1,000");
+        // A zero lower end is still a readable range.
+        assert_eq!(Estimate::new(10.0, 0.0, 25.0).text(per_s, "/s", "re-run"), "10/s, re-run 0–25/s");
         // A zero lower end (the within-round interval of a handful of commits) and an open upper end.
         assert_eq!(Estimate::new(10.0, 0.0, 25.0).column(), "×/÷ >1,000");
         assert_eq!(
