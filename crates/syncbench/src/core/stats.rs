@@ -330,7 +330,9 @@ impl Estimate {
         if self.reads_as_plus_minus() {
             return format!("{value} ±{}", percent(self.plus_minus()));
         }
-        if self.low > 0.0 && self.high.is_finite() && self.factor() > FACTOR_SHOWN_MAX {
+        // Past ×/÷ 1000 on either side (a zero lower end counts when the upper one is that far too).
+        let beyond = self.high / self.value > FACTOR_SHOWN_MAX || (self.low > 0.0 && self.factor() > FACTOR_SHOWN_MAX);
+        if self.high.is_finite() && beyond {
             return format!("{value}, {what} ×/÷ >{}", grouped(FACTOR_SHOWN_MAX));
         }
         let high = if self.high.is_finite() { sig2(self.high) } else { "unbounded".to_string() };
@@ -556,8 +558,10 @@ mod tests {
         let absurd = Estimate::from_rel(43.7, 849_469.121);
         assert_eq!(absurd.column(), "×/÷ >1,000");
         assert_eq!(absurd.text(|x| format!("{x:.1}"), "/s", "re-run"), "43.7/s, re-run ×/÷ >1,000");
-        // A zero lower end is still a readable range.
+        // A zero lower end is still a readable range, unless the upper end is beyond counting too (seen under
+        // load: "158/s, re-run 0–860,000,000,000,000,099,388,227,584/s").
         assert_eq!(Estimate::new(10.0, 0.0, 25.0).text(per_s, "/s", "re-run"), "10/s, re-run 0–25/s");
+        assert_eq!(Estimate::new(158.0, 0.0, 8.6e26).text(per_s, "/s", "re-run"), "158/s, re-run ×/÷ >1,000");
         // A zero lower end (the within-round interval of a handful of commits) and an open upper end.
         assert_eq!(Estimate::new(10.0, 0.0, 25.0).column(), "×/÷ >1,000");
         assert_eq!(
