@@ -3,6 +3,7 @@
 use super::{Evidence, Input};
 use crate::core::environment::Environment;
 use crate::core::schema::CaseResult;
+use crate::core::stats::{Decision, Estimate, decide};
 use crate::core::suite::Section;
 use crate::core::verdict::Verdict;
 
@@ -197,17 +198,35 @@ impl<'a> Facts<'a> {
     }
 }
 
+impl Rate {
+    /// The score with its 95% interval, taken multiplicatively from `ci95_rel` (never below zero), open
+    /// upwards for a lower bound.
+    pub fn estimate(&self) -> Estimate {
+        let estimate = Estimate::from_rel(self.ops_per_s, self.ci95_rel);
+        if self.lower_bound { estimate.open_upwards() } else { estimate }
+    }
+
+    /// Whether this rate beats `other` by more than `margin` (relative) by [`decide`], the one rule that
+    /// names a winner: the intervals apart, and the gain worth a change. A disturbed `other` may be faster
+    /// than it measured (its interval is open upwards), so nothing beats it; a disturbed rate that wins
+    /// anyway wins by at least as much undisturbed.
+    pub fn beats(&self, other: &Rate, margin: f64) -> bool {
+        matches!(decide(&self.estimate(), &other.estimate()), Decision::AFaster(f) if f > 1.0 + margin)
+    }
+
+    /// Whether [`decide`] can tell this rate from `other` at all.
+    pub fn told_apart(&self, other: &Rate) -> bool {
+        decide(&self.estimate(), &other.estimate()) != Decision::Undecided
+    }
+}
+
 /// [`Facts::choose`]'s rule, which needs nothing of the facts.
 fn pick(candidates: &[Rate], default: &str, margin: f64) -> Option<Rate> {
     let best = candidates.iter().max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s))?;
     let Some(def) = candidates.iter().find(|r| r.method == default) else {
         return Some(best.clone());
     };
-    let noise = best.ci95_rel + def.ci95_rel;
-    // A disturbed default may be faster than it measured: nothing here can say another beats it. A
-    // disturbed challenger that wins anyway wins by at least as much undisturbed.
-    let beats = best.ops_per_s > def.ops_per_s * (1.0 + margin.max(noise)) && !def.lower_bound;
-    if beats { Some(best.clone()) } else { Some(def.clone()) }
+    if best.beats(def, margin) { Some(best.clone()) } else { Some(def.clone()) }
 }
 
 fn measured(c: &CaseResult) -> bool {
@@ -247,9 +266,18 @@ pub fn compare_with_rest(chosen: &Rate, scored: &[Rate], default: &str, margin: 
         .iter()
         .filter(|r| r.method != default && r.ops_per_s > chosen.ops_per_s)
         .max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));
-    if let (true, Some(best)) = (chosen.method == default, faster) {
-        text.push(' ');
-        text.push_str(&kept_default(best, chosen, margin));
+    let undecided = scored.iter().any(|r| r.method != chosen.method && !chosen.told_apart(r));
+    match (chosen.method == default, faster) {
+        (true, Some(best)) => {
+            text.push(' ');
+            text.push_str(&kept_default(best, chosen, margin));
+        }
+        // Measured fastest, but not apart from every other: the numbers do not carry the choice.
+        (true, None) if undecided => text.push_str(
+            " This run cannot tell every method apart from the default, so the default stays on its mechanism, \
+             not on a measured speed.",
+        ),
+        _ => {}
     }
     text
 }
@@ -272,32 +300,39 @@ pub fn kept_default(faster: &Rate, default: &Rate, margin: f64) -> String {
         )
     } else {
         format!(
-            "{} measured {pct:.0}% faster, but that is within the two measurements' 95% intervals (±{}, ±{}): \
-             not a difference this run can vouch for, so the default stays.",
+            "{} measured {pct:.0}% faster, but the two measurements' 95% intervals overlap ({} vs {}): \
+             undecided, not a difference this run can vouch for, so the default stays on its mechanism.",
             faster.method,
-            pct_text(faster.ci95_rel),
-            pct_text(default.ci95_rel)
+            rate_text(faster),
+            rate_text(default)
         )
     }
 }
 
-fn pct_text(rel: f64) -> String {
-    format!("{:.0}%", (rel * 100.0).max(1.0))
-}
-
-/// Commits/s with its interval: `4891/s ±3%`.
+/// Commits/s with its interval: `4891/s ±3.0%`, `893/s, re-run 60–13,000/s`, `≥ 500/s (disturbed)`.
 pub fn rate_text(r: &Rate) -> String {
     if r.lower_bound {
         return format!("≥ {} (disturbed)", per_s(r.ops_per_s));
     }
-    format!("{} ±{}", per_s(r.ops_per_s), pct_text(r.ci95_rel))
+    r.estimate().text(|x| per_s(x).trim_end_matches("/s").to_string(), "/s", "re-run")
 }
 
-/// "a is 12% faster than b (5200/s ±3% vs 4600/s ±4%)" / "within 1%".
+/// One case's commits/s with its interval, as [`rate_text`] (and `run`'s answer) print it.
+pub fn case_rate_text(c: &CaseResult) -> String {
+    if c.lower_bound {
+        return format!("≥ {} (disturbed)", per_s(c.estimate().low));
+    }
+    c.estimate().text(|x| per_s(x).trim_end_matches("/s").to_string(), "/s", "re-run")
+}
+
+/// "a is 12% faster than b (5200/s ±3.0% vs 4600/s ±4.0%)", "within 1%", or when [`decide`] cannot tell
+/// them apart, "a and b: undecided, their 95% intervals overlap (…)": no winner from noise.
 pub fn compare(a: &Rate, b: &Rate) -> String {
     let pct = (a.ops_per_s / b.ops_per_s - 1.0) * 100.0;
     let numbers = format!("({} vs {})", rate_text(a), rate_text(b));
-    if pct.abs() < 1.0 {
+    if !a.told_apart(b) {
+        format!("{} and {}: undecided, their 95% intervals overlap {numbers}", a.method, b.method)
+    } else if pct.abs() < 1.0 {
         format!("{} and {} are within 1% {numbers}", a.method, b.method)
     } else if pct > 0.0 {
         format!("{} is {pct:.0}% faster than {} {numbers}", a.method, b.method)
@@ -334,13 +369,21 @@ mod tests {
         // Issue #16: "fdatasync is 25% slower than open_sync … within 5% or the noise" contradicted itself.
         let (default, faster) = (rate("fdatasync", 1000.0, 0.20), rate("open_sync", 1250.0, 0.15));
         let text = compare_with_rest(&default, &[default.clone(), faster.clone()], "fdatasync", 0.05);
-        assert!(text.contains("fdatasync is 20% slower than open_sync (1000/s ±20% vs 1250/s ±15%)"), "{text}");
+        // 1000/s ×/÷ 1.2 reaches 1200/s, 1250/s ×/÷ 1.15 down to 1087/s: no winner named from that.
         assert!(
             text.contains(
-                "open_sync measured 25% faster, but that is within the two measurements' 95% intervals (±15%, ±20%)"
+                "fdatasync and open_sync: undecided, their 95% intervals overlap (1000/s ±20% vs 1250/s ±15%)"
             ),
             "{text}"
         );
+        assert!(
+            text.contains("open_sync measured 25% faster, but the two measurements' 95% intervals overlap (1250/s ±15% vs 1000/s ±20%): undecided"),
+            "{text}"
+        );
+        // Apart, the same gap is a difference.
+        let (default, faster) = (rate("fdatasync", 1000.0, 0.05), rate("open_sync", 1250.0, 0.05));
+        let text = compare_with_rest(&default, &[default.clone(), faster.clone()], "fdatasync", 0.05);
+        assert!(text.contains("fdatasync is 20% slower than open_sync (1000/s ±5.0% vs 1250/s ±5.0%)"), "{text}");
         assert!(!text.contains("within 5%"), "{text}");
         let close = rate("open_sync", 1030.0, 0.01);
         let text = compare_with_rest(&default, &[default.clone(), close], "fdatasync", 0.05);
@@ -349,7 +392,7 @@ mod tests {
             "{text}"
         );
         // A chosen method that is not the default needs no excuse.
-        let text = compare_with_rest(&faster, &[default.clone(), faster.clone()], "fdatasync", 0.05);
+        let text = compare_with_rest(&faster, &[default, faster.clone()], "fdatasync", 0.05);
         assert!(!text.contains("stays"), "{text}");
     }
 }

@@ -78,8 +78,7 @@ fn flush_method(f: &Facts<'_>, caveats: &mut Vec<String>) -> Option<Setting> {
     let fsync = f.wal_score("fsync")?;
     let osync = f.wal_score("open_sync");
     let direct_ok = f.direct_supported();
-    let osync_wins =
-        osync.as_ref().is_some_and(|o| o.ops_per_s > fsync.ops_per_s * (1.0 + MARGIN.max(o.ci95_rel + fsync.ci95_rel)));
+    let osync_wins = osync.as_ref().is_some_and(|o| o.beats(&fsync, MARGIN));
     let (value, mut reason) = match (osync_wins, direct_ok) {
         (true, _) => {
             let o = osync.as_ref().expect("checked above");
@@ -96,6 +95,11 @@ fn flush_method(f: &Facts<'_>, caveats: &mut Vec<String>) -> Option<Setting> {
                     kept_default(o, &fsync, MARGIN)
                 ));
             }
+            Some(o) if !o.told_apart(&fsync) => reason.push_str(&format!(
+                ": {}. This run cannot tell them apart, so the choice rests on the mechanism (no double buffering), \
+                 not on a measured speed.",
+                compare(&fsync, o)
+            )),
             Some(o) => {
                 reason.push_str(&format!(", which measured at least as fast as O_SYNC here: {}.", compare(&fsync, o)))
             }
@@ -154,9 +158,7 @@ fn mariadb_10_flush_method(f: &Facts<'_>, version: Version, caveats: &mut Vec<St
         return Setting { name: "innodb_flush_method".into(), value: "O_DIRECT".into(), reason, evidence: Vec::new() };
     };
     let dsync = f.single("one_write", "open_datasync+direct", BLOCK_8K);
-    let wins = dsync
-        .as_ref()
-        .is_some_and(|d| d.ops_per_s > direct.ops_per_s * (1.0 + MARGIN.max(d.ci95_rel + direct.ci95_rel)));
+    let wins = dsync.as_ref().is_some_and(|d| d.beats(&direct, MARGIN));
     let mut reason =
         "Scored by commits/s of one 8 KiB O_DIRECT write per commit, as MariaDB writes its redo log: ".to_string();
     let value = match &dsync {
@@ -193,7 +195,7 @@ fn mariadb_10_flush_method(f: &Facts<'_>, version: Version, caveats: &mut Vec<St
 fn use_fdatasync(f: &Facts<'_>) -> Option<Setting> {
     let fsync = f.wal_score("fsync")?;
     let fdatasync = f.wal_score("fdatasync")?;
-    let on = fdatasync.ops_per_s > fsync.ops_per_s * (1.0 + MARGIN.max(fsync.ci95_rel + fdatasync.ci95_rel));
+    let on = fdatasync.beats(&fsync, MARGIN);
     let mut reason = format!("{}.", compare(&fdatasync, &fsync));
     if on {
         reason.push_str(
@@ -202,6 +204,8 @@ fn use_fdatasync(f: &Facts<'_>) -> Option<Setting> {
     } else if fdatasync.ops_per_s > fsync.ops_per_s {
         reason.push(' ');
         reason.push_str(&kept_default(&fdatasync, &fsync, MARGIN));
+    } else if !fdatasync.told_apart(&fsync) {
+        reason.push_str(" This run cannot tell them apart, so the default stays on its mechanism.");
     } else {
         reason.push_str(" fdatasync measured no faster here, so the default stays.");
     }

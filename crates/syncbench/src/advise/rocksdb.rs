@@ -101,7 +101,9 @@ enum Gain {
 
 fn recycle_gain(f: &Facts<'_>, o: &CaseResult, a: &CaseResult) -> Gain {
     let gain = (o.ops_per_s / a.ops_per_s - 1.0) * 100.0;
-    if !f.copy_on_write() && o.ops_per_s > a.ops_per_s * (1.0 + RECYCLE_GAIN.max(o.ci95_rel + a.ci95_rel)) {
+    let decision = crate::core::stats::decide(&o.estimate(), &a.estimate());
+    let clear = matches!(decision, crate::core::stats::Decision::AFaster(x) if x > 1.0 + RECYCLE_GAIN);
+    if !f.copy_on_write() && clear {
         return Gain::Clear(format!(
             "Overwriting an already-written WAL file avoids a metadata update per sync: fdatasync measured {} \
              overwriting vs {} appending ({gain:.0}% faster).",
@@ -111,12 +113,10 @@ fn recycle_gain(f: &Facts<'_>, o: &CaseResult, a: &CaseResult) -> Gain {
     }
     let why = if gain > RECYCLE_GAIN * 100.0 && !f.copy_on_write() {
         format!(
-            "Overwriting measured {gain:.0}% faster than appending ({} ±{:.0}% vs {} ±{:.0}%), but that is \
-             within the two measurements' 95% intervals",
-            per_s(o.ops_per_s),
-            o.ci95_rel * 100.0,
-            per_s(a.ops_per_s),
-            a.ci95_rel * 100.0
+            "Overwriting measured {gain:.0}% faster than appending ({} vs {}), but the two measurements' 95% \
+             intervals overlap: undecided",
+            super::facts::case_rate_text(o),
+            super::facts::case_rate_text(a)
         )
     } else {
         format!(

@@ -235,6 +235,179 @@ pub fn t95(df: u64) -> f64 {
     }
 }
 
+/// Up to this relative half-width an interval is printed as `±N%`. Wider, it is printed as a range or a
+/// factor: the intervals are multiplicative (`[g/f, g·f]`), so a ± above 100% would reach below zero,
+/// and one of 50–100% hides how lopsided the interval is.
+pub const PLUS_MINUS_MAX: f64 = 0.5;
+/// A factor beyond which the compact form stops counting (`×/÷ >1000`): the interval says nothing more.
+pub const FACTOR_SHOWN_MAX: f64 = 1000.0;
+
+/// A positive quantity (a rate, a ratio of rates) with its 95% interval, as every command prints it:
+/// [`Estimate::text`] in sentences, [`Estimate::column`] in tables, [`decide`] to name a winner. The
+/// interval's values are what the measurement computed; only how they are shown is decided here.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    /// The value printed (a pooled rate, a ratio).
+    pub value: f64,
+    /// Lower end of the interval (≥ 0).
+    pub low: f64,
+    /// Upper end (infinite when the interval is open upwards: a disturbed lower bound).
+    pub high: f64,
+}
+
+/// Which of two estimates is larger, or that their intervals cannot say.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Decision {
+    /// The first is larger by this factor of the values (> 1).
+    AFaster(f64),
+    /// The second is larger by this factor of the values (> 1).
+    BFaster(f64),
+    /// The intervals overlap (or a value is missing): no winner can be named.
+    Undecided,
+}
+
+impl Estimate {
+    /// `value` with the interval `[low, high]`, put in order around `value` and never below zero.
+    pub fn new(value: f64, low: f64, high: f64) -> Estimate {
+        let value = if value.is_finite() { value.max(0.0) } else { 0.0 };
+        let low = if low.is_nan() { 0.0 } else { low.clamp(0.0, value) };
+        let high = if high.is_nan() { f64::INFINITY } else { high.max(value) };
+        Estimate { value, low, high }
+    }
+
+    /// `value` known to a relative half-width `rel`, taken multiplicatively: `[value/(1+rel), value·(1+rel)]`.
+    /// For quantities recorded with a relative half-width only (files from before `ops_per_s_low`,
+    /// compare's ratios): the upper end is the recorded one, and the lower never reaches zero or below.
+    pub fn from_rel(value: f64, rel: f64) -> Estimate {
+        let rel = if rel.is_finite() { rel.max(0.0) } else { f64::INFINITY };
+        Estimate::new(value, value / (1.0 + rel), value * (1.0 + rel))
+    }
+
+    /// The same estimate, open upwards (a disturbed lower bound: a disturbance only slows syncs).
+    pub fn open_upwards(self) -> Estimate {
+        Estimate { high: f64::INFINITY, ..self }
+    }
+
+    /// The ± around the value that contains the interval (its wider side, relative).
+    pub fn plus_minus(&self) -> f64 {
+        if self.value <= 0.0 {
+            return f64::INFINITY;
+        }
+        (1.0 - self.low / self.value).max(self.high / self.value - 1.0)
+    }
+
+    /// The factor `f` for which `[value/f, value·f]` contains the interval (infinite with a zero end).
+    pub fn factor(&self) -> f64 {
+        if self.value <= 0.0 || self.low <= 0.0 {
+            return f64::INFINITY;
+        }
+        (self.value / self.low).max(self.high / self.value)
+    }
+
+    /// Narrow enough to print as `±N%` ([`PLUS_MINUS_MAX`]).
+    pub fn reads_as_plus_minus(&self) -> bool {
+        self.plus_minus() <= PLUS_MINUS_MAX
+    }
+
+    /// For a table column: `±3.2%`, `±34%`, or wider, the factor `×/÷ 16` (`×/÷ >1000` beyond that).
+    pub fn column(&self) -> String {
+        if self.reads_as_plus_minus() {
+            return format!("±{}", percent(self.plus_minus()));
+        }
+        let f = self.factor();
+        if f > FACTOR_SHOWN_MAX {
+            format!("×/÷ >{}", grouped(FACTOR_SHOWN_MAX))
+        } else {
+            format!("×/÷ {}", sig2(f))
+        }
+    }
+
+    /// For a sentence: `893/s ±3.2%`, or wider, `893/s, re-run 60–13,000/s` (`what` = "re-run"), and past
+    /// [`FACTOR_SHOWN_MAX`] `893/s, re-run ×/÷ >1,000` (ends like 0.00000000027–2,100,000,000,000,000/s
+    /// say nothing more). `number` formats the value; `unit` follows the value and the range (`/s`, `×`).
+    pub fn text(&self, number: impl Fn(f64) -> String, unit: &str, what: &str) -> String {
+        let value = format!("{}{unit}", number(self.value));
+        if self.reads_as_plus_minus() {
+            return format!("{value} ±{}", percent(self.plus_minus()));
+        }
+        // Past ×/÷ 1000 on either side (a zero lower end counts when the upper one is that far too).
+        let beyond = self.high / self.value > FACTOR_SHOWN_MAX || (self.low > 0.0 && self.factor() > FACTOR_SHOWN_MAX);
+        if self.high.is_finite() && beyond {
+            return format!("{value}, {what} ×/÷ >{}", grouped(FACTOR_SHOWN_MAX));
+        }
+        let high = if self.high.is_finite() { sig2(self.high) } else { "unbounded".to_string() };
+        format!("{value}, {what} {}–{high}{unit}", sig2(self.low))
+    }
+}
+
+/// The one rule for naming a winner: `a` is faster when its whole interval lies above `b`'s, and the
+/// other way round; intervals that overlap decide nothing, however far apart the values are.
+pub fn decide(a: &Estimate, b: &Estimate) -> Decision {
+    if !(a.value > 0.0 && b.value > 0.0) {
+        Decision::Undecided
+    } else if a.low > b.high {
+        Decision::AFaster(a.value / b.value)
+    } else if b.low > a.high {
+        Decision::BFaster(b.value / a.value)
+    } else {
+        Decision::Undecided
+    }
+}
+
+impl crate::core::schema::CaseResult {
+    /// The case's commits/s with the interval in which a re-run is expected: `ops_per_s_low`/`_high` when
+    /// recorded, else `ci95_rel` taken multiplicatively; open upwards when the case is a lower bound.
+    pub fn estimate(&self) -> Estimate {
+        let estimate = match (self.ops_per_s_low, self.ops_per_s_high) {
+            (Some(low), Some(high)) => Estimate::new(self.ops_per_s, low, high),
+            (Some(low), None) => Estimate::new(self.ops_per_s, low, f64::INFINITY),
+            _ => Estimate::from_rel(self.ops_per_s, self.ci95_rel),
+        };
+        if self.lower_bound { estimate.open_upwards() } else { estimate }
+    }
+}
+
+/// `3.2%` below 10%, `34%` above.
+fn percent(rel: f64) -> String {
+    let pct = rel.max(0.0) * 100.0;
+    if pct < 9.95 { format!("{pct:.1}%") } else { format!("{pct:.0}%") }
+}
+
+/// Two significant digits, thousands grouped: `0.31`, `4.1`, `60`, `13,000`.
+pub fn sig2(x: f64) -> String {
+    if !x.is_finite() || x <= 0.0 {
+        return if x == 0.0 { "0".to_string() } else { format!("{x}") };
+    }
+    let digits = x.log10().floor() as i32;
+    let step = 10f64.powi(digits - 1);
+    let rounded = (x / step).round() * step;
+    if rounded >= 100.0 {
+        grouped(rounded)
+    } else {
+        let decimals = (1 - rounded.log10().floor() as i32).max(0) as usize;
+        format!("{rounded:.decimals$}")
+    }
+}
+
+/// An integer with thousands separators: `13,000`.
+fn grouped(x: f64) -> String {
+    let digits = format!("{:.0}", x);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Every `±N%` printed in `text`, as N: none may exceed 100.
+#[cfg(test)]
+pub(crate) fn printed_plus_minus(text: &str) -> Vec<f64> {
+    text.split('±').skip(1).filter_map(|rest| rest.split('%').next()?.trim().parse().ok()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,7 +538,104 @@ mod tests {
         assert_eq!(empty.latency(), from(&b).latency());
     }
 
+    fn per_s(x: f64) -> String {
+        format!("{x:.0}")
+    }
+
+    #[test]
+    fn narrow_intervals_read_as_plus_minus_and_wide_ones_as_a_range_or_a_factor() {
+        let narrow = Estimate::new(5030.0, 4870.0, 5190.0);
+        assert_eq!(narrow.column(), "±3.2%");
+        assert_eq!(narrow.text(per_s, "/s", "re-run"), "5030/s ±3.2%");
+        // Exactly at the threshold still a ±; just past it a factor.
+        assert_eq!(Estimate::new(100.0, 80.0, 150.0).column(), "±50%");
+        assert_eq!(Estimate::new(100.0, 80.0, 151.0).column(), "×/÷ 1.5");
+        // The run: 893/s, re-run 60–13,000/s, never "±1532%".
+        let wide = Estimate::new(893.0, 60.0, 13_000.0);
+        assert_eq!(wide.text(per_s, "/s", "re-run"), "893/s, re-run 60–13,000/s");
+        assert_eq!(wide.column(), "×/÷ 15");
+        // ±84,946,912% as a factor: beyond counting.
+        let absurd = Estimate::from_rel(43.7, 849_469.121);
+        assert_eq!(absurd.column(), "×/÷ >1,000");
+        assert_eq!(absurd.text(|x| format!("{x:.1}"), "/s", "re-run"), "43.7/s, re-run ×/÷ >1,000");
+        // A zero lower end is still a readable range, unless the upper end is beyond counting too (seen under
+        // load: "158/s, re-run 0–860,000,000,000,000,099,388,227,584/s").
+        assert_eq!(Estimate::new(10.0, 0.0, 25.0).text(per_s, "/s", "re-run"), "10/s, re-run 0–25/s");
+        assert_eq!(Estimate::new(158.0, 0.0, 8.6e26).text(per_s, "/s", "re-run"), "158/s, re-run ×/÷ >1,000");
+        // A zero lower end (the within-round interval of a handful of commits) and an open upper end.
+        assert_eq!(Estimate::new(10.0, 0.0, 25.0).column(), "×/÷ >1,000");
+        assert_eq!(
+            Estimate::new(10.0, 4.0, 25.0).open_upwards().text(per_s, "/s", "re-run"),
+            "10/s, re-run 4.0–unbounded/s"
+        );
+    }
+
+    #[test]
+    fn significant_digits_and_grouping() {
+        let shown: Vec<String> = [0.31234, 4.14, 59.7, 893.0, 12_960.0, 1_234_567.0, 0.0].map(sig2).to_vec();
+        assert_eq!(shown, ["0.31", "4.1", "60", "890", "13,000", "1,200,000", "0"]);
+    }
+
+    #[test]
+    fn a_relative_half_width_never_makes_a_negative_end() {
+        for rel in [0.0, 0.5, 1.0, 3.62, 1e6, f64::INFINITY, f64::NAN] {
+            let e = Estimate::from_rel(2.0, rel);
+            assert!(e.low >= 0.0 && e.low <= e.value && e.high >= e.value, "{rel}: {e:?}");
+            assert!(!e.text(|x| format!("{x:.2}"), "×", "95% interval").contains('-'), "{rel}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn overlapping_intervals_decide_nothing() {
+        let a = Estimate::new(1362.0, 2.0, 970_000.0);
+        let b = Estimate::new(396.0, 43.0, 3600.0);
+        assert_eq!(decide(&a, &b), Decision::Undecided);
+        let (fast, slow) = (Estimate::new(1000.0, 900.0, 1100.0), Estimate::new(500.0, 450.0, 550.0));
+        assert_eq!(decide(&fast, &slow), Decision::AFaster(2.0));
+        assert_eq!(decide(&slow, &fast), Decision::BFaster(2.0));
+        // Touching ends decide nothing; an open upper end can always be the faster one.
+        assert_eq!(decide(&Estimate::new(1000.0, 550.0, 1100.0), &slow), Decision::Undecided);
+        assert_eq!(decide(&fast, &slow.open_upwards()), Decision::Undecided);
+        assert_eq!(decide(&fast, &Estimate::new(0.0, 0.0, 0.0)), Decision::Undecided);
+    }
+
+    /// A planted bug for the decision's test: deciding by the values alone names the winner the rule refuses.
+    #[test]
+    fn deciding_by_values_alone_would_fail_the_overlap_test() {
+        let by_value = |a: &Estimate, b: &Estimate| {
+            if a.value > b.value { Decision::AFaster(a.value / b.value) } else { Decision::Undecided }
+        };
+        let (a, b) = (Estimate::new(1362.0, 2.0, 970_000.0), Estimate::new(396.0, 43.0, 3600.0));
+        assert_ne!(by_value(&a, &b), decide(&a, &b));
+    }
+
     proptest! {
+        /// Wider intervals never print narrower: the shown ± or factor grows with the interval, and no
+        /// ± above 100% is ever printed.
+        #[test]
+        fn shown_width_grows_with_the_interval(value in 1.0f64..1e6, a in 0.0f64..20.0, b in 0.0f64..20.0) {
+            let (small, large) = (a.min(b), a.max(b));
+            let shown = |rel: f64| {
+                let e = Estimate::from_rel(value, rel);
+                let column = e.column();
+                if let Some(pct) = column.strip_prefix('±') {
+                    pct.trim_end_matches('%').parse::<f64>().unwrap() / 100.0
+                } else if column.ends_with(">1,000") {
+                    f64::INFINITY
+                } else {
+                    let factor: f64 = column.trim_start_matches("×/÷ ").replace(',', "").parse().unwrap();
+                    factor - 1.0
+                }
+            };
+            prop_assert!(shown(small) <= shown(large) + 0.0005, "{small} {large}");
+            for rel in [small, large] {
+                let column = Estimate::from_rel(value, rel).column();
+                if let Some(pct) = column.strip_prefix('±') {
+                    prop_assert!(pct.trim_end_matches('%').parse::<f64>().unwrap() <= 100.0, "{column}");
+                }
+            }
+        }
+
         #[test]
         fn matches_naive_computation(values in proptest::collection::vec(1u64..10_000_000, 2..300)) {
             let s = from(&values);

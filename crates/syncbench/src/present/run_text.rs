@@ -185,4 +185,38 @@ mod tests {
         let before_table = text.lines().take_while(|l| !l.starts_with("(a) ")).count();
         assert!(before_table <= 40, "{before_table} lines before the first table:\n{text}");
     }
+
+    /// The mock run as a noisy VM measures it (regimes switching between rounds): every interval a range or
+    /// a factor, never a ± above 100%, and where the intervals overlap, "undecided" and no winner — in the
+    /// answer and in the tables.
+    #[test]
+    fn a_noisy_mock_run_names_no_winner_golden() {
+        use crate::measure::runner::{MockTiming, RunBudget, Target, run_plan};
+        let opts = crate::core::suite::PlanOptions {
+            sections: vec![crate::core::suite::Section::OneWrite, crate::core::suite::Section::TwoWrites],
+            ..Default::default()
+        };
+        let budget = RunBudget::per_case(RunBudget::DEFAULT_CASE_SECS);
+        let mock = Target::Mock(MockTiming { seed: 1 });
+        let schedule = crate::measure::rounds::Schedule::default_for(false);
+        let mut results = run_plan(&crate::core::suite::plan(&opts), schedule, &budget, &mock, None, &mut |_| {});
+        crate::measure::rounds::as_on_a_noisy_vm(&mut results);
+        let ctx = crate::present::summary::RunContext {
+            verdicts: &[],
+            next: "syncbench advise --from run.json".into(),
+            partial: false,
+            leftover: None,
+        };
+        let text = format!(
+            "{}{}",
+            crate::present::summary::run_summary(&results, &ctx),
+            crate::present::table::render(&results, 8192, false)
+        );
+        assert_golden!("syncbench__summary__tests__run_noisy_mock_seed_1", text);
+        assert!(crate::core::stats::printed_plus_minus(&text).iter().all(|pct| *pct <= 100.0), "{text}");
+        assert!(text.contains("one 8 KiB write per commit: undecided, the 95% intervals overlap"), "{text}");
+        assert!(text.contains("re-run ") && text.contains("×/÷ "), "{text}");
+        assert!(!text.contains(crate::present::table::FASTEST_MARK), "a winner named from noise: {text}");
+        assert_eq!(text.matches(crate::present::table::TIE_MARK).count(), 2, "{text}");
+    }
 }

@@ -4,6 +4,7 @@
 //! individual cases (drift, disturbances) that follow the tables.
 
 use crate::core::schema::CaseResult;
+use crate::core::stats::{Decision, decide};
 use crate::core::suite::Section;
 use crate::core::suite::format_size;
 use crate::core::verdict::{Severity, Verdict};
@@ -55,8 +56,10 @@ pub fn next_command(json: Option<&std::path::Path>, dir: &std::path::Path) -> St
 /// their intervals.
 pub fn commit_answer(results: &crate::measure::commit::CommitResults, verdicts: &[Verdict]) -> String {
     let mut out = format!("answer:\n  {}\n", verdict_line(verdicts));
-    let rate = |p: &crate::measure::commit::CommitPoint| match p.ci95_rel {
-        Some(ci) => format!("{:.0} commits/s ±{:.0}%", p.commits_per_s, (ci * 100.0).max(1.0)),
+    // A disturbed point's rate is a lower bound, not a measurement with an interval.
+    let rate = |p: &crate::measure::commit::CommitPoint| match crate::measure::commit::render::estimate(p) {
+        _ if p.lower_bound => format!("≥ {:.0} commits/s (disturbed: a lower bound)", p.commits_per_s),
+        Some(e) => e.text(|x| format!("{x:.0}"), " commits/s", "re-run"),
         None => format!("{:.0} commits/s", p.commits_per_s),
     };
     let one =
@@ -80,10 +83,10 @@ pub fn commit_answer(results: &crate::measure::commit::CommitResults, verdicts: 
         results.points.iter().filter(|p| p.ci95_rel.is_none() && !p.lower_bound && p.commits > 0).count();
     out.push_str(&if rounds >= min as usize && without > 0 {
         format!(
-            "  noise: each point in {rounds} rounds, ± from their spread; {without} point(s) with fewer than {min} rounds that acknowledged commits: no interval\n"
+            "  noise: each point in {rounds} rounds, intervals from their spread; {without} point(s) with fewer than {min} rounds that acknowledged commits: no interval\n"
         )
     } else if rounds >= min as usize {
-        format!("  noise: each point in {rounds} rounds, the points in a new order every round; ± from their spread\n")
+        format!("  noise: each point in {rounds} rounds, the points in a new order every round; intervals from their spread\n")
     } else if rounds == 0 {
         "  noise: no rounds recorded (a file from before them), no interval\n".to_string()
     } else {
@@ -109,20 +112,19 @@ pub fn pages_answer(table: &crate::measure::pages::PagesTable, verdicts: &[Verdi
             None => "no none row to compare with".to_string(),
         };
         let caveat = if r.checkpoints == 0 { " — NO CHECKPOINT: the log only" } else { "" };
-        out.push_str(&format!(
-            "  {} ({}): {:.0} tps {}, {versus}{caveat}\n",
-            r.label(),
-            format_size(r.buffer_pool_bytes),
-            r.tps,
-            r.noise_text()
-        ));
+        let tps = match r.estimate() {
+            _ if r.lower_bound => format!("≥ {:.0} tps (disturbed)", r.tps),
+            Some(e) => e.text(|x| format!("{x:.0}"), " tps", "re-run"),
+            None => format!("{:.0} tps", r.tps),
+        };
+        out.push_str(&format!("  {} ({}): {tps}, {versus}{caveat}\n", r.label(), format_size(r.buffer_pool_bytes)));
     }
     let rounds = table.rows.iter().map(|r| r.rounds_tps.len()).max().unwrap_or(0);
     if rounds < 2 {
         out.push_str("  noise: one run per mode, no interval — a difference of a few % is not established\n");
     } else {
         out.push_str(&format!(
-            "  noise: ± is a 95% interval for a re-run, from {rounds} rounds per mode with the modes rotated\n"
+            "  noise: intervals say where a re-run lands (95%), from {rounds} rounds per mode with the modes rotated\n"
         ));
     }
     out
@@ -154,50 +156,49 @@ fn measured(c: &CaseResult) -> bool {
     c.supported && c.error.is_none() && c.ops > 0 && c.ops_per_s > 0.0
 }
 
-/// `fastest durable, one 8 KiB write per commit: fdatasync 5030/s ±3% (tied within the intervals: …)`.
+/// `fastest durable, one 8 KiB write per commit: fdatasync 5030/s ±3.0%`, or when [`crate::core::stats::decide`]
+/// cannot put the highest above every other durable case, no winner:
+/// `…: undecided, the 95% intervals overlap: fdatasync 5030/s ±3.0%; open_datasync 4900/s ±4.0%`.
 pub fn fastest_line(results: &[CaseResult], section: Section, how_many: &str) -> String {
-    let durable: Vec<&CaseResult> =
+    let mut durable: Vec<&CaseResult> =
         results.iter().filter(|c| c.section == section && c.durable && measured(c)).collect();
     let plural = if how_many == "one" { "write" } else { "writes" };
-    let Some(best) = durable.iter().max_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s)) else {
+    durable.sort_by(|a, b| b.ops_per_s.total_cmp(&a.ops_per_s));
+    let Some(best) = durable.first() else {
         let letter = section.letter();
         return format!("fastest durable, {how_many} {plural} per commit: not measured (section {letter})");
     };
-    let mut line = format!(
-        "fastest durable, {how_many} {} {plural} per commit: {} {}",
-        format_size(best.write_size_bytes),
-        best.method,
-        rate_with_interval(best)
-    );
-    let low = best.ops_per_s * (1.0 - best.ci95_rel);
-    // A lower bound's interval is open upwards: it may be the fastest.
-    let tied: Vec<String> = durable
+    let head = format!("fastest durable, {how_many} {} {plural} per commit:", format_size(best.write_size_bytes));
+    // A lower bound's interval is open upwards: it may be the fastest, so it is never beaten.
+    let tied: Vec<&&CaseResult> = durable[1..]
         .iter()
-        .filter(|c| c.method != best.method && (c.lower_bound || c.ops_per_s * (1.0 + c.ci95_rel) >= low))
-        .map(|c| c.method.name().to_string())
+        .filter(|c| !matches!(decide(&best.estimate(), &c.estimate()), Decision::AFaster(_)))
         .collect();
-    if !tied.is_empty() {
-        line.push_str(&format!(" (intervals overlap: {})", shorten(&tied, 3)));
+    if tied.is_empty() {
+        return format!("{head} {} {}", best.method, rate_with_interval(best));
     }
-    line
+    let named: Vec<String> =
+        std::iter::once(best).chain(tied).map(|c| format!("{} {}", c.method, rate_with_interval(c))).collect();
+    format!("{head} undecided, the 95% intervals overlap: {}", shorten(&named, 3))
 }
 
 fn shorten(items: &[String], keep: usize) -> String {
     if items.len() <= keep {
-        items.join(", ")
+        items.join("; ")
     } else {
-        format!("{} and {} more", items[..keep].join(", "), items.len() - keep)
+        format!("{} and {} more", items[..keep].join("; "), items.len() - keep)
     }
 }
 
-/// `5030/s ±3%`, or `≥ 2100/s (disturbed)` when the case measured a disturbed disk (a lower bound).
+/// `5030/s ±3.0%`, `893/s, re-run 60–13,000/s`, or `≥ 2100/s (disturbed)` when the case measured a
+/// disturbed disk (a lower bound).
 pub fn rate_with_interval(c: &CaseResult) -> String {
-    let per_s = |x: f64| if x >= 100.0 { format!("{x:.0}/s") } else { format!("{x:.1}/s") };
+    let number = |x: f64| if x >= 100.0 { format!("{x:.0}") } else { format!("{x:.1}") };
+    let per_s = |x: f64| format!("{}/s", number(x));
     if c.lower_bound {
-        let low = c.ops_per_s_low.unwrap_or(c.ops_per_s * (1.0 - c.ci95_rel)).max(0.0);
-        return format!("≥ {} (disturbed)", per_s(low));
+        return format!("≥ {} (disturbed)", per_s(c.estimate().low));
     }
-    format!("{} ±{:.0}%", per_s(c.ops_per_s), (c.ci95_rel * 100.0).max(1.0))
+    c.estimate().text(number, "/s", "re-run")
 }
 
 /// How many cases drifted or were disturbed, and by what.
@@ -285,7 +286,8 @@ mod tests {
         let line = fastest_line(&results, Section::OneWrite, "one");
         assert_eq!(
             line,
-            "fastest durable, one 8 KiB write per commit: fdatasync 5000/s ±4% (intervals overlap: open_datasync)"
+            "fastest durable, one 8 KiB write per commit: undecided, the 95% intervals overlap: fdatasync 5000/s \
+             ±4.0%; open_datasync 4900/s ±3.0%"
         );
         assert_eq!(
             fastest_line(&results, Section::TwoWrites, "two"),
@@ -347,7 +349,7 @@ mod tests {
         };
         let text = pages_answer(&table, &[]);
         assert!(
-            text.contains("  dw (128 MiB): 3400 tps -, 15% slower than none — NO CHECKPOINT: the log only\n"),
+            text.contains("  dw (128 MiB): 3400 tps, 15% slower than none — NO CHECKPOINT: the log only\n"),
             "{text}"
         );
         // With rounds: a difference inside both intervals is said to be inside the noise.
@@ -358,7 +360,7 @@ mod tests {
         let text = pages_answer(&table, &[]);
         assert!(text.contains("15% slower than none, inside the noise (the 95% intervals overlap)"), "{text}");
         assert!(text.contains("from 3 rounds per mode"), "{text}");
-        table.rows[1].tps_high = Some(2950.0);
+        (table.rows[1].tps_high, table.rows[0].tps_low) = (Some(3450.0), Some(3500.0));
         assert!(pages_answer(&table, &[]).contains("15% slower than none, beyond the noise"));
     }
 

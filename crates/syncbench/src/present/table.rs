@@ -10,8 +10,8 @@ use std::fmt::Write;
 
 /// Marker of the fastest durable case in a section.
 pub const FASTEST_MARK: &str = "<- fastest durable";
-/// Added to the fastest mark when the runner-up's 95% interval overlaps the fastest's.
-pub const TIE_MARK: &str = "(tie within 95% CI)";
+/// Marker of the highest durable rate when another durable case's 95% interval overlaps it: no winner.
+pub const TIE_MARK: &str = "<- highest, undecided (95% intervals overlap)";
 /// Marker of a case whose commits are not durable.
 pub const NOT_DURABLE_MARK: &str = "NOT DURABLE";
 
@@ -65,15 +65,15 @@ fn render_section(out: &mut String, section: Section, cases: &[&CaseResult], siz
     let device_heading = if device { format!(" {}", crate::observe::blockdev::render::HEADING) } else { String::new() };
     let _ = writeln!(
         out,
-        "  {:<width$} {:>12} {:>10} {:>10} {:>10} {:>10} {:>7}{device_heading}",
-        "", "ops/s", "mean µs", "p50 µs", "p99 µs", "max µs", "±95%"
+        "  {:<width$} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}{device_heading}",
+        "", "ops/s", "mean µs", "p50 µs", "p99 µs", "max µs", "95% re-run"
     );
     let fastest = if asks_for_fastest(Some(section)) { fastest_durable(cases) } else { None };
     let tie = fastest.is_some_and(|i| is_tie(cases, i));
     for (i, c) in cases.iter().enumerate() {
-        let mut line = case_line(c, width, fastest == Some(i), device);
+        let mut line = case_line(c, width, fastest == Some(i) && !tie, device);
         if tie && fastest == Some(i) {
-            line = format!("{line} {TIE_MARK}");
+            line = format!("{line}  {TIE_MARK}");
         }
         let _ = writeln!(out, "  {line}");
         if histogram && c.ops > 0 {
@@ -164,18 +164,17 @@ pub fn fastest_durable(cases: &[&CaseResult]) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-/// Whether another durable case's ops/s interval overlaps the fastest's (the mean's relative CI applies to
-/// ops/s to first order): then "fastest" is not established by this run.
+/// Whether [`crate::core::stats::decide`] cannot put the fastest above every other durable case (their intervals
+/// overlap): then "fastest" is not established by this run and no winner is named.
 fn is_tie(cases: &[&CaseResult], fastest: usize) -> bool {
-    let best = cases[fastest];
-    let low = best.ops_per_s * (1.0 - best.ci95_rel);
+    let best = cases[fastest].estimate();
     cases.iter().enumerate().any(|(i, c)| {
         i != fastest
             && c.durable
             && c.supported
             && c.error.is_none()
             && c.ops > 0
-            && c.ops_per_s * (1.0 + c.ci95_rel) >= low
+            && !matches!(crate::core::stats::decide(&best, &c.estimate()), crate::core::stats::Decision::AFaster(_))
     })
 }
 
@@ -200,13 +199,13 @@ fn case_line(c: &CaseResult, width: usize, fastest: bool, device: bool) -> Strin
         String::new()
     };
     format!(
-        "{label} {:>12.1} {:>10} {:>10} {:>10} {:>10} {:>6.1}%{columns}{mark}",
+        "{label} {:>12.1} {:>10} {:>10} {:>10} {:>10} {:>10}{columns}{mark}",
         c.ops_per_s,
         us(l.mean),
         us(l.p50 as f64),
         us(l.p99 as f64),
         us(l.max as f64),
-        c.ci95_rel * 100.0
+        c.estimate().column()
     )
 }
 
@@ -271,7 +270,8 @@ mod tests {
     fn overlapping_intervals_are_a_tie() {
         let wide = |label: &str, ops: f64| CaseResult { ci95_rel: 0.2, ..case(label, true, ops) };
         let text = render(&[wide("fdatasync", 5000.0), wide("fsync", 4500.0)], 8192, false);
-        assert!(text.contains(&format!("{FASTEST_MARK} {TIE_MARK}")), "{text}");
+        // No winner named: the highest is marked undecided, never "fastest".
+        assert!(text.contains(TIE_MARK) && !text.contains(FASTEST_MARK), "{text}");
         let narrow = |label: &str, ops: f64| CaseResult { ci95_rel: 0.01, ..case(label, true, ops) };
         let text = render(&[narrow("fdatasync", 5000.0), narrow("fsync", 4500.0)], 8192, false);
         assert!(!text.contains(TIE_MARK), "{text}");

@@ -2,7 +2,7 @@
 
 use crate::core::schema::CaseResult;
 
-const HEADER: [&str; 23] = [
+const HEADER: [&str; 25] = [
     "section",
     "method",
     "label",
@@ -26,6 +26,8 @@ const HEADER: [&str; 23] = [
     "latency_ns_stddev",
     "ci95_rel",
     "duration_s",
+    "ops_per_s_low",
+    "ops_per_s_high",
 ];
 
 /// The cases as CSV.
@@ -65,5 +67,8 @@ fn row(c: &CaseResult) -> Vec<String> {
         format!("{:.1}", l.stddev),
         format!("{:.5}", c.ci95_rel),
         format!("{:.3}", c.duration_s),
+        // The interval itself: ci95_rel is its wider side, and above 1 says little as a ±.
+        c.ops_per_s_low.map(|x| format!("{x:.1}")).unwrap_or_default(),
+        c.ops_per_s_high.map(|x| format!("{x:.1}")).unwrap_or_default(),
     ]
 }

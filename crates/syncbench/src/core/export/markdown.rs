@@ -40,7 +40,7 @@ fn sections_in_order(cases: &[CaseResult]) -> Vec<Section> {
 
 fn section_table(out: &mut String, section: Section, cases: &[CaseResult]) {
     let _ = writeln!(out, "## {section}\n");
-    let _ = writeln!(out, "| Case | Method | Durable | ops/s | p50 µs | p99 µs | p99.9 µs | ±95% |");
+    let _ = writeln!(out, "| Case | Method | Durable | ops/s | p50 µs | p99 µs | p99.9 µs | 95% re-run |");
     let _ = writeln!(out, "|:---|:---|:---:|---:|---:|---:|---:|---:|");
     for c in cases.iter().filter(|c| c.section == section) {
         let durable = if c.durable { "yes" } else { "**no**" };
@@ -52,14 +52,14 @@ fn section_table(out: &mut String, section: Section, cases: &[CaseResult]) {
         let l = &c.latency_ns;
         let _ = writeln!(
             out,
-            "| {} | `{}` | {durable} | {:.0} | {:.1} | {:.1} | {:.1} | {:.1}% |",
+            "| {} | `{}` | {durable} | {:.0} | {:.1} | {:.1} | {:.1} | {} |",
             escape(&c.label),
             c.method,
             c.ops_per_s,
             l.p50 as f64 / 1e3,
             l.p99 as f64 / 1e3,
             l.p999 as f64 / 1e3,
-            c.ci95_rel * 100.0
+            c.estimate().column()
         );
     }
     out.push('\n');

@@ -132,6 +132,17 @@ pub fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
     Ok(String::from_utf8(w.into_inner()?)?)
 }
 
+/// A point's commits/s with the interval in which a re-run is expected (the rounds' prediction interval
+/// that `ci95_rel` is the wider side of); None without one, open upwards for a disturbed lower bound.
+pub fn estimate(p: &CommitPoint) -> Option<crate::core::stats::Estimate> {
+    let rel = p.ci95_rel?;
+    let estimate = match crate::measure::rounds::prediction(&p.rounds_commits_per_s) {
+        Some(i) => crate::core::stats::Estimate::new(p.commits_per_s, i.low, i.high),
+        None => crate::core::stats::Estimate::from_rel(p.commits_per_s, rel),
+    };
+    Some(if p.lower_bound { estimate.open_upwards() } else { estimate })
+}
+
 fn micros(ns: u64) -> String {
     format!("{:.0}", ns as f64 / 1000.0)
 }
@@ -145,7 +156,7 @@ pub fn to_table(results: &CommitResults) -> String {
         "delay µs",
         "log",
         "commits/s",
-        "±95%",
+        "95% re-run",
         "syncs/s",
         "commits/sync",
         "sync µs",
@@ -166,9 +177,9 @@ pub fn to_table(results: &CommitResults) -> String {
             delay_cell(p),
             if p.group_commit { "group" } else { "naive" }.to_string(),
             format!("{:.0}", p.commits_per_s),
-            match p.ci95_rel {
+            match estimate(p) {
                 _ if p.lower_bound => "≥ (disturbed)".to_string(),
-                Some(c) => format!("{:.0}%", c * 100.0),
+                Some(e) => e.column(),
                 // Rounds recorded but fewer than three used: t(1) would give ±1000%, a number that says nothing.
                 None if !p.rounds_commits_per_s.is_empty() => "n/a <3 rounds".to_string(),
                 None => "—".to_string(),
@@ -264,8 +275,11 @@ mod tests {
             to_table(&CommitResults { method: "fdatasync".into(), points: vec![p], ..CommitResults::default() })
         };
         assert!(table(point(vec![100.0, 130.0], None)).contains("n/a <3 rounds"));
-        let three = table(point(vec![100.0, 130.0, 115.0], Some(0.42)));
-        assert!(three.contains(" 42% ") && !three.contains("n/a"), "{three}");
+        let three = table(CommitPoint { commits_per_s: 115.0, ..point(vec![110.0, 120.0, 115.0], Some(0.24)) });
+        assert!(three.contains(" ±24% ") && !three.contains("n/a"), "{three}");
+        // A wide interval is a factor, never a ± above 100%.
+        let wide = table(CommitPoint { commits_per_s: 115.0, ..point(vec![10.0, 1300.0, 115.0], Some(9.0)) });
+        assert!(wide.contains(" ×/÷ ") && !wide.contains('±'), "{wide}");
         assert!(!table(point(Vec::new(), None)).contains("n/a"), "a file from before rounds: no claim about them");
     }
 }

@@ -695,14 +695,17 @@ impl PagesRow {
         Some((low, if self.lower_bound { f64::INFINITY } else { self.tps_high? }))
     }
 
-    /// `±12%` (the wider side of the interval around `tps`), `≥` for a lower bound, `-` without one.
+    /// The tps with its re-run interval; None in files from before rounds.
+    pub fn estimate(&self) -> Option<crate::core::stats::Estimate> {
+        let (low, high) = self.interval()?;
+        Some(crate::core::stats::Estimate::new(self.tps, low, high))
+    }
+
+    /// `±12%` or `×/÷ 16` ([`crate::core::stats::Estimate::column`]), `≥` for a lower bound, `-` without one.
     pub fn noise_text(&self) -> String {
-        match self.interval() {
+        match self.estimate() {
             _ if self.lower_bound => "≥ (disturbed)".to_string(),
-            Some((low, high)) if self.tps > 0.0 => {
-                let rel = crate::measure::rounds::Interval { low, high }.rel_to(self.tps);
-                format!("±{:.0}%", rel * 100.0)
-            }
+            Some(e) if self.tps > 0.0 => e.column(),
             _ => "-".to_string(),
         }
     }
@@ -714,7 +717,8 @@ pub fn versus_none(t: &PagesTable, r: &PagesRow) -> Option<Versus> {
     if !(b.supported && r.supported && b.tps > 0.0) {
         return None;
     }
-    let beyond_noise = r.interval().zip(b.interval()).map(|((rl, rh), (bl, bh))| rh < bl || rl > bh);
+    let decided = |(r, b)| !matches!(crate::core::stats::decide(&r, &b), crate::core::stats::Decision::Undecided);
+    let beyond_noise = r.estimate().zip(b.estimate()).map(decided);
     Some(Versus { pct: (r.tps / b.tps - 1.0) * 100.0, beyond_noise })
 }
 
@@ -776,7 +780,8 @@ mod tests {
         let steady = RowRounds { rounds: vec![round(1000), round(1000), round(1000)], ..RowRounds::default() };
         let s = steady.row((Mode::Fpw, DwDesign::default()), 1 << 20);
         assert!(s.tps_high.unwrap() / s.tps_low.unwrap() < 1.01, "{s:?}");
-        assert!(s.noise_text() == "±0%" && r.noise_text().starts_with('±'));
+        // A wide interval reads as a factor, never as a ± above 100%.
+        assert!(s.noise_text() == "±0.0%" && r.noise_text().starts_with("×/÷ "), "{}", r.noise_text());
     }
 
     #[test]

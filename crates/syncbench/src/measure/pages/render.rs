@@ -104,7 +104,7 @@ fn device_notes(t: &PagesTable) -> String {
 
 pub fn to_markdown(t: &PagesTable) -> String {
     let mut out = workload_line(t);
-    out += "| mode | buffer pool | tps | ± (95%, re-run) | vs none | p50 ms | p99 ms | WAL B/txn | FPI share | data B/txn | fsyncs/txn | checkpoint s | evictions waited for dw | dw syncs/txn | dw pages ahead | rewritten |\n";
+    out += "| mode | buffer pool | tps | 95% re-run | vs none | p50 ms | p99 ms | WAL B/txn | FPI share | data B/txn | fsyncs/txn | checkpoint s | evictions waited for dw | dw syncs/txn | dw pages ahead | rewritten |\n";
     out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
     for r in &t.rows {
         if r.supported {
@@ -183,7 +183,7 @@ const TEXT_COLUMNS: [(&str, usize); 16] = [
     ("mode", 12),
     ("pool", 8),
     ("tps", 9),
-    ("±", 6),
+    ("re-run", 10),
     ("vs none", 9),
     ("p50 ms", 9),
     ("p99 ms", 9),
@@ -228,8 +228,8 @@ pub fn to_table(t: &PagesTable) -> String {
     }
     out += &device_notes(t);
     out += &disturbance_notes(t);
-    out += "\n± = 95% interval in which a re-run's tps is expected, from the spread between the rounds \
-            (modes rotated between rounds); ≥ = disturbed, a lower bound; ~ = inside the noise (the two \
+    out += "\nre-run = 95% interval in which a re-run's tps is expected (±, or ×/÷ a factor when wider than \
+            ±50%), from the spread between the rounds (modes rotated between rounds); ≥ = disturbed, a lower bound; ~ = inside the noise (the two \
             rows' intervals overlap).\n";
     out += "\nev.wait = client evictions that waited for their own double-write and its sync; dw sync = \
             double-write syncs per transaction; dw ahead / rewritten = pages spooled ahead of eviction \

@@ -90,8 +90,10 @@ impl Exportable for ComparePayload {
             let labels = vec![("baseline", cmp.files[0].clone()), ("candidate", s.candidate.clone())];
             if let (Some(gm), Some(rel)) = (s.durable_geometric_mean_ratio, s.durable_geometric_mean_ci95_rel) {
                 ratio.push(labels.clone(), gm);
-                low.push(labels.clone(), gm * (1.0 - rel));
-                high.push(labels.clone(), gm * (1.0 + rel));
+                // Multiplicative, as the headline prints it: never below zero.
+                let range = crate::core::stats::Estimate::from_rel(gm, rel);
+                low.push(labels.clone(), range.low);
+                high.push(labels.clone(), range.high);
             }
             let outcomes = [
                 ("faster", s.faster),

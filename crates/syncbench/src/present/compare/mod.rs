@@ -224,8 +224,14 @@ fn headline(index: usize, n: usize, gm: Option<f64>, rel: Option<f64>, direction
     let (Some(gm), Some(rel), Some(direction)) = (gm, rel, direction) else {
         return format!("{b} and A share no durable case with a value on both sides");
     };
+    // Multiplicative, as every ratio interval: `gm ×/÷ (1 + rel)` never reaches zero.
+    let range = crate::core::stats::Estimate::from_rel(gm, rel);
     let digits = if gm * rel < 0.02 { 3 } else { 2 };
-    let interval = format!("95% interval {:.digits$}–{:.digits$}×", gm * (1.0 - rel), gm * (1.0 + rel));
+    let interval = if range.reads_as_plus_minus() {
+        format!("95% interval {:.digits$}–{:.digits$}×", range.low, range.high)
+    } else {
+        format!("95% interval {}–{}×", crate::core::stats::sig2(range.low), crate::core::stats::sig2(range.high))
+    };
     let cases = if n == 1 { "1 durable case".to_string() } else { format!("{n} durable cases") };
     match direction {
         Direction::Faster => {
@@ -423,8 +429,8 @@ mod tests {
             "{}",
             s.headline
         );
-        assert_eq!(s.largest_gain.as_ref().unwrap().text, "2.00 ± 0.03× faster");
-        assert_eq!(s.largest_loss.as_ref().unwrap().text, "2.00 ± 0.03× slower");
+        assert_eq!(s.largest_gain.as_ref().unwrap().text, "faster: 2.00× ±1.4%");
+        assert_eq!(s.largest_loss.as_ref().unwrap().text, "slower: 2.00× ±1.4%");
         assert_eq!(cmp.only_in_some.len(), 1);
         assert_eq!(cmp.only_in_some[0].present_in, vec!["b".to_string()]);
     }

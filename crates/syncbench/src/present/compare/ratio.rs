@@ -1,5 +1,6 @@
 //! The ratio of two measured rates with its uncertainty, and whether it is beyond noise.
 
+use crate::core::stats::{Decision, Estimate, decide};
 use serde::Serialize;
 
 /// How a candidate compares to the baseline.
@@ -17,37 +18,47 @@ pub enum Direction {
     Disturbed,
 }
 
-/// `candidate / baseline` of commits per second, with the half-width of its 95% confidence interval.
+/// `candidate / baseline` of commits per second, with its 95% confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Ratio {
     /// candidate ops/s ÷ baseline ops/s.
     pub ratio: f64,
-    /// Half-width of the ratio's 95% confidence interval (absolute).
+    /// Half-width of the ratio's 95% confidence interval (absolute): the wider side, so `ratio ± ci95`
+    /// contains `[ci95_low, ci95_high]`.
     pub ci95: f64,
+    /// Lower end of the ratio's 95% confidence interval (multiplicative: always above zero).
+    pub ci95_low: f64,
+    /// Upper end.
+    pub ci95_high: f64,
     /// Faster, slower or within noise.
     pub direction: Direction,
 }
 
 impl Ratio {
-    /// The ratio of two rates whose means have relative 95% half-widths `baseline_ci95_rel` and
-    /// `candidate_ci95_rel`. Relative errors of independent quotients add in quadrature (first-order
-    /// propagation; the rate is the inverse of the mean latency and has the same relative error).
-    /// `None` when either rate is not positive.
+    /// The ratio of two rates whose intervals have relative 95% half-widths `baseline_ci95_rel` and
+    /// `candidate_ci95_rel`, in log space: each side is `×/÷ (1 + rel)` (as [`Estimate::from_rel`]), the
+    /// log half-widths of independent sides add in quadrature, and the interval is `ratio ×/÷ e^h`, never
+    /// below zero (a linear `ratio ± ratio·rel` gave "-3.62–7.47×"). The direction is
+    /// [`crate::core::stats::decide`] between the ratio and 1. `None` when either rate is not positive.
     pub fn of(baseline: f64, baseline_ci95_rel: f64, candidate: f64, candidate_ci95_rel: f64) -> Option<Ratio> {
         if !(baseline > 0.0 && candidate > 0.0 && baseline.is_finite() && candidate.is_finite()) {
             return None;
         }
         let ratio = candidate / baseline;
-        let rel = clean(baseline_ci95_rel).hypot(clean(candidate_ci95_rel));
-        let ci95 = ratio * rel;
-        let direction = if ratio - ci95 > 1.0 {
-            Direction::Faster
-        } else if ratio + ci95 < 1.0 {
-            Direction::Slower
-        } else {
-            Direction::WithinNoise
+        let half = clean(baseline_ci95_rel).ln_1p().hypot(clean(candidate_ci95_rel).ln_1p());
+        let (ci95_low, ci95_high) = (ratio / half.exp(), ratio * half.exp());
+        let ci95 = (ratio - ci95_low).max(ci95_high - ratio);
+        let direction = match decide(&Estimate::new(ratio, ci95_low, ci95_high), &Estimate::new(1.0, 1.0, 1.0)) {
+            Decision::AFaster(_) => Direction::Faster,
+            Decision::BFaster(_) => Direction::Slower,
+            Decision::Undecided => Direction::WithinNoise,
         };
-        Some(Ratio { ratio, ci95, direction })
+        Some(Ratio { ratio, ci95, ci95_low, ci95_high, direction })
+    }
+
+    /// The ratio with its interval, as [`Estimate`] prints it.
+    pub fn estimate(&self) -> Estimate {
+        Estimate::new(self.ratio, self.ci95_low, self.ci95_high)
     }
 
     /// This ratio with one side a lower bound (`which`: the file's letter): no direction.
@@ -55,29 +66,22 @@ impl Ratio {
         Ratio { direction: Direction::Disturbed, ..self }
     }
 
-    /// How much faster or slower, as people say it: `1.42 ± 0.05× faster`, `1.30 ± 0.04× slower`
-    /// (slower is the inverse ratio, so both read as "× the speed"), `within noise (1.01 ± 0.03×)`.
+    /// How much faster or slower, as people say it: `faster: 1.42× ±3.6%`, `slower: 1.30× ±2.9%` (slower is
+    /// the inverse ratio, so both read as "× the speed"), `within noise: 1.03× ±4.3%`, and wide ones as a
+    /// range: `within noise: 1.9×, 95% interval 0.31–12×`.
     pub fn describe(&self) -> String {
-        let text = self.describe_ratio();
-        if self.ci95 / self.ratio > WIDE_INTERVAL_REL { format!("{text}, wide interval") } else { text }
-    }
-
-    fn describe_ratio(&self) -> String {
+        let two = |x: f64| format!("{x:.2}");
         match self.direction {
-            Direction::Faster => format!("{:.2} ± {:.2}× faster", self.ratio, self.ci95),
+            Direction::Faster => format!("faster: {}", self.estimate().text(two, "×", "95% interval")),
             Direction::Slower => {
-                let inverse = 1.0 / self.ratio;
-                // d(1/r) = dr / r², so the relative error stays the same.
-                format!("{:.2} ± {:.2}× slower", inverse, inverse * self.ci95 / self.ratio)
+                let inverse = Estimate::new(1.0 / self.ratio, 1.0 / self.ci95_high, 1.0 / self.ci95_low);
+                format!("slower: {}", inverse.text(two, "×", "95% interval"))
             }
-            Direction::WithinNoise => format!("within noise ({:.2} ± {:.2}×)", self.ratio, self.ci95),
+            Direction::WithinNoise => format!("within noise: {}", self.estimate().text(two, "×", "95% interval")),
             Direction::Disturbed => format!("not compared: a side was disturbed ({:.2}×, a bound)", self.ratio),
         }
     }
 }
-
-/// Beyond ±50 % relative, first-order propagation understates the interval: the text says so.
-const WIDE_INTERVAL_REL: f64 = 0.5;
 
 /// A missing or nonsensical interval counts as zero: the comparison then shows the bare ratio.
 fn clean(ci95_rel: f64) -> f64 {
@@ -93,28 +97,45 @@ mod tests {
         let r = Ratio::of(1000.0, 0.02, 1420.0, 0.03).unwrap();
         assert_eq!(r.direction, Direction::Faster);
         assert!((r.ratio - 1.42).abs() < 1e-12);
-        assert!((r.ci95 - 1.42 * (0.02f64.hypot(0.03))).abs() < 1e-12);
-        assert_eq!(r.describe(), "1.42 ± 0.05× faster");
+        let half = 0.02f64.ln_1p().hypot(0.03f64.ln_1p());
+        assert!((r.ci95_high - 1.42 * half.exp()).abs() < 1e-12 && (r.ci95_low - 1.42 / half.exp()).abs() < 1e-12);
+        assert!((r.ci95 - (r.ci95_high - 1.42)).abs() < 1e-12);
+        assert_eq!(r.describe(), "faster: 1.42× ±3.6%");
     }
 
     #[test]
     fn slower_is_written_as_the_inverse() {
         let r = Ratio::of(1300.0, 0.02, 1000.0, 0.02).unwrap();
         assert_eq!(r.direction, Direction::Slower);
-        assert_eq!(r.describe(), "1.30 ± 0.04× slower");
+        assert_eq!(r.describe(), "slower: 1.30× ±2.8%");
     }
 
     #[test]
     fn an_interval_that_includes_one_is_within_noise() {
         let r = Ratio::of(1000.0, 0.03, 1030.0, 0.03).unwrap();
         assert_eq!(r.direction, Direction::WithinNoise);
-        assert_eq!(r.describe(), "within noise (1.03 ± 0.04×)");
+        assert_eq!(r.describe(), "within noise: 1.03× ±4.3%");
     }
 
     #[test]
-    fn very_noisy_sides_are_flagged() {
+    fn very_noisy_sides_read_as_a_range() {
         let r = Ratio::of(2600.0, 0.18, 172.0, 1.76).unwrap();
-        assert!(r.describe().ends_with("× slower, wide interval"), "{}", r.describe());
+        assert_eq!(r.describe(), "slower: 15.12×, 95% interval 5.4–42×");
+    }
+
+    /// Issue #33: "95% interval -3.62–7.47×". Wide sides widen the interval multiplicatively: it never
+    /// reaches zero, and it includes 1, so no direction is claimed.
+    #[test]
+    fn a_ratio_interval_never_goes_negative() {
+        for (a_rel, b_rel) in [(2.0, 1.5), (100.0, 0.01), (1e6, 1e6)] {
+            let r = Ratio::of(1000.0, a_rel, 1925.0, b_rel).unwrap();
+            assert!(r.ci95_low > 0.0 && r.ci95_low < r.ratio && r.ci95_high > r.ratio, "{r:?}");
+            assert_eq!(r.direction, Direction::WithinNoise);
+            assert!(!r.describe().contains('-') && !r.describe().contains('±'), "{}", r.describe());
+        }
+        // The linear interval it replaces went below zero: the planted bug this test catches.
+        let linear_low = 1.925 * (1.0 - 2.0f64.hypot(1.5));
+        assert!(linear_low < 0.0);
     }
 
     #[test]

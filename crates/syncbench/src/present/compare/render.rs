@@ -2,7 +2,7 @@
 
 use super::join::Cell;
 use super::{Comparison, Summary, writes};
-use crate::present::report::chart::scale::{format_count, trim_number};
+use crate::present::report::chart::scale::format_count;
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 use std::fmt::Write;
 
@@ -11,11 +11,13 @@ fn letter(index: usize) -> String {
     char::from_u32('A' as u32 + (index % 26) as u32).map(String::from).unwrap_or_default()
 }
 
-/// `4.88k ±1.2%`, or why there is no value.
+/// `4.88k ±1.2%`, `4.88k ×/÷ 16` ([`crate::core::stats::Estimate::column`]), or why there is no value.
 fn cell_text(cell: &Cell) -> String {
     match (cell.ops_per_s, &cell.note) {
         (Some(ops), _) => match cell.ci95_rel {
-            Some(ci) if ci > 0.0 => format!("{} ±{}%", format_count(ops), trim_number(ci * 100.0)),
+            Some(ci) if ci > 0.0 => {
+                format!("{} {}", format_count(ops), crate::core::stats::Estimate::from_rel(ops, ci).column())
+            }
             _ => format_count(ops),
         },
         (None, _) if !cell.present => "—".into(),
@@ -155,7 +157,7 @@ pub fn text(cmp: &Comparison) -> String {
         }
     }
     if !cmp.summaries.is_empty() {
-        out.push_str("\nSummary (commits per second; ± is the 95% confidence interval of the ratio):\n");
+        out.push_str("\nSummary (commits per second; ± or the range is the 95% confidence interval of the ratio):\n");
         for (i, s) in cmp.summaries.iter().enumerate() {
             for (n, line) in summary_lines(cmp, i, s).iter().enumerate() {
                 let indent = if n == 0 { "  " } else { "    " };
@@ -213,7 +215,10 @@ pub fn markdown(cmp: &Comparison) -> String {
                 let _ = writeln!(out, "{indent}{}", md_escape(line));
             }
         }
-        out.push_str("\n± is the 95% confidence interval of the ratio, propagated from both runs' intervals.\n");
+        out.push_str(
+            "\n± or the range is the 95% confidence interval of the ratio, propagated from both runs' intervals in \
+                  log space (never below zero).\n",
+        );
     }
     out
 }

@@ -214,7 +214,7 @@ fn verdicts(out: &mut String, verdicts: &[Verdict]) {
 fn results_table(out: &mut String, run: &RunFile) {
     // One heading row per section instead of a section column, so the numbers fit on one line each.
     out.push_str(
-        "<h3>Results</h3>\n<table class=\"results\">\n<tr><th>case</th><th>commits/s</th><th>±95%</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n",
+        "<h3>Results</h3>\n<table class=\"results\">\n<tr><th>case</th><th>commits/s</th><th>95% re-run</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n",
     );
     let mut section: Option<&str> = None;
     for case in &run.results {
@@ -235,9 +235,9 @@ fn results_table(out: &mut String, run: &RunFile) {
             let l = &case.latency_ns;
             let _ = writeln!(
                 out,
-                "<td class=\"num\">{}</td><td class=\"num\">{}%</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
                 format_count(case.ops_per_s),
-                trim_number(case.ci95_rel * 100.0),
+                esc(&case.estimate().column()),
                 format_ns(l.p50 as f64),
                 format_ns(l.p99 as f64),
                 format_ns(l.p999 as f64),

@@ -3,6 +3,7 @@
 
 use super::scale::Scale;
 use super::svg::{self, FONT_SIZE, LegendEntry, WIDTH, esc, px, text_width};
+use crate::core::stats::Estimate;
 use std::fmt::Write;
 
 /// How a bar is filled.
@@ -23,8 +24,8 @@ pub struct Bar {
     pub series: String,
     /// Its length; `None` when there is nothing to draw (unsupported or failed).
     pub value: Option<f64>,
-    /// Half-width of its 95% confidence interval relative to the value (drawn as a whisker when > 0).
-    pub ci95_rel: f64,
+    /// Its 95% interval (drawn as a whisker when wider than the value itself).
+    pub interval: Option<Estimate>,
     /// Its look.
     pub fill: BarFill,
     /// Text in place of the bar when `value` is `None`.
@@ -64,6 +65,10 @@ const BAR_HEIGHT: f64 = 16.0;
 const BAR_GAP: f64 = 3.0;
 const GROUP_GAP: f64 = 10.0;
 const VALUE_LABEL_SPACE: f64 = 80.0;
+/// Whiskers stretch the axis up to this multiple of the longest bar, no further: one interval of ×/÷ 1000
+/// would otherwise put the axis at 0–100,000,000 and make every bar invisible. A whisker past the axis is
+/// cut there and marked clipped.
+pub const WHISKER_AXIS_FACTOR: f64 = 1.5;
 
 impl BarChart {
     /// Render as a standalone SVG document.
@@ -75,12 +80,7 @@ impl BarChart {
         let longest_label = self.groups.iter().map(|g| text_width(&g.label, FONT_SIZE)).fold(0.0, f64::max);
         let left = (longest_label + 16.0).clamp(80.0, WIDTH / 2.0);
         let plot_width = WIDTH - left - VALUE_LABEL_SPACE;
-        let max_value = self
-            .groups
-            .iter()
-            .flat_map(|g| &g.bars)
-            .filter_map(|b| b.value.map(|v| v * (1.0 + b.ci95_rel)))
-            .fold(0.0, f64::max);
+        let max_value = axis_top(self.groups.iter().flat_map(|g| &g.bars));
         let scale = Scale::linear_from_zero(self.axis_max.map_or(max_value, |cap| cap.min(max_value)));
         let frame = Frame { left, top: plot_top, width: plot_width, height: plot_height };
 
@@ -195,20 +195,8 @@ impl BarChart {
                 m2 = px(y + 2.0 * BAR_HEIGHT / 3.0),
                 bottom = px(y + BAR_HEIGHT + 1.0),
             );
-        } else if bar.ci95_rel > 0.0 {
-            let lo = frame.left + scale.fraction(value * (1.0 - bar.ci95_rel)) * frame.width;
-            let hi = frame.left + scale.fraction(value * (1.0 + bar.ci95_rel)) * frame.width;
-            let mid = y + BAR_HEIGHT / 2.0;
-            let _ = write!(
-                out,
-                "<path class=\"ci\" d=\"M{lo} {mid}H{hi}M{lo} {a}V{b}M{hi} {a}V{b}\" stroke=\"#222\" fill=\"none\"/>",
-                lo = px(lo),
-                hi = px(hi),
-                mid = px(mid),
-                a = px(mid - 4.0),
-                b = px(mid + 4.0),
-            );
-            end = end.max(hi);
+        } else if let Some(interval) = bar.interval.filter(|i| i.high > i.low) {
+            end = end.max(whisker(out, frame, scale, &interval, y));
         }
         let _ = writeln!(
             out,
@@ -237,4 +225,83 @@ struct Frame {
 
 fn group_height(group: &BarGroup) -> f64 {
     group.bars.len().max(1) as f64 * (BAR_HEIGHT + BAR_GAP) - BAR_GAP + GROUP_GAP
+}
+
+/// The value axis' end before rounding: the longest bar, or the highest whisker end, but a whisker at most
+/// [`WHISKER_AXIS_FACTOR`] × the longest bar.
+fn axis_top<'a>(bars: impl Iterator<Item = &'a Bar> + Clone) -> f64 {
+    let longest = bars.clone().filter_map(|b| b.value).fold(0.0, f64::max);
+    let whiskers = bars.filter_map(|b| Some(b.interval?.high)).fold(0.0, f64::max);
+    whiskers.min(longest * WHISKER_AXIS_FACTOR).max(longest)
+}
+
+/// Draw `interval` as a whisker; past the axis end it is cut there, left without its end cap, and marked
+/// with an arrow and the class `ci clipped` (its title gives the real end). Returns its right end in px.
+fn whisker(out: &mut String, frame: &Frame, scale: &Scale, interval: &Estimate, y: f64) -> f64 {
+    let lo = frame.left + scale.fraction(interval.low) * frame.width;
+    let clipped = interval.high > scale.max;
+    let hi = frame.left + scale.fraction(interval.high.min(scale.max)) * frame.width;
+    let mid = y + BAR_HEIGHT / 2.0;
+    let (a, b) = (px(mid - 4.0), px(mid + 4.0));
+    let (lo, hi_px, mid) = (px(lo), px(hi), px(mid));
+    if clipped {
+        let high = if interval.high.is_finite() { crate::core::stats::sig2(interval.high) } else { "unbounded".into() };
+        let _ = write!(
+            out,
+            "<path class=\"ci clipped\" d=\"M{lo} {mid}H{hi_px}M{lo} {a}V{b}M{tip} {a}L{hi_px} {mid}L{tip} {b}\" stroke=\"#222\" fill=\"none\"><title>95% interval clipped at the axis: it reaches {high}</title></path>",
+            tip = px(hi - 5.0),
+        );
+    } else {
+        let _ = write!(
+            out,
+            "<path class=\"ci\" d=\"M{lo} {mid}H{hi_px}M{lo} {a}V{b}M{hi_px} {a}V{b}\" stroke=\"#222\" fill=\"none\"/>"
+        );
+    }
+    hi
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(bars: Vec<Bar>) -> BarChart {
+        BarChart {
+            id: "t".into(),
+            title: "t".into(),
+            value_label: "commits/s".into(),
+            groups: vec![BarGroup { label: "m".into(), bars }],
+            legend: Vec::new(),
+            format: super::super::scale::format_count,
+            axis_max: None,
+        }
+    }
+
+    fn bar(value: f64, low: f64, high: f64) -> Bar {
+        Bar {
+            series: "durable".into(),
+            value: Some(value),
+            interval: Some(Estimate::new(value, low, high)),
+            fill: BarFill::Solid("#000".into()),
+            note: None,
+        }
+    }
+
+    /// Issue #33: one whisker of ×/÷ 1000 put the axis at 0–100,000,000. Now the axis ends near the longest
+    /// bar, the wide whisker is cut there and marked clipped, and a narrow one is drawn whole.
+    #[test]
+    fn an_unbounded_whisker_is_clipped_not_stretching_the_axis() {
+        let bars = vec![bar(5237.0, 5.0, 100_000_000.0), bar(4000.0, 3800.0, 4200.0)];
+        assert_eq!(axis_top(bars.iter()), 5237.0 * WHISKER_AXIS_FACTOR);
+        // The axis a whisker-driven top would give: the planted bug.
+        let stretched = bars.iter().filter_map(|b| Some(b.interval?.high)).fold(0.0, f64::max);
+        assert!(Scale::linear_from_zero(stretched).max >= 1e8);
+        let svg = chart(bars).render();
+        assert_eq!(svg.matches("class=\"ci clipped\"").count(), 1, "{svg}");
+        assert_eq!(svg.matches("class=\"ci\"").count(), 1, "{svg}");
+        assert!(svg.contains("clipped at the axis: it reaches 100,000,000"), "{svg}");
+        assert!(!svg.contains(">100M<") && !svg.contains(">50M<"), "an axis stretched to the whisker: {svg}");
+        // An open upper end (a disturbed lower bound) is clipped too.
+        let open = Bar { interval: Some(Estimate::new(100.0, 90.0, f64::INFINITY)), ..bar(100.0, 90.0, 110.0) };
+        assert!(chart(vec![open]).render().contains("it reaches unbounded"));
+    }
 }

@@ -30,7 +30,7 @@ pub fn figures(stem: &str, context: &str, results: &[CaseResult]) -> Vec<Figure>
                     Some(Bar {
                         series: state.clone(),
                         value: measured(case).then_some(case.ops_per_s),
-                        ci95_rel: case.ci95_rel,
+                        interval: Some(case.estimate()),
                         fill: if case.durable { BarFill::Solid(color(index).into()) } else { BarFill::Hatch },
                         note: (!measured(case)).then(|| format!("{state}: {}", missing_note(case))),
                     })

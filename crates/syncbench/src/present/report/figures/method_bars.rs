@@ -42,7 +42,7 @@ fn durable_focus(cases: &[&CaseResult]) -> Option<f64> {
         cases
             .iter()
             .filter(|c| c.durable == durable && measured(c))
-            .map(|c| c.ops_per_s * (1.0 + c.ci95_rel))
+            .map(|c| c.estimate().high.min(c.ops_per_s * crate::present::report::chart::bar_chart::WHISKER_AXIS_FACTOR))
             .fold(0.0, f64::max)
     };
     let (durable, not_durable) = (fastest(true), fastest(false));
@@ -53,7 +53,7 @@ fn bar(case: &CaseResult) -> Bar {
     Bar {
         series: if case.durable { "durable".into() } else { "not durable".into() },
         value: measured(case).then_some(case.ops_per_s),
-        ci95_rel: case.ci95_rel,
+        interval: Some(case.estimate()),
         fill: if case.durable { BarFill::Solid(color(0).into()) } else { BarFill::Hatch },
         note: (!measured(case)).then(|| missing_note(case)),
     }
@@ -141,14 +141,14 @@ fn run_bar(index: usize, run_name: &str, results: &[CaseResult], section: Sectio
         Some(case) => Bar {
             series: run_name.to_string(),
             value: measured(case).then_some(case.ops_per_s),
-            ci95_rel: case.ci95_rel,
+            interval: Some(case.estimate()),
             fill: if case.durable { BarFill::Solid(color(index).into()) } else { BarFill::Faded(color(index).into()) },
             note: (!measured(case)).then(|| format!("{run_name}: {}", missing_note(case))),
         },
         None => Bar {
             series: run_name.to_string(),
             value: None,
-            ci95_rel: 0.0,
+            interval: None,
             fill: BarFill::Solid(color(index).into()),
             note: Some(format!("{run_name}: not in this run")),
         },
