@@ -304,8 +304,9 @@ mod end_to_end {
     }
 
     /// One trial: a lab disk, the monitoring, a watch (with `planted` bug or not), the step in flush cost.
-    /// Returns whether the alert fired within the window after the step; panics if it fired before.
-    fn trial(planted: Option<&str>) -> bool {
+    /// Returns whether the alert fired within the window after the step (panics if it fired before), and
+    /// watch's own lines, to show when the test fails.
+    fn trial(planted: Option<&str>) -> (bool, String) {
         let work = tempfile::tempdir().unwrap();
         let (mount, textfiles) = (work.path().join("mnt"), work.path().join("textfile"));
         std::fs::create_dir_all(&mount).unwrap();
@@ -318,7 +319,8 @@ mod end_to_end {
         let port = start_monitoring(&mut stack, work.path(), &textfiles);
         let mut watch = syncbench();
         watch.arg("watch").arg(&mount).args(["--every", "2s", "--duty", "25%", "--openmetrics"]);
-        watch.arg(textfiles.join("syncbench.prom")).stdout(Stdio::null());
+        let log = std::fs::File::create(work.path().join("watch.log")).unwrap();
+        watch.arg(textfiles.join("syncbench.prom")).stdout(log);
         if let Some(bug) = planted {
             watch.args(["--plant-bug", bug]);
         }
@@ -340,13 +342,13 @@ mod end_to_end {
         // Detection within 3 undisturbed intervals, plus a scrape and an evaluation. An interval on the slowed
         // disk takes longer (the duty stretches the sleep to match), and a loaded machine disturbs some.
         let deadline = Instant::now() + Duration::from_secs(150);
-        while Instant::now() < deadline {
-            if regression_firing(port) {
-                return true;
-            }
+        let mut fired = false;
+        while Instant::now() < deadline && !fired {
+            fired = regression_firing(port);
             std::thread::sleep(Duration::from_millis(500));
         }
-        false
+        let lines = std::fs::read_to_string(work.path().join("watch.log")).unwrap_or_default();
+        (fired, lines)
     }
 
     #[test]
@@ -355,10 +357,12 @@ mod end_to_end {
         if let Some(missing) = crate::missing_stack_prerequisite(&needed) {
             return skip(missing);
         }
+        let (fired, lines) = trial(None);
         assert!(
-            trial(None),
-            "the regression alert did not fire within 150 s of the flush cost going from 200 µs to 8.5 ms"
+            fired,
+            "the regression alert did not fire within 150 s of the flush cost going from 200 µs to 8.5 ms:\n{lines}"
         );
-        assert!(!trial(Some("frozen-baseline")), "the alert fired although the watch's baseline never learned");
+        let (fired, lines) = trial(Some("frozen-baseline"));
+        assert!(!fired, "the alert fired although the watch's baseline never learned:\n{lines}");
     }
 }
