@@ -3,7 +3,8 @@
 //! * `durable_commits_without_flush`: a durable method's commits wrote to a device with a volatile
 //!   (write-back) cache and no flush reached it, and no FUA write either.
 //! * `flush_faster_than_device`: the device completed its flushes faster than its class can (a platter
-//!   under 1 ms; any device under 10 µs with data to write).
+//!   under 1 ms, when spinning is a fact; any device under 10 µs with data to write). A WARNING: what
+//!   answers the flushes may or may not keep the data.
 //! * `fsync_costs_more_at_device`: fsync made the device do more (flushes, write requests, bytes) than
 //!   fdatasync for the same commit, and why (the inode's timestamps through the journal).
 //! * `dsync_write_became_write_plus_flush`: O_DSYNC direct writes became a write plus a flush each
@@ -96,12 +97,12 @@ pub fn durable_commits_without_flush(results: &[CaseResult]) -> Vec<Verdict> {
 }
 
 /// Flushes the device completed faster than its class allows (device-side latency from the tracepoints).
+/// A WARNING at most: timing shows that something below answers flushes faster than the medium can
+/// write, not whether what answers keeps the data. A spinning class only when it is a fact (a lab profile,
+/// a disk that says so and is not virtio, whose "rotational" is a default).
 pub fn flush_faster_than_device(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
-    // A lab disk's class is its profile's (its loop device says nothing about it).
-    let rotational =
-        env.devices.iter().any(|d| d.kind == crate::core::environment::DeviceKind::Disk && d.rotational == Some(true))
-            || env.emulated_disk.as_ref().is_some_and(|e| e.rotational);
-    let floor_ns = if rotational { PLATTER_FLUSH_NS_MIN } else { ANY_FLUSH_NS_MIN };
+    let spins = crate::observe::probe::rules::spins(env);
+    let floor_ns = if spins { PLATTER_FLUSH_NS_MIN } else { ANY_FLUSH_NS_MIN };
     let fastest = results
         .iter()
         .filter_map(|r| {
@@ -114,22 +115,25 @@ pub fn flush_faster_than_device(env: &Environment, results: &[CaseResult]) -> Ve
         .filter(|(_, _, p50)| *p50 < floor_ns)
         .min_by_key(|(_, _, p50)| *p50);
     let Some((r, disk, p50)) = fastest else { return Vec::new() };
-    let class = if rotational {
-        "a spinning disk, which must wait for the platter"
+    let class = if spins {
+        "a spinning disk can complete one: it waits for the platter"
     } else {
-        "any device that writes its cache somewhere durable"
+        "any device can complete one that writes its cache somewhere durable (a power-loss-protected NVMe drive takes ~20 µs)"
     };
     vec![Verdict {
-        severity: if rotational { Severity::Critical } else { Severity::Warning },
+        severity: Severity::Warning,
         code: crate::core::verdict::VerdictCode::FlushFasterThanDevice.name().into(),
         message: format!(
-            "{disk} completed the flushes of {} in a median {:.1} µs at the device, faster than {class} can ({} µs at least).",
+            "{disk} completed the flushes of {} in a median {:.1} µs at the device (block tracepoints, issue to \
+             completion), faster than {class} ({} µs at least). So something below answers the flushes: a cache \
+             that survives power loss (a battery-backed controller, a host's protected storage) or one that does \
+             not. Timing cannot tell which.",
             case_name(r),
             p50 as f64 / 1000.0,
             floor_ns / 1000
         ),
-        advice: "A flush this fast did not write anything: the device (or a layer pretending to be it) acknowledges \
-                 flushes from a volatile cache. Verify with `syncbench powercut` before trusting it."
+        advice: "Find out what answers the flushes (controller, hypervisor cache mode, drive model), and verify with \
+                 `syncbench powercut` before trusting the writes to survive a power cut."
             .into(),
     }]
 }
