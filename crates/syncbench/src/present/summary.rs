@@ -29,8 +29,14 @@ pub fn run_summary(results: &[CaseResult], ctx: &RunContext<'_>) -> String {
         out.push_str("  PARTIAL: interrupted — only the rounds finished so far are counted below\n");
     }
     out.push_str(&format!("  {}\n", verdict_line(ctx.verdicts)));
-    for (section, what) in [(Section::OneWrite, "one"), (Section::TwoWrites, "two")] {
-        out.push_str(&format!("  {}\n", fastest_line(results, section, what)));
+    match not_durable_target(ctx.verdicts) {
+        // No method is durable here: naming the fastest one would read as a recommendation.
+        Some(v) => out.push_str(&format!("  fastest durable: none — no write here is durable ({})\n", v.code)),
+        None => {
+            for (section, what) in [(Section::OneWrite, "one"), (Section::TwoWrites, "two")] {
+                out.push_str(&format!("  {}\n", fastest_line(results, section, what)));
+            }
+        }
     }
     out.push_str(&format!("  {}\n", noise_line(results)));
     if let Some(note) = &ctx.leftover {
@@ -38,6 +44,16 @@ pub fn run_summary(results: &[CaseResult], ctx: &RunContext<'_>) -> String {
     }
     out.push_str(&format!("  next: {}\n", ctx.next));
     out
+}
+
+/// The verdict that makes every write on the target not durable, when one is known: a memory file system,
+/// flushes turned off, or durable commits whose flushes never reached the device.
+fn not_durable_target(verdicts: &[Verdict]) -> Option<&Verdict> {
+    use crate::core::verdict::VerdictCode::{DurableCommitsWithoutFlush, FlushesDisabled, NotDurableMemoryFs};
+    verdicts.iter().find(|v| {
+        v.severity == Severity::Critical
+            && (v.is(NotDurableMemoryFs) || v.is(FlushesDisabled) || v.is(DurableCommitsWithoutFlush))
+    })
 }
 
 /// What to run after `run`: advice from the saved JSON, or how to save it.
@@ -294,6 +310,28 @@ mod tests {
             "fastest durable, two 8 KiB writes per commit: fdatasync 2600/s ±10%"
         );
         assert!(fastest_line(&results[..1], Section::TwoWrites, "two").ends_with("not measured (section b)"));
+    }
+
+    #[test]
+    fn a_not_durable_target_names_no_fastest_durable_method() {
+        let results =
+            vec![case("one_write", "fdatasync", 281_156.0, 0.05), case("two_writes", "fsync", 200_000.0, 0.05)];
+        let ctx = |verdicts| RunContext { verdicts, next: "next".into(), partial: false, leftover: None };
+        let tmpfs = crate::core::environment::Environment {
+            dir: "/dev/shm".into(),
+            fs_type: "tmpfs".into(),
+            ..Default::default()
+        };
+        let verdicts = crate::observe::probe::verdicts(&tmpfs, &results);
+        let text = run_summary(&results, &ctx(&verdicts));
+        assert!(!text.contains("281156") && !text.contains("fastest durable,"), "{text}");
+        assert!(text.contains("fastest durable: none — no write here is durable (not_durable_memory_fs)"), "{text}");
+        // On ext4 the same results name their fastest.
+        let ext4 = crate::core::environment::Environment { fs_type: "ext4".into(), ..tmpfs };
+        let verdicts = crate::observe::probe::verdicts(&ext4, &results);
+        assert!(
+            run_summary(&results, &ctx(&verdicts)).contains("fastest durable, one 8 KiB write per commit: fdatasync")
+        );
     }
 
     #[test]
