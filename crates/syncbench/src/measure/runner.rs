@@ -315,7 +315,7 @@ pub fn run_plan(
                         }
                         if let (Some(mon), Some(w)) = (monitor, window) {
                             let commits = m.samples.count() + m.warmup_ops;
-                            let ours = OurWork { commits, bytes: commits * case.bytes_per_commit() };
+                            let ours = our_work(case, commits, target);
                             mon.finish(w, ours, round as usize + 1, &mut st.disturbance);
                         }
                         st.rounds.push(m);
@@ -336,6 +336,19 @@ pub fn run_plan(
         round += 1;
     }
     results.into_iter().zip(cases).map(|(r, case)| r.unwrap_or_else(|| empty_result(case))).collect()
+}
+
+/// What a round of `case` that ran `commits` commits asked of the device. A method that does not sync
+/// leaves its writes for the kernel's writeback (or the case's closing fsync): as much as the file region
+/// it cycles through, whatever the number of commits.
+fn our_work(case: &Case, commits: u64, target: &Target<'_>) -> OurWork {
+    let bytes = commits * case.bytes_per_commit();
+    let region_bytes = match target {
+        Target::Disk(dir) => dir.file_size_bytes(),
+        Target::Mock(_) => 0,
+    };
+    let writeback_bytes = if case.method.durable() { 0 } else { bytes.min(region_bytes) };
+    OurWork { commits, bytes, writeback_bytes }
 }
 
 /// The device counts of the rounds the rate was taken from: a round left out for foreign I/O would add

@@ -248,7 +248,11 @@ fn measure_rounds(
                 // Ours: the segments the log zero-fills at open (the window spans the whole round) and,
                 // as the log fills, its records plus the segment zero-filled ahead of them.
                 let zero_filled = u64::from(1 + measure::PREALLOCATE_SEGMENTS) * SEGMENT_BYTES;
-                let ours = OurWork { commits: point.commits, bytes: zero_filled + 2 * point.commits * record_bytes };
+                let ours = OurWork {
+                    commits: point.commits,
+                    bytes: zero_filled + 2 * point.commits * record_bytes,
+                    writeback_bytes: 0,
+                };
                 monitor.finish(watch, ours, rounds[i].len() + 1, &mut disturbances[i]);
             }
             rounds[i].push(point);

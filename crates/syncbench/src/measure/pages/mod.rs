@@ -586,7 +586,7 @@ fn run_round(
     let written = stats.wal_bytes + stats.home_bytes + stats.dw_bytes;
     let txns = report.acknowledged;
     if let (Some(monitor), Some(watch)) = (monitor, watch) {
-        let ours = OurWork { commits: txns, bytes: written };
+        let ours = OurWork { commits: txns, bytes: written, writeback_bytes: 0 };
         monitor.finish(watch, ours, row.rounds.len() + 1, &mut row.disturbance);
     }
     let device = window.map(|w| accountant.close(w, txns, written / txns.max(1)).report());

@@ -180,7 +180,7 @@ impl Accountant {
             Some(Ok((requests, lost))) if stopped => (Some(requests), lost, reader),
             _ => (None, Lost::default(), None),
         };
-        let ours = OurWork { commits, bytes: commits * bytes_per_commit };
+        let ours = OurWork { commits, bytes: commits * bytes_per_commit, writeback_bytes: 0 };
         let foreign = self.disks.iter().find_map(|d| {
             let f = foreign::foreign(window.before.get(d)?, after.get(d)?, ours);
             f.any().then(|| foreign_sentence(&d.name, &f))

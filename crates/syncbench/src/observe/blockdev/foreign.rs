@@ -24,6 +24,10 @@ pub struct OurWork {
     pub commits: u64,
     /// Bytes written by them.
     pub bytes: u64,
+    /// Of those, the distinct bytes left dirty in the page cache (writes with no sync: at most the file
+    /// region they cycle through), which the kernel writes back when it chooses, or the case's closing
+    /// fsync does: the case's own I/O, whichever round it lands in, and not proportional to its commits.
+    pub writeback_bytes: u64,
 }
 
 /// Device requests beyond what our work can explain.
