@@ -112,7 +112,7 @@ fn judge(f: &Facts<'_>, c: &CaseResult) -> (Option<bool>, Vec<Setting>, Vec<Stri
                         .into(),
                 );
             } else {
-                caveats.push(super::IDLE_DISK_NOTE.into());
+                caveats.push(super::idle_disk_note(f.results));
             }
             format!("{} ({verdict})", dur(idle_p99 as f64))
         }

@@ -36,6 +36,8 @@ pub struct Facts<'a> {
     pub results: &'a [CaseResult],
     /// The cases measured again under background writes, if they were.
     pub under_writes: Option<&'a crate::core::schema::BackgroundRun>,
+    /// The cases are from an interrupted run.
+    pub partial: bool,
 }
 
 /// Evidence from one case.
@@ -57,6 +59,7 @@ impl<'a> Facts<'a> {
             verdicts: input.verdicts,
             results: input.results,
             under_writes: input.under_writes,
+            partial: input.partial,
         }
     }
 
@@ -65,7 +68,8 @@ impl<'a> Facts<'a> {
     pub fn loaded(&self) -> Option<(Facts<'a>, &'a crate::core::schema::BackgroundStats)> {
         // A part under writes that failed has no results: the rules judge idle only.
         let u = self.under_writes.filter(|u| u.error().is_none())?;
-        Some((Facts { env: self.env, verdicts: self.verdicts, results: &u.results, under_writes: None }, &u.writer))
+        let facts = Facts { results: &u.results, under_writes: None, ..*self };
+        Some((facts, &u.writer))
     }
 
     /// A measured (supported, error-free, non-empty) case.

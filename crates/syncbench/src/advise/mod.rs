@@ -140,6 +140,8 @@ pub struct Input<'a> {
     pub results: &'a [CaseResult],
     /// The same cases measured again under background writes (`--background-writes`), if they were.
     pub under_writes: Option<&'a crate::core::schema::BackgroundRun>,
+    /// The results are from a run interrupted before every round ran (`--from` a PARTIAL run).
+    pub partial: bool,
 }
 
 /// A measured number behind a setting.
@@ -215,6 +217,51 @@ pub const IDLE_DISK_NOTE: &str = "Measured on an idle disk: in use, a commit's s
      `syncbench advise DIR --background-writes 50MiB/s` (or `--from` a `syncbench run --background-writes 50MiB/s \
      --json FILE`).";
 
+/// [`IDLE_DISK_NOTE`], unless other writes reached the disk while the cases ran: then it says how much
+/// instead of calling the disk idle.
+pub fn idle_disk_note(results: &[CaseResult]) -> String {
+    let other_bytes: u64 = results.iter().flat_map(|r| &r.disturbances).map(|d| d.foreign_write_bytes).sum();
+    if other_bytes == 0 {
+        return IDLE_DISK_NOTE.to_string();
+    }
+    format!(
+        "Measured without background writes of syncbench's own, but not on an idle disk: {} of other writes \
+         reached it while the cases ran (see the note on disturbed cases). In use, a commit's sync also waits \
+         behind the write-back of the database's own checkpoints and of other tenants' writes. To measure that \
+         on purpose: `syncbench advise DIR --background-writes 50MiB/s`.",
+        mib(other_bytes)
+    )
+}
+
+/// Said when the results are from an interrupted run.
+pub const PARTIAL_NOTE: &str = "From a PARTIAL run (interrupted before every round ran): each case's numbers come \
+     from the rounds it finished, and cases it never reached are missing, so a choice between methods rests on \
+     less than a full run. Run `syncbench run` to the end before applying this advice.";
+
+/// The cases measured while something else used the disk or the CPU, named with what was seen, if any.
+fn disturbed_inputs_note(results: &[CaseResult]) -> Option<String> {
+    let disturbed: Vec<&CaseResult> = results.iter().filter(|r| r.lower_bound || !r.disturbances.is_empty()).collect();
+    let first = disturbed.first()?;
+    let what = first.disturbances.first().map_or("its rate is a lower bound".to_string(), |d| d.detail.clone());
+    let more = match disturbed.len() - 1 {
+        0 => String::new(),
+        n => format!(", and {n} more"),
+    };
+    Some(format!(
+        "{} of {} cases were disturbed while measured — {} {}: {what}{more}. Other I/O and CPU steal only slow \
+         syncs: a disturbed rate is a lower bound, or comes from the rounds left after the disturbed ones were \
+         dropped; re-run on a quieter disk to confirm a choice that rests on one.",
+        disturbed.len(),
+        results.len(),
+        first.section,
+        first.label.trim(),
+    ))
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
 /// A rate as MiB/s with one decimal.
 fn mib_per_s(bytes_per_s: f64) -> String {
     format!("{:.1} MiB/s", bytes_per_s / (1u64 << 20) as f64)
@@ -238,6 +285,10 @@ fn advise_one(facts: &Facts<'_>, target: Target) -> DatabaseAdvice {
     advice.database = target.database.name().to_string();
     advice.version = target.version.to_string();
     advice.storage_warning = storage_warning(facts);
+    // What the inputs were, before what the rules say about them.
+    let inputs =
+        facts.partial.then(|| PARTIAL_NOTE.to_string()).into_iter().chain(disturbed_inputs_note(facts.results));
+    advice.caveats.splice(0..0, inputs);
     advice
 }
 

@@ -272,28 +272,47 @@ fn mariadb_log_file(f: &Facts<'_>, caveats: &mut Vec<String>) -> Vec<Setting> {
     };
     let (buffering, write_through) =
         scored.iter().find(|(_, _, r)| r.method == chosen.method).map_or(("ON", "OFF"), |(b, w, _)| (*b, *w));
-    let mut reason = format!(
-        "Scored by commits/s of one and of two 8 KiB writes per commit (geometric mean): {} does {}.",
+    // Each setting's own reason: the chosen pair against the pair that differs in that setting alone.
+    let rate = |b: &str, w: &str| scored.iter().find(|(sb, sw, _)| *sb == b && *sw == w).map(|(_, _, r)| r);
+    let flip = |v: &str| if v == "ON" { "OFF" } else { "ON" };
+    let against = |other: Option<&Rate>| match (rate(buffering, write_through), other) {
+        (Some(mine), Some(other)) => format!("{}.", compare(mine, other)),
+        _ => "the other value was not measured.".to_string(),
+    };
+    let mut pair = format!(
+        " The pair is chosen together, by commits/s of one and of two 8 KiB writes per commit (geometric mean): \
+         {} does {}.",
         chosen.method,
         per_s(chosen.ops_per_s)
     );
-    reason.push_str(&compare_with_rest(&chosen, &rates, default, MARGIN));
+    pair.push_str(&compare_with_rest(&chosen, &rates, default, MARGIN));
     let excluded = combos.iter().any(|(_, _, m)| !offered(m) && f.wal_score(m).is_some());
     if excluded {
-        reason.push_str(&format!(" The +direct cases are left out: {}.", f.no_direct_reason()));
+        pair.push_str(&format!(" The +direct cases are left out: {}.", f.no_direct_reason()));
     }
     let evidence: Vec<_> = rates.iter().flat_map(|r| r.evidence.clone()).collect();
     vec![
         Setting {
             name: "innodb_log_file_buffering".into(),
             value: buffering.into(),
-            reason: format!("OFF opens the redo log with O_DIRECT. {reason}"),
+            reason: if direct {
+                format!(
+                    "OFF writes the redo log with O_DIRECT, ON through the page cache; with write_through={write_through}, {}{pair}",
+                    against(rate(flip(buffering), write_through))
+                )
+            } else {
+                format!("OFF would write the redo log with O_DIRECT, which is not on offer here: ON.{pair}")
+            },
             evidence: evidence.clone(),
         },
         Setting {
             name: "innodb_log_file_write_through".into(),
             value: write_through.into(),
-            reason: format!("ON writes the redo log with O_DSYNC instead of write + fdatasync. {reason}"),
+            reason: format!(
+                "ON makes each redo log write durable by itself (O_DSYNC), OFF follows it with fdatasync; with \
+                 buffering={buffering}, {}",
+                against(rate(buffering, flip(write_through)))
+            ),
             evidence,
         },
     ]

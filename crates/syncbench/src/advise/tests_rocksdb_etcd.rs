@@ -32,7 +32,7 @@ fn file_state(state: &str, ops_per_s: f64, ci95_rel: f64) -> CaseResult {
 fn recycle(overwrite: f64, append: f64, ci95_rel: f64, version: Version) -> (String, String) {
     let env = Environment { fs_type: "ext4".into(), ..Environment::default() };
     let results = [file_state("overwrite", overwrite, ci95_rel), file_state("append", append, ci95_rel)];
-    let facts = Facts { env: &env, verdicts: &[], results: &results, under_writes: None };
+    let facts = Facts { env: &env, verdicts: &[], results: &results, under_writes: None, partial: false };
     let advice = advise(&facts, version);
     let s = advice.settings.iter().find(|s| s.name == "recycle_log_file_num").unwrap();
     (s.value.clone(), s.reason.clone())
@@ -88,7 +88,13 @@ fn etcd(p99_ms: f64) -> (Option<bool>, Vec<String>) {
     };
     let env = Environment { fs_type: "ext4".into(), ..Environment::default() };
     let results = [c];
-    let advice = super::super::etcd::advise(&Facts { env: &env, verdicts: &[], results: &results, under_writes: None });
+    let advice = super::super::etcd::advise(&Facts {
+        env: &env,
+        verdicts: &[],
+        results: &results,
+        under_writes: None,
+        partial: false,
+    });
     // Measured idle only: every verdict carries the idle-disk note (tests_background.rs); not this test's subject.
     let caveats = advice.caveats.into_iter().filter(|c| c != crate::advise::IDLE_DISK_NOTE).collect();
     (advice.pass, caveats)

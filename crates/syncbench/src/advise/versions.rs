@@ -73,7 +73,12 @@ fn debian_postgres(base: &Path) -> Option<(Version, String)> {
         .filter(|e| e.path().join("bin/postgres").exists())
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .max()?;
-    Some((Version::new(major, 0), format!("{}/{major}/bin/postgres", base.display())))
+    let program = base.join(format!("{major}/bin/postgres"));
+    // The binary says its minor version (15.18); the directory only the major.
+    let version = version_of(Database::Postgres, Command::new(&program).arg("--version"))
+        .filter(|v| v.major == major)
+        .unwrap_or(Version::new(major, 0));
+    Some((version, program.display().to_string()))
 }
 
 fn version_of(db: Database, command: &mut Command) -> Option<Version> {
@@ -187,5 +192,10 @@ mod tests {
         let (v, source) = debian_postgres(tmp.path()).unwrap();
         assert_eq!(v, Version::new(15, 0));
         assert!(source.ends_with("/15/bin/postgres"));
+        // A server that answers --version gives its minor version, as Debian's 15.18 does.
+        let server = tmp.path().join("15/bin/postgres");
+        std::fs::write(&server, "#!/bin/sh\necho 'postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)'\n").unwrap();
+        std::fs::set_permissions(&server, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        assert_eq!(debian_postgres(tmp.path()).unwrap().0, Version::new(15, 18));
     }
 }

@@ -69,6 +69,14 @@ pub fn parse_targets_with(
             Some(v) => {
                 let version = Version::parse(v)
                     .ok_or_else(|| usage(format!("--for {item}: version {v:?} is not a number like 16 or 8.4")))?;
+                // `postgres:15` with 15.18 installed advises for 15.18, not 15.0.
+                let version = match installed(database) {
+                    Some((found, source)) if !v.contains('.') && found.major == version.major => {
+                        notes.push(format!("{} {found}: the installed version ({source})", database.name()));
+                        found
+                    }
+                    _ => version,
+                };
                 if !versions::is_known(database, version) {
                     return Err(usage(format!(
                         "--for {item}: {} {v} is not a version these rules know; known: {}",
@@ -119,18 +127,19 @@ pub fn main(args: Args) -> Outcome {
         ));
     }
     let started_at = crate::core::schema::now_rfc3339();
-    let (measured, source, dir) = match &args.from {
+    let (measured, source, dir, partial) = match &args.from {
         Some(path) => {
             let run = crate::core::export::read_run(path)?;
             let p = run.payload;
             let under_writes = p.background_writes;
             let measured =
                 Measured { environment: run.environment, verdicts: run.verdicts, results: p.results, under_writes };
-            (measured, path.display().to_string(), p.dir)
+            (measured, path.display().to_string(), p.dir, p.partial)
         }
         None => {
             let plan = plan(&args, &targets, background)?;
-            (crate::advise::measure::measure(&plan)?, "measured".to_string(), plan.dir.display().to_string())
+            let dir = plan.dir.display().to_string();
+            (crate::advise::measure::measure(&plan)?, "measured".to_string(), dir, false)
         }
     };
     let Measured { environment, verdicts, results, under_writes } = measured;
@@ -139,10 +148,13 @@ pub fn main(args: Args) -> Outcome {
         verdicts: &verdicts,
         results: &results,
         under_writes: under_writes.as_ref(),
+        partial,
     };
     let advice = crate::advise::advise(&input, &targets);
     let versions: String = version_notes.iter().map(|n| format!("  version: {n}\n")).collect();
+    let input_note = if partial { "  input: a PARTIAL run (interrupted): see the note below\n" } else { "" };
     let text = crate::advise::answer(&advice)
+        + input_note
         + &versions
         + "\n"
         + &disturbed_measurement(&verdicts)
@@ -201,6 +213,14 @@ mod tests {
         let err = parse_targets_with(&["postgres:99".to_string()], &installed).unwrap_err();
         assert!(err.downcast_ref::<crate::core::exit::UsageError>().is_some());
         assert_eq!(err.to_string(), "--for postgres:99: postgres 99 is not a version these rules know; known: 12-18");
+        // A bare major that is installed takes the installed minor version; a given minor or another major
+        // is kept.
+        let for_ = |item: &str| parse_targets_with(&[item.to_string()], &installed).unwrap();
+        let (targets, notes) = for_("postgres:15");
+        assert_eq!(targets[0].version, Version::new(15, 4));
+        assert_eq!(notes, vec!["postgres 15.4: the installed version (`postgres --version`)".to_string()]);
+        assert_eq!(for_("postgres:15.2").0[0].version, Version::new(15, 2));
+        assert_eq!(for_("postgres:16").0[0].version, Version::new(16, 0));
         let odd = |_: Database| Some((Version::new(42, 0), "x".to_string()));
         let (targets, notes) = parse_targets_with(&["postgres".to_string()], &odd).unwrap();
         assert_eq!(targets[0].version, Database::Postgres.default_version());
