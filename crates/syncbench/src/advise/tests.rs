@@ -553,3 +553,35 @@ fn advice_from_a_noisy_vm_decides_nothing_from_noise_golden() {
     assert!(text.contains("the choice rests on the mechanism"), "{text}");
     insta::assert_snapshot!("advice_noisy_vm", text);
 }
+
+#[test]
+fn a_partial_run_and_disturbed_cases_are_named_first() {
+    let f = fixtures().remove(0);
+    let t = [Target { database: Database::Postgres, version: Version::new(15, 0) }];
+    let whole = run_fixture(&f, &t);
+    assert!(
+        !whole[0].caveats.iter().any(|c| c == PARTIAL_NOTE || c.contains("were disturbed")),
+        "{:?}",
+        whole[0].caveats
+    );
+    let input =
+        Input { environment: &f.env, verdicts: &f.verdicts, results: &f.results, under_writes: None, partial: true };
+    assert_eq!(advise(&input, &t)[0].caveats[0], PARTIAL_NOTE);
+    // One case measured beside 150 MiB of other writes: named, and the disk is not called idle.
+    let mut results = f.results.clone();
+    results[0].disturbances = vec![crate::core::schema::Disturbance {
+        kind: "device_io".into(),
+        detail: "vda served requests that were not this case's (150.0 MiB written) in rounds 1, 2 of 5".into(),
+        foreign_write_bytes: 150 << 20,
+        ..Default::default()
+    }];
+    let input = Input { results: &results, partial: false, ..input };
+    let caveats = &advise(&input, &t)[0].caveats;
+    assert!(
+        caveats[0].starts_with(&format!("1 of {} cases were disturbed while measured", results.len())),
+        "{caveats:?}"
+    );
+    assert!(caveats[0].contains("(150.0 MiB written)"), "{caveats:?}");
+    assert!(!caveats.iter().any(|c| c.contains("Measured on an idle disk")), "{caveats:?}");
+    assert!(caveats.iter().any(|c| c.contains("not on an idle disk: 150.0 MiB of other writes")), "{caveats:?}");
+}
