@@ -55,8 +55,10 @@ def pg_round(pg, directory, secs):
 
 
 def syncbench_round(binary, directory, secs):
+    """`binary` is a path, or a command list that ends with one (e.g. run as another user)."""
+    command = binary if isinstance(binary, list) else [binary]
     out = subprocess.run(
-        [binary, "run", "--pattern", "rewrite", "--sections", "a", "--methods", ",".join(METHODS),
+        command + ["run", "--pattern", "rewrite", "--sections", "a", "--methods", ",".join(METHODS),
          "--secs", str(5 * float(secs)), "--json", "-", directory],
         check=True, capture_output=True, text=True).stdout
     results = json.loads(out)["results"]
