@@ -48,4 +48,7 @@ pub enum Command {
     /// A low-duty durability canary: measure every interval, judge against a baseline, write metrics for
     /// Prometheus (node_exporter's textfile collector).
     Watch(crate::cmd::watch::Args),
+    /// Remove what a killed syncbench left behind (mounts, loop devices, lab servers, their directories),
+    /// as recorded in /run/syncbench; nothing else.
+    Cleanup(crate::cmd::cleanup::Args),
 }

@@ -18,6 +18,9 @@ fn main() -> ExitCode {
         syncbench::proof::lab::device_truth::LabDeviceTruth,
     ));
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Cleanup(_)) {
+        syncbench::proof::leftovers::report_leftovers();
+    }
     let outcome = match cli.command {
         Command::Run(args) => cmd::run::main(args),
         Command::Probe(args) => cmd::probe::main(args),
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd::compare::main(args),
         Command::Trace(args) => cmd::trace::main(args),
         Command::Watch(args) => cmd::watch::main(args),
+        Command::Cleanup(args) => cmd::cleanup::main(args),
     };
     cleanup::remove_all();
     exit::code_for(outcome)

@@ -19,6 +19,12 @@ pub struct Tracefs {
 impl Tracefs {
     /// The mounted tracefs, or tracefs mounted on a new directory under `dir` (root only).
     pub fn open(dir: &Path) -> io::Result<Tracefs> {
+        Tracefs::open_announcing(dir, |_| Ok(()))
+    }
+
+    /// [`Tracefs::open`], calling `before_mount` with the new directory before mounting on it (to record
+    /// the mount where a later process finds it if this one is killed); its error stops the mount.
+    pub fn open_announcing(dir: &Path, before_mount: impl FnOnce(&Path) -> io::Result<()>) -> io::Result<Tracefs> {
         let mounts = std::fs::read_to_string("/proc/self/mounts")?;
         if let Some(root) = tracefs_mount_point(&mounts) {
             return Ok(Tracefs { root: root.into(), mounted_here: false });
@@ -27,6 +33,10 @@ impl Tracefs {
         let n = MOUNTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let root = dir.join(format!(".syncbench-tracefs-{}-{n}", std::process::id()));
         std::fs::create_dir(&root)?;
+        if let Err(e) = before_mount(&root) {
+            let _ = std::fs::remove_dir(&root);
+            return Err(e);
+        }
         let target = CString::new(root.as_os_str().as_encoded_bytes()).map_err(io::Error::other)?;
         let kind = CString::new("tracefs").map_err(io::Error::other)?;
         // SAFETY: valid NUL-terminated strings, no data argument.

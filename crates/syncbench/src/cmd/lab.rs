@@ -157,7 +157,9 @@ fn run(action: Action) -> Outcome {
             let mount = std::fs::canonicalize(&a.mountpoint).map_err(|e| {
                 usage(format!("{}: {e}; create an empty directory to mount the lab on", a.mountpoint.display()))
             })?;
-            let s = daemon::up(&plan(&a.disk, mount.clone())?)?;
+            let config = plan(&a.disk, mount.clone())?;
+            let _lab = crate::core::registry::record_lab(&mount)?; // until the lab is left running on purpose
+            let s = daemon::up(&config)?;
             let m = mount.display();
             let disk = render::describe(&s.params);
             println!("lab up: {} ({disk}) {} on {} at {m}, server pid {}", s.profile, s.fs, s.loop_device, s.pid);
@@ -188,14 +190,18 @@ fn run(action: Action) -> Outcome {
             println!("{}", crate::proof::lab::control::set(&mountpoint, overrides)?)
         }
         Action::Down { mountpoint } => {
-            let state = daemon::down(&client(&mountpoint)?)?;
+            let mount = std::fs::canonicalize(&mountpoint).unwrap_or(mountpoint);
+            if let Some(results) = crate::cmd::cleanup::lab_leftovers(&mount) {
+                return crate::cmd::cleanup::finish("lab down", results);
+            }
+            let state = daemon::down(&client(&mount)?)?;
             println!("lab down: {} unmounted, disk removed", state.mount.display());
         }
         Action::Run(a) => {
-            let mount = crate::core::cleanup::Created::register(
-                std::env::temp_dir().join(crate::core::cleanup::unique_name("lab-mnt")),
-            );
-            let config = plan(&a.disk, mount.path().to_path_buf())?;
+            let path = std::env::temp_dir().join(crate::core::cleanup::unique_name("lab-mnt"));
+            let config = plan(&a.disk, path.clone())?;
+            let _records = crate::core::registry::record_lab(&path)?;
+            let mount = crate::core::cleanup::Created::register(path);
             std::fs::create_dir(mount.path())
                 .map_err(|e| usage(format!("cannot create {}: {e}", mount.path().display())))?;
             let status = daemon::run_command(&config, &a.command)?;

@@ -1,6 +1,7 @@
 //! One module per subcommand: its flags (`Args`), validation, and `main`.
 
 pub mod advise;
+pub mod cleanup;
 pub mod commit;
 pub mod compare;
 pub mod crashtest;

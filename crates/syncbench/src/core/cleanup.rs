@@ -16,13 +16,19 @@ pub const PREFIX: &str = ".syncbench-";
 #[derive(Debug)]
 pub struct Created {
     path: PathBuf,
+    /// In the per-boot registry too, when this process may write it (root): what a SIGKILL leaves is then
+    /// found and removed by a later syncbench. Deleted after the path is removed.
+    _record: Option<crate::core::registry::Recorded>,
 }
 
 impl Created {
     /// Register `path` (which the caller is about to create, or has just created exclusively).
     pub fn register(path: PathBuf) -> Created {
         lock().push(path.clone());
-        Created { path }
+        let ours = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(PREFIX));
+        let record = ours
+            .then(|| crate::core::registry::record(crate::core::registry::Object::Path { path: path.clone() }).ok());
+        Created { path, _record: record.flatten() }
     }
 
     /// The registered path.

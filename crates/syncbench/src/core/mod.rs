@@ -12,6 +12,7 @@ pub mod method;
 pub mod named;
 pub mod output;
 pub mod partial;
+pub mod registry;
 pub mod schema;
 pub mod stats;
 pub mod suite;

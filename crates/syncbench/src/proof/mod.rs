@@ -5,4 +5,5 @@
 pub mod crashtest;
 pub mod fsync_errors;
 pub mod lab;
+pub mod leftovers;
 pub mod powercut;

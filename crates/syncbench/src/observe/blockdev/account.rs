@@ -110,7 +110,7 @@ impl DeviceAccounting {
 #[derive(Debug)]
 pub struct Accountant {
     disks: Vec<Disk>,
-    tracefs: Option<Tracefs>,
+    tracefs: Option<crate::core::registry::RecordedTracefs>,
     lab_mount: Option<PathBuf>,
 }
 
@@ -140,9 +140,9 @@ impl Accountant {
     /// The devices holding `dir`; the tracepoints when `trace` is asked and they can be opened (root).
     pub fn for_dir(dir: &Path, trace: bool) -> Accountant {
         let disks = chain(dir);
-        let tracefs = (trace && !disks.is_empty()).then(|| Tracefs::open(&std::env::temp_dir()).ok()).flatten();
+        let tracefs = (trace && !disks.is_empty()).then(|| crate::core::registry::open_tracefs().ok()).flatten();
         // A signal ends the process without `Drop`: a tracefs we mounted must not outlive us.
-        if let Some(root) = tracefs.as_ref().and_then(Tracefs::mounted_here) {
+        if let Some(root) = tracefs.as_deref().and_then(Tracefs::mounted_here) {
             let root = root.to_path_buf();
             crate::core::cleanup::on_signal(move || syncbench_sys::tracefs::detach(&root));
         }

@@ -472,7 +472,7 @@ const POLL_EVERY: Duration = Duration::from_millis(50);
 /// Trace until the duration is over, `stop` is set, or (for `--pid`) every followed process is gone.
 /// `ready` is called once recording has started, with the mechanism recording.
 pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(&'static str)) -> io::Result<Attached> {
-    let tracefs = Tracefs::open(&std::env::temp_dir())?;
+    let tracefs = crate::core::registry::open_tracefs()?;
     let Opened { recording: mut events, mechanism, fell_back: calls_fell_back } = open_recording(&tracefs, &options)?;
     let all_disks: Vec<Disk> = disk::all_disks();
     let (mut blocks, blocks_fell_back) = open_blocks(&tracefs, &options)?;

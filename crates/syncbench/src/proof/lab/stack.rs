@@ -16,6 +16,7 @@ use super::model::{CutReport, DeviceModel, Stats};
 use super::profile::DeviceParams;
 use super::server::{Device, FileMedium, IMAGE_NAME, ImageFs};
 use crate::core::cleanup::{self, Created};
+use crate::core::registry::{self, Recorded};
 use crate::proof::lab::cases::FsCase;
 use crate::proof::lab::fault::FaultSwitch;
 use crate::proof::lab::prereq::find_program;
@@ -121,8 +122,18 @@ pub struct Stack {
     loop_device: Option<String>,
     fs_mounted: bool,
     fuse: Option<fuser::BackgroundSession>,
+    /// The records of what is set up now (see [`registry`]): deleted once each is removed, so what a
+    /// killed process left is found by the next syncbench.
+    records: Records,
     /// Declared last: the work directory is removed after everything in it is unmounted.
     _workdir: Created,
+}
+
+#[derive(Debug, Default)]
+struct Records {
+    fuse: Option<Recorded>,
+    loop_device: Option<Recorded>,
+    fs_mount: Option<Recorded>,
 }
 
 impl Stack {
@@ -154,6 +165,7 @@ impl Stack {
             loop_device: None,
             fs_mounted: false,
             fuse: None,
+            records: Records::default(),
             config,
             _workdir: guard,
         };
@@ -257,6 +269,7 @@ impl Stack {
         let mut config = fuser::Config::default();
         config.mount_options = vec![fuser::MountOption::FSName("syncbench-lab".to_string())];
         let server = ImageFs(self.device.clone());
+        self.records.fuse = Some(registry::record_mount(fuse_dir, "fuse", "syncbench-lab", false)?);
         let session = fuser::spawn_mount(server, fuse_dir, &config).context("mounting the FUSE image server")?;
         active().fuse_mount = Some(fuse_dir.to_path_buf());
         self.fuse = Some(session);
@@ -264,6 +277,7 @@ impl Stack {
     }
 
     fn attach_loop(&mut self) -> anyhow::Result<()> {
+        self.records.loop_device = Some(registry::record_loop(&self.image_path)?);
         let device = run("losetup", &["--find", "--show", path_str(&self.image_path)?])?;
         let device = device.trim().to_string();
         active().loop_device = Some(device.clone());
@@ -274,7 +288,12 @@ impl Stack {
     fn detach_loop(&mut self) {
         if let Some(device) = self.loop_device.take() {
             // On a device still in use this only sets autoclear: it detaches when the last user closes it.
-            warn_on_error("losetup -d", run("losetup", &["-d", &device]).map(drop));
+            let detached = run("losetup", &["-d", &device]).map(drop);
+            // Kept if the device could not be detached: then it is still there to find and remove.
+            if detached.is_ok() {
+                self.records.loop_device = None;
+            }
+            warn_on_error("losetup -d", detached);
             active().loop_device = None;
         }
     }
@@ -287,7 +306,9 @@ impl Stack {
             // The lazily detached old xfs is still alive with the same UUID.
             options.push_str(",nouuid");
         }
-        run("mount", &["-t", self.config.fs.fs_type(), "-o", &options, &device, dir])?;
+        let fs_type = self.config.fs.fs_type();
+        self.records.fs_mount = Some(registry::record_mount(&self.mount_dir, fs_type, &device, false)?);
+        run("mount", &["-t", fs_type, "-o", &options, &device, dir])?;
         self.fs_mounted = true;
         active().fs_mount = Some(self.mount_dir.clone());
         // Writing into the bare directory underneath a failed mount would test the wrong file system.
@@ -298,6 +319,7 @@ impl Stack {
         if std::mem::take(&mut self.fs_mounted) {
             active().fs_mount = None;
             unmount(&self.mount_dir)?;
+            self.records.fs_mount = None;
         }
         Ok(())
     }
@@ -310,10 +332,12 @@ impl Stack {
         active().fs_mount = None;
         let dir = path_str(&self.mount_dir)?;
         if run("umount", &[dir]).is_ok() {
+            self.records.fs_mount = None;
             return Ok(false);
         }
         // Open files keep it busy; the processes holding them see a dead disk (EIO) from now on.
         lazy_unmount(&self.mount_dir)?;
+        self.records.fs_mount = None;
         Ok(true)
     }
 
@@ -354,12 +378,17 @@ impl Stack {
         self.detach_loop();
         if let Some(session) = self.fuse.take() {
             let fuse_dir = active().fuse_mount.clone();
-            if let Err(e) = session.umount_and_join() {
-                eprintln!("syncbench: warning: FUSE unmount failed ({e}); detaching it lazily");
-                if let Some(dir) = fuse_dir {
-                    warn_on_error("umount -l", lazy_unmount(&dir));
+            let unmounted = match session.umount_and_join() {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    eprintln!("syncbench: warning: FUSE unmount failed ({e}); detaching it lazily");
+                    fuse_dir.map_or(Ok(()), |dir| lazy_unmount(&dir))
                 }
+            };
+            if unmounted.is_ok() {
+                self.records.fuse = None;
             }
+            warn_on_error("umount -l", unmounted);
         }
         self.device.stop();
         if let Some(completer) = self.completer.take() {

@@ -1,0 +1,53 @@
+//! `syncbench cleanup`: remove what a killed syncbench left in the kernel — mounts (tracefs, the lab's
+//! FUSE image server and file system), loop devices, lab servers and the commands a dead `lab run` started,
+//! and the directories it made for them — as recorded in `/run/syncbench` (see [`crate::proof::leftovers`]).
+//! Nothing else: an object that no longer matches its record stays.
+
+use crate::core::exit::Outcome;
+use crate::proof::leftovers as registry;
+use std::process::ExitCode;
+
+/// Flags of `syncbench cleanup`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only list what would be removed, with the command that removes each.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Run the command: one line per leftover (removed, or why not), then a total; exit 1 if any stayed.
+pub fn main(args: Args) -> Outcome {
+    if args.dry_run {
+        let found = registry::leftovers();
+        for leftover in &found {
+            println!("{}", leftover.describe());
+        }
+        println!("cleanup: {} left behind by syncbench processes that are gone", found.len());
+        return Ok(ExitCode::SUCCESS);
+    }
+    finish("cleanup", registry::remove_leftovers())
+}
+
+/// Print what each removal did; the exit code says whether everything went.
+pub fn finish(what: &str, results: Vec<Result<String, String>>) -> Outcome {
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    for result in &results {
+        match result {
+            Ok(line) => println!("{line}"),
+            Err(line) => eprintln!("syncbench: {line}"),
+        }
+    }
+    match (results.len(), failed) {
+        (0, _) => println!("{what}: nothing left behind"),
+        (n, 0) => println!("{what}: removed all {n} left behind"),
+        (n, f) => println!("{what}: {f} of {n} could not be removed (see above)"),
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `lab down` of a lab a dead `lab run` or `lab up` left: its command's processes, the lab and the mount
+/// directory syncbench made for it. `None` when no such leftover names `mount` (a lab `up` left running).
+pub fn lab_leftovers(mount: &std::path::Path) -> Option<Vec<Result<String, String>>> {
+    let results = registry::remove_lab_leftovers(mount);
+    (!results.is_empty()).then_some(results)
+}
