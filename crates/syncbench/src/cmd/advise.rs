@@ -129,7 +129,7 @@ pub fn main(args: Args) -> Outcome {
     let started_at = crate::core::schema::now_rfc3339();
     let (measured, source, dir, partial) = match &args.from {
         Some(path) => {
-            let run = crate::core::export::read_run(path)?;
+            let run = crate::core::export::read_run(path, "advise --from")?;
             let p = run.payload;
             let under_writes = p.background_writes;
             let measured =

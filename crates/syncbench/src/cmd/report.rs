@@ -26,6 +26,7 @@ pub struct Args {
 pub fn main(args: Args) -> Outcome {
     validate(&args)?;
     let runs = args.inputs.iter().map(|path| input::load(path)).collect::<anyhow::Result<Vec<_>>>()?;
+    runs.iter().try_for_each(refuse_what_cannot_be_charted)?;
     let report = report::build(&runs);
     if let Some(dir) = &args.svg_dir {
         write_svgs(dir, &report.figures)?;
@@ -38,6 +39,17 @@ pub fn main(args: Args) -> Outcome {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What report charts: run, commit and pages results, and probe files (their environment and verdicts).
+fn refuse_what_cannot_be_charted(run: &input::RunFile) -> anyhow::Result<()> {
+    use crate::core::input_kind::{describe, refusal};
+    let given = describe(crate::present::compare::kind(run), &run.command);
+    if crate::present::compare::kind(run).is_some() || given == "a probe file" {
+        return Ok(());
+    }
+    let accepted = "run, commit, pages and probe files (their --json)";
+    Err(refusal(&run.name, &given, "report", accepted, ""))
 }
 
 fn validate(args: &Args) -> anyhow::Result<()> {

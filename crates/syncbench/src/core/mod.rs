@@ -8,6 +8,7 @@ pub mod escape;
 pub mod exit;
 pub mod export;
 pub mod hash;
+pub mod input_kind;
 pub mod method;
 pub mod named;
 pub mod output;

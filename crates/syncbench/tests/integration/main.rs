@@ -9,6 +9,8 @@ mod devacct;
 mod fixtures_v1;
 mod fsync_errors;
 mod lab;
+mod leftovers;
+mod one_voice;
 mod pages;
 mod powercut;
 mod probe;

@@ -680,9 +680,9 @@ fn compare_refuses_files_of_different_kinds_and_files_with_nothing_to_compare() 
     let probe_file = tmp.path().join("probe.json");
     std::fs::write(&probe_file, r#"{"schema":"syncbench/v1","command":"syncbench probe","environment":{}}"#).unwrap();
     for (files, mentions) in [
-        (vec![fixture("ext4.json"), fixture("measured-commit-ext4.json")], "compare compares like with like"),
+        (vec![fixture("ext4.json"), fixture("measured-commit-ext4.json")], "is a commit file; compare accepts run"),
         (vec![fixture("measured-commit-ext4.json"), fixture("measured-commit-ext4.json")], "syncbench report"),
-        (vec![fixture("ext4.json"), probe_file.clone()], "nothing to compare or chart"),
+        (vec![fixture("ext4.json"), probe_file.clone()], "is a probe file; compare accepts run files"),
     ] {
         let out = syncbench().arg("compare").args(&files).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{files:?}");

@@ -64,14 +64,19 @@ fn is_version(text: &str) -> bool {
     parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Read a `run` document saved with `--json`; a file with no run results is a usage error.
-pub fn read_run(path: &Path) -> anyhow::Result<Envelope<RunPayload>> {
+/// Read a `run` document saved with `--json` for `command` (`advise --from`); a file with no run results
+/// is refused (a usage error in the words of [`crate::core::input_kind`]).
+pub fn read_run(path: &Path, command: &str) -> anyhow::Result<Envelope<RunPayload>> {
     let doc: Envelope<RunPayload> = read_any(path)?;
     if doc.payload.results.is_empty() {
-        return Err(usage(format!(
-            "{} has no run results; give a file written by `syncbench run --json`",
-            path.display()
-        )));
+        let given = crate::core::input_kind::describe(None, &doc.command);
+        return Err(crate::core::input_kind::refusal(
+            &path.display().to_string(),
+            &given,
+            command,
+            crate::core::input_kind::RUN_FILES,
+            "",
+        ));
     }
     Ok(doc)
 }

@@ -116,20 +116,20 @@ fn read_run_round_trips_and_rejects_bad_files() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.json");
     std::fs::write(&good, to_json(&fixture()).unwrap()).unwrap();
-    assert_eq!(read_run(&good).unwrap().payload.results, fixture().payload.results);
+    assert_eq!(read_run(&good, "advise --from").unwrap().payload.results, fixture().payload.results);
 
     let cases = [
         ("missing.json", None, "cannot read"),
         ("garbage.json", Some("not json"), "is not JSON"),
         ("other.json", Some(r#"{"schema":"other/v9","results":[]}"#), "reads \"syncbench/v1\""),
-        ("probe.json", Some(r#"{"schema":"syncbench/v1"}"#), "has no run results"),
+        ("probe.json", Some(r#"{"schema":"syncbench/v1"}"#), "is a syncbench/v1 file with no results; advise --from"),
     ];
     for (name, contents, want) in cases {
         let p = dir.path().join(name);
         if let Some(text) = contents {
             std::fs::write(&p, text).unwrap();
         }
-        let err = read_run(&p).unwrap_err();
+        let err = read_run(&p, "advise --from").unwrap_err();
         assert!(err.downcast_ref::<crate::core::exit::UsageError>().is_some(), "{name}: not a usage error");
         assert!(err.to_string().contains(want), "{name}: {err}");
     }
@@ -159,7 +159,7 @@ fn write_all_writes_every_requested_file() {
         openmetrics: Some(dir.path().join("r.prom")),
     };
     write_all(&fixture(), &t).unwrap();
-    assert!(read_run(&dir.path().join("r.json")).is_ok());
+    assert!(read_run(&dir.path().join("r.json"), "advise --from").is_ok());
     let csv = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + fixture().payload.results.len());
     assert!(std::fs::read_to_string(dir.path().join("r.md")).unwrap().contains("## one_write"));

@@ -21,6 +21,17 @@ pub fn pick_case(results: &[CaseResult]) -> Option<&CaseResult> {
 pub fn load(path: &Path) -> anyhow::Result<CaseResult> {
     let run: Envelope<RunPayload> =
         crate::core::export::read_any(path).map_err(|e| usage(format!("--baseline: {e}")))?;
+    if run.payload.results.is_empty() {
+        let given = crate::core::input_kind::describe(None, &run.command);
+        let file = path.display().to_string();
+        return Err(crate::core::input_kind::refusal(
+            &file,
+            &given,
+            "trace --baseline",
+            crate::core::input_kind::RUN_FILES,
+            "",
+        ));
+    }
     pick_case(&run.payload.results).cloned().ok_or_else(|| {
         usage(format!(
             "--baseline {} has no measured `one_write` fdatasync case; run `syncbench run` with it included",

@@ -247,36 +247,25 @@ fn headline(index: usize, n: usize, gm: Option<f64>, rel: Option<f64>, direction
     }
 }
 
-/// Refuse, before comparing, files that are not alike or that hold nothing to compare: one line each.
+/// Refuse, before comparing, a file that holds no run results (one line, see [`crate::core::input_kind`]).
 pub fn check_inputs(runs: &[RunFile]) -> anyhow::Result<()> {
-    let kinds: Vec<Option<&str>> = runs.iter().map(kind).collect();
-    for (run, kind) in runs.iter().zip(&kinds) {
-        if kind.is_none() {
-            return Err(crate::core::exit::usage(format!(
-                "{} has no run results, commit points or pages rows — nothing to compare or chart (a probe,                  trace or fsync-errors file?); give files written by syncbench run --json",
-                run.name
-            )));
+    use crate::core::input_kind::{RUN_FILES, describe, refusal};
+    for run in runs {
+        match kind(run) {
+            Some("run") => {}
+            Some(other) => {
+                let hint = format!("chart {other} files with syncbench report");
+                return Err(refusal(&run.name, &describe(Some(other), ""), "compare", RUN_FILES, &hint));
+            }
+            None => return Err(refusal(&run.name, &describe(None, &run.command), "compare", RUN_FILES, "")),
         }
     }
-    if let Some(i) = kinds.iter().position(|k| *k != kinds[0]) {
-        let (a, b) = (kinds[0].unwrap_or_default(), kinds[i].unwrap_or_default());
-        return Err(crate::core::exit::usage(format!(
-            "{} is a {a} file and {} a {b} file: compare compares like with like — give files of one kind",
-            runs[0].name, runs[i].name
-        )));
-    }
-    match kinds[0] {
-        Some("run") | None => Ok(()),
-        Some(other) => Err(crate::core::exit::usage(format!(
-            "{} is a {other} file: compare compares syncbench run results; chart {other} files with syncbench report",
-            runs[0].name
-        ))),
-    }
+    Ok(())
 }
 
 /// `run` when the file has run cases (advise's measured cases are run cases too; a file may carry a commit
 /// payload besides), else `commit` or `pages`; `None` when nothing is there.
-fn kind(run: &RunFile) -> Option<&'static str> {
+pub fn kind(run: &RunFile) -> Option<&'static str> {
     if !run.results.is_empty() {
         Some("run")
     } else if run.commit.as_ref().is_some_and(|c| !c.points.is_empty()) {
@@ -473,9 +462,15 @@ mod tests {
         };
         let empty = RunFile { name: "p.json".into(), ..RunFile::default() };
         let message = |files: &[RunFile]| check_inputs(files).unwrap_err().to_string();
-        assert!(message(&[runs.clone(), commit.clone()]).starts_with("r.json is a run file and c.json a commit file"));
-        assert!(message(&[commit.clone(), commit]).contains("chart commit files with syncbench report"));
-        assert!(message(&[runs.clone(), empty]).starts_with("p.json has no run results"));
+        let commit_refused = "c.json is a commit file; compare accepts run files (syncbench run --json or advise \
+                              --json); chart commit files with syncbench report";
+        assert_eq!(message(&[runs.clone(), commit.clone()]), commit_refused);
+        assert_eq!(message(&[commit.clone(), commit]), commit_refused);
+        assert_eq!(
+            message(&[runs.clone(), empty]),
+            "p.json is a syncbench/v1 file with no results; compare accepts run files (syncbench run --json or \
+             advise --json)"
+        );
         assert!(check_inputs(&[runs.clone(), runs]).is_ok());
     }
 
