@@ -106,7 +106,9 @@ mod imp {
         let baseline_case = args.baseline.as_deref().map(baseline::load).transpose()?;
         let started_at = crate::core::schema::now_rfc3339();
         let done: Done = Arc::new((Mutex::new(false), Condvar::new()));
-        let (mut report, code) = match plan_attach(&args)? {
+        let plan = plan_attach(&args)?;
+        let attached = plan.is_some();
+        let (mut report, code) = match plan {
             Some(options) => (session::attached(options, done.clone())?, ExitCode::SUCCESS),
             None => {
                 let options = TraceOptions { no_sync: args.no_sync, track_writes: !args.syncs_only };
@@ -117,7 +119,14 @@ mod imp {
         if let (Some(path), Some(case)) = (&args.baseline, &baseline_case) {
             report.baseline = baseline::compare(&report, path, case);
         }
-        eprint!("{}", report::render(&report, args.histogram));
+        // Attached, the report is the answer: stdout (unless an export takes it). A started command's stdout
+        // is its own, so the report goes beside it on stderr.
+        let text = report::render(&report, args.histogram);
+        if attached {
+            crate::core::export::print_human(&args.export, &text)?
+        } else {
+            eprint!("{text}")
+        }
         for warning in &report.coverage_warnings {
             eprintln!("syncbench: warning: {}", warning.message);
         }

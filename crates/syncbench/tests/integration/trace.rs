@@ -743,6 +743,7 @@ fn an_attached_trace_stopped_by_ctrl_c_prints_what_it_has() {
     }
     let mut tracer = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
         .args(["trace", "--all"])
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -752,9 +753,16 @@ fn an_attached_trace_stopped_by_ctrl_c_prints_what_it_has() {
     assert!(text.contains("until Ctrl-C"), "{text}");
     syncbench_sys::ptrace::send_signal(tracer.id() as i32, libc::SIGINT).unwrap();
     err.read_to_string(&mut text).unwrap();
+    let mut report = String::new();
+    tracer.stdout.take().unwrap().read_to_string(&mut report).unwrap();
     let status = tracer.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{text}");
-    assert!(text.contains("syncbench trace: attached to --all for "), "the report: {text}");
+    // Attached, the report is the answer: on stdout (`trace --all > f` keeps it), the progress on stderr.
+    assert!(
+        report.trim_start().starts_with("syncbench trace: attached to --all for "),
+        "the report: {report}\nstderr: {text}"
+    );
+    assert!(!text.contains("attached to --all for"), "{text}");
 }
 
 /// A pipe whose buffer is already full: whoever writes to its write end blocks until someone reads, and
