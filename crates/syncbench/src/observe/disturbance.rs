@@ -291,8 +291,8 @@ impl DirLock {
     pub fn acquire(dir: &Path) -> anyhow::Result<DirLock> {
         let me = std::process::id();
         let path = dir.join(crate::core::cleanup::unique_name("lock"));
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
         let created = Created::register(path.clone());
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
         if !syncbench_sys::try_flock(&file, true)? {
             anyhow::bail!("locking {}: held by another process", path.display());
         }
