@@ -78,6 +78,68 @@ pub struct CutOutcome {
     pub loop_device: String,
     /// Wall time of the whole cut and reboot.
     pub reboot_ms: u64,
+    /// What the file system's files lost: writes still in the page cache die with the power, before the
+    /// device ever saw them.
+    #[serde(default)]
+    pub files: FilesLost,
+}
+
+/// Regular files in the lab before the cut and after the reboot, compared by size (what a user sees: a file
+/// that shrank or vanished). Data overwritten in place without a size change is not counted here.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FilesLost {
+    /// Regular files before the cut.
+    pub files_before: u64,
+    /// Files that are shorter after the reboot.
+    pub files_shrunk: u64,
+    /// Files that are gone after the reboot.
+    pub files_gone: u64,
+    /// Bytes of file data the sizes lost (shrunk files' differences plus vanished files' sizes).
+    pub bytes_lost: u64,
+}
+
+/// Every regular file's size under `root` (not crossing into other mounts; unreadable parts skipped: the
+/// comparison is of what can be seen on both sides).
+fn file_sizes(root: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut sizes = std::collections::BTreeMap::new();
+    let Ok(top) = std::fs::metadata(root) else { return sizes };
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.dev() != top.dev() {
+                continue;
+            }
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else if meta.is_file() {
+                sizes.insert(entry.path().strip_prefix(root).unwrap_or(&entry.path()).to_path_buf(), meta.len());
+            }
+        }
+    }
+    sizes
+}
+
+fn files_lost(
+    before: &std::collections::BTreeMap<PathBuf, u64>,
+    after: &std::collections::BTreeMap<PathBuf, u64>,
+) -> FilesLost {
+    let mut lost = FilesLost { files_before: before.len() as u64, ..FilesLost::default() };
+    for (path, &size) in before {
+        match after.get(path) {
+            None => {
+                lost.files_gone += 1;
+                lost.bytes_lost += size;
+            }
+            Some(&now) if now < size => {
+                lost.files_shrunk += 1;
+                lost.bytes_lost += size - now;
+            }
+            Some(_) => {}
+        }
+    }
+    lost
 }
 
 /// What is set up right now, for the signal hook.
@@ -246,6 +308,7 @@ impl Stack {
     /// repaired first if it will not mount.
     pub fn cut(&mut self, seed: u64) -> anyhow::Result<CutOutcome> {
         let started = Instant::now();
+        let sizes_before = file_sizes(&self.mount_dir);
         let report = {
             let device = &self.device;
             let mut model = device.model();
@@ -255,7 +318,9 @@ impl Stack {
         self.detach_loop();
         self.attach_loop()?;
         let repaired_with = self.mount_after_cut(detached_lazily)?;
+        let files = files_lost(&sizes_before, &file_sizes(&self.mount_dir));
         Ok(CutOutcome {
+            files,
             device: report,
             repaired_with,
             detached_lazily,
@@ -496,4 +561,25 @@ pub fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
         bail!("{program} {} failed ({}): {stderr}", args.join(" "), output.status);
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_cache_s_loss_is_what_the_files_sizes_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("wal"), vec![0u8; 409_600]).unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        std::fs::write(dir.path().join("d/new"), vec![0u8; 4096]).unwrap();
+        std::fs::write(dir.path().join("kept"), b"abc").unwrap();
+        let before = file_sizes(dir.path());
+        assert_eq!(before.len(), 3);
+        std::fs::write(dir.path().join("wal"), vec![0u8; 204_800]).unwrap();
+        std::fs::remove_file(dir.path().join("d/new")).unwrap();
+        let lost = files_lost(&before, &file_sizes(dir.path()));
+        assert_eq!(lost, FilesLost { files_before: 3, files_shrunk: 1, files_gone: 1, bytes_lost: 204_800 + 4096 });
+        assert_eq!(files_lost(&before, &before), FilesLost { files_before: 3, ..FilesLost::default() });
+    }
 }
