@@ -95,8 +95,10 @@ fn flush_failed(err: &str) -> Verdict {
     }
 }
 
+/// The answer first (the verdicts, then the flush burst they judge), as `run` and `advise` do; the
+/// environment tree they come from after it.
 fn render_text(env: &crate::core::environment::Environment, section: &ProbeSection, verdicts: &[Verdict]) -> String {
-    let mut text = render::environment_tree(env);
+    let mut text = render::verdict_list(verdicts);
     match (&section.flush_burst, &section.flush_burst_skipped, &section.flush_burst_error) {
         (Some(r), _, _) => text.push_str(&render::flush_line(r)),
         (_, Some(why), _) => text.push_str(&format!("flush burst: skipped ({why})")),
@@ -104,6 +106,6 @@ fn render_text(env: &crate::core::environment::Environment, section: &ProbeSecti
         _ => {}
     }
     text.push_str("\n\n");
-    text.push_str(&render::verdict_list(verdicts));
+    text.push_str(&render::environment_tree(env));
     text
 }

@@ -96,9 +96,11 @@ fn probe_prints_a_tree_and_verdicts_and_leaves_nothing_behind() {
     let out = syncbench().args(["probe", "--quick"]).arg(dir.path()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with(&format!("{}\n└─ ", dir.path().canonicalize().unwrap().display())), "{text}");
-    assert!(text.contains("flush burst: ") && text.contains("fdatasync/s"), "{text}");
-    assert!(text.contains("\nverdicts"), "{text}");
+    // The answer first (verdicts, then the flush burst they judge), then the tree they come from.
+    assert!(text.starts_with("verdicts"), "{text}");
+    let tree = format!("\n{}\n└─ ", dir.path().canonicalize().unwrap().display());
+    let (at_flush, at_tree) = (text.find("flush burst: ").unwrap(), text.find(&tree).expect("the tree"));
+    assert!(at_flush < at_tree && text.contains("fdatasync/s"), "{text}");
     assert!(leftovers(dir.path()).is_empty(), "left behind: {:?}", leftovers(dir.path()));
 }
 
