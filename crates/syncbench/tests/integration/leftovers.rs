@@ -310,6 +310,8 @@ fn kill_at_moments(args: &[&str], moments: [Moment; 3]) {
             assert!(report.contains(&format!("(pid {pid}, gone)")) || report.contains("lab serve"), "{context}");
         }
     }
+    // The registry directory the records went to (empty now: cleanup removed every record).
+    let _ = std::fs::remove_dir(registry());
 }
 
 fn missing_prerequisite() -> Option<String> {
