@@ -45,9 +45,18 @@ pub fn finish(what: &str, results: Vec<Result<String, String>>) -> Outcome {
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// `lab down` of a lab a dead `lab run` or `lab up` left: its command's processes, the lab and the mount
-/// directory syncbench made for it. `None` when no such leftover names `mount` (a lab `up` left running).
-pub fn lab_leftovers(mount: &std::path::Path) -> Option<Vec<Result<String, String>>> {
-    let results = registry::remove_lab_leftovers(mount);
-    (!results.is_empty()).then_some(results)
+/// `lab down`: a lab a dead `lab run` or `lab up` left goes with its command's processes and the mount
+/// directory syncbench made for it; a lab `up` left running is taken down through its server.
+#[cfg(feature = "fuse")]
+pub fn lab_down(mountpoint: std::path::PathBuf) -> Outcome {
+    let mount = std::fs::canonicalize(&mountpoint).unwrap_or(mountpoint);
+    let results = registry::remove_lab_leftovers(&mount);
+    if !results.is_empty() {
+        return finish("lab down", results);
+    }
+    let client = crate::proof::lab::control::Client::for_mount(&mount)
+        .map_err(|e| crate::core::exit::usage(format!("{e:#}")))?;
+    let state = crate::proof::lab::daemon::down(&client)?;
+    println!("lab down: {} unmounted, disk removed", state.mount.display());
+    Ok(ExitCode::SUCCESS)
 }

@@ -189,14 +189,7 @@ fn run(action: Action) -> Outcome {
         Action::Set { mountpoint, overrides } => {
             println!("{}", crate::proof::lab::control::set(&mountpoint, overrides)?)
         }
-        Action::Down { mountpoint } => {
-            let mount = std::fs::canonicalize(&mountpoint).unwrap_or(mountpoint);
-            if let Some(results) = crate::cmd::cleanup::lab_leftovers(&mount) {
-                return crate::cmd::cleanup::finish("lab down", results);
-            }
-            let state = daemon::down(&client(&mount)?)?;
-            println!("lab down: {} unmounted, disk removed", state.mount.display());
-        }
+        Action::Down { mountpoint } => return crate::cmd::cleanup::lab_down(mountpoint),
         Action::Run(a) => {
             let path = std::env::temp_dir().join(crate::core::cleanup::unique_name("lab-mnt"));
             let config = plan(&a.disk, path.clone())?;
