@@ -5,6 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+mod function_length;
+
 /// The layers, bottom first. A module may use its own layer and the ones before it.
 pub const LAYERS: [&str; 7] = ["core", "observe", "measure", "proof", "advise", "present", "cmd"];
 

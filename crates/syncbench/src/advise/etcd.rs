@@ -2,8 +2,8 @@
 //! preallocated WAL segment must be under 10 ms.
 
 use super::facts::{Facts, dur, evidence};
-use super::{DatabaseAdvice, Setting};
-use crate::core::schema::CaseResult;
+use super::{DatabaseAdvice, Evidence, Setting};
+use crate::core::schema::{BackgroundStats, CaseResult};
 
 /// The size of the writes in etcd's storage check (the IBM fio recipe).
 pub const ETCD_WRITE_BYTES: u64 = crate::core::suite::ETCD_WAL_WRITE_BYTES;
@@ -54,7 +54,6 @@ fn judge(f: &Facts<'_>, c: &CaseResult) -> (Option<bool>, Vec<Setting>, Vec<Stri
     let worst_p99 = under.map_or(idle_p99, |(b, _)| idle_p99.max(b.latency_ns.p99));
     let pass = worst_p99 < ETCD_P99_LIMIT_NS;
     let verdict = if pass { "passes" } else { "FAILS" };
-    let passes = |p99: u64| if p99 < ETCD_P99_LIMIT_NS { "passes" } else { "FAILS" };
     let mut reason = format!(
         "etcd needs the 99th percentile of write + fdatasync of 2300-byte appends below 10 ms; measured on an idle \
          disk: p99 {} (p50 {}, max {}) over {} syncs in a {} file.",
@@ -67,44 +66,7 @@ fn judge(f: &Facts<'_>, c: &CaseResult) -> (Option<bool>, Vec<Setting>, Vec<Stri
     let mut evidence_cases = vec![evidence(c)];
     let mut caveats = Vec::new();
     let value = match under {
-        Some((b, w)) => {
-            let b99 = b.latency_ns.p99;
-            reason.push_str(&format!(
-                " Under background writes at {} (achieved {}; the kernel wrote them back, as it does etcd's \
-                 backend commits and other tenants' data): p99 {} (p50 {}, max {}) over {} syncs, {:.1}× idle.",
-                w.rate,
-                super::mib_per_s(w.bytes_per_s),
-                dur(b99 as f64),
-                dur(b.latency_ns.p50 as f64),
-                dur(b.latency_ns.max as f64),
-                b.ops,
-                b99 as f64 / (idle_p99.max(1)) as f64
-            ));
-            if idle_p99 < ETCD_P99_LIMIT_NS && b99 >= ETCD_P99_LIMIT_NS {
-                reason.push_str(
-                    " It passes on an idle disk and FAILS under writes: give etcd's WAL a disk of its own \
-                     (etcd --wal-dir) that nothing else writes to, or keep other write-heavy tenants off this one.",
-                );
-            }
-            let mut e = evidence(b);
-            e.case = format!("{} (under background writes at {})", e.case, w.rate);
-            evidence_cases.push(e);
-            if b.ops < 1000 {
-                caveats.push(format!(
-                    "Only {} syncs were timed under background writes: a p99 from fewer than 1000 samples is \
-                     rough; measure without --quick.",
-                    b.ops
-                ));
-            }
-            format!(
-                "{} idle ({}), {} under writes at {} ({}) — {verdict}",
-                dur(idle_p99 as f64),
-                passes(idle_p99),
-                dur(b99 as f64),
-                w.rate,
-                passes(b99)
-            )
-        }
+        Some((b, w)) => under_writes(c, b, w, verdict, &mut reason, &mut evidence_cases, &mut caveats),
         None => {
             if loaded.is_some() {
                 caveats.push(
@@ -135,4 +97,55 @@ fn judge(f: &Facts<'_>, c: &CaseResult) -> (Option<bool>, Vec<Setting>, Vec<Stri
     }
     let setting = Setting { name: "wal_fsync_duration_seconds p99".into(), value, reason, evidence: evidence_cases };
     (Some(pass), vec![setting], caveats)
+}
+
+/// The part of etcd's verdict measured under background writes `w`: `b` is the etcd case then, `c` idle.
+/// Extends the reason, the evidence and the caveats; returns the setting's value.
+fn under_writes(
+    c: &CaseResult,
+    b: &CaseResult,
+    w: &BackgroundStats,
+    verdict: &str,
+    reason: &mut String,
+    evidence_cases: &mut Vec<Evidence>,
+    caveats: &mut Vec<String>,
+) -> String {
+    let idle_p99 = c.latency_ns.p99;
+    let passes = |p99: u64| if p99 < ETCD_P99_LIMIT_NS { "passes" } else { "FAILS" };
+    let b99 = b.latency_ns.p99;
+    reason.push_str(&format!(
+        " Under background writes at {} (achieved {}; the kernel wrote them back, as it does etcd's \
+         backend commits and other tenants' data): p99 {} (p50 {}, max {}) over {} syncs, {:.1}× idle.",
+        w.rate,
+        super::mib_per_s(w.bytes_per_s),
+        dur(b99 as f64),
+        dur(b.latency_ns.p50 as f64),
+        dur(b.latency_ns.max as f64),
+        b.ops,
+        b99 as f64 / (idle_p99.max(1)) as f64
+    ));
+    if idle_p99 < ETCD_P99_LIMIT_NS && b99 >= ETCD_P99_LIMIT_NS {
+        reason.push_str(
+            " It passes on an idle disk and FAILS under writes: give etcd's WAL a disk of its own \
+             (etcd --wal-dir) that nothing else writes to, or keep other write-heavy tenants off this one.",
+        );
+    }
+    let mut e = evidence(b);
+    e.case = format!("{} (under background writes at {})", e.case, w.rate);
+    evidence_cases.push(e);
+    if b.ops < 1000 {
+        caveats.push(format!(
+            "Only {} syncs were timed under background writes: a p99 from fewer than 1000 samples is \
+             rough; measure without --quick.",
+            b.ops
+        ));
+    }
+    format!(
+        "{} idle ({}), {} under writes at {} ({}) — {verdict}",
+        dur(idle_p99 as f64),
+        passes(idle_p99),
+        dur(b99 as f64),
+        w.rate,
+        passes(b99)
+    )
 }

@@ -175,17 +175,7 @@ fn run(action: Action) -> Outcome {
                 crate::core::output::write_to(dest, &(serde_json::to_string_pretty(&outcome)? + "\n"))?;
             }
         }
-        Action::Stats(a) => {
-            let c = client(&a.mountpoint)?;
-            let (state, stats) = (c.state()?, c.stats()?);
-            match &a.json {
-                Some(dest) => {
-                    let doc = serde_json::json!({ "lab": state, "device": stats });
-                    crate::core::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))?;
-                }
-                None => print!("{}", render::stats(&render::stats_header(&state, &stats), &stats)),
-            }
-        }
+        Action::Stats(a) => stats(&client(&a.mountpoint)?, a.json.as_deref())?,
         Action::Set { mountpoint, overrides } => {
             println!("{}", crate::proof::lab::control::set(&mountpoint, overrides)?)
         }
@@ -205,6 +195,19 @@ fn run(action: Action) -> Outcome {
         Action::Profiles | Action::Serve { .. } => unreachable!("handled above"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `lab stats`: the lab's state and its device's counters, as text or JSON.
+#[cfg(feature = "fuse")]
+fn stats(c: &crate::proof::lab::control::Client, json: Option<&std::path::Path>) -> anyhow::Result<()> {
+    use crate::proof::lab::render;
+    let (state, stats) = (c.state()?, c.stats()?);
+    let Some(dest) = json else {
+        print!("{}", render::stats(&render::stats_header(&state, &stats), &stats));
+        return Ok(());
+    };
+    let doc = serde_json::json!({ "lab": state, "device": stats });
+    crate::core::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))
 }
 
 /// What `up` and `run` build, checked: a bad flag is one line and exit 2.

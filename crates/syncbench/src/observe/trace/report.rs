@@ -331,9 +331,8 @@ pub fn quantize(buckets: &[Log2Bucket]) -> String {
     out
 }
 
-/// The text report (stderr by default).
-pub fn render(report: &TraceReport, histograms: bool) -> String {
-    let mut out = String::new();
+/// The first line: what was traced, for how long, and how it ended.
+fn render_header(out: &mut String, report: &TraceReport) {
     let ending = match (report.exit_code, report.killed_by_signal) {
         (Some(code), _) => format!("exit status {code}"),
         (_, Some(sig)) => format!("killed by signal {sig}"),
@@ -354,6 +353,12 @@ pub fn render(report: &TraceReport, histograms: bool) -> String {
             report.tasks
         ),
     };
+}
+
+/// The text report (stderr by default).
+pub fn render(report: &TraceReport, histograms: bool) -> String {
+    let mut out = String::new();
+    render_header(&mut out, report);
     if report.lost_events > 0 {
         let _ = writeln!(
             out,

@@ -331,22 +331,8 @@ fn run_point<S: Scenario>(
 ) -> Result<(), Failure> {
     let timeline = at.timeline;
     let mut rng = point_rng(opts.seed, point);
-    let sector_bytes = if rng.coin() { 512 } else { 4096 };
-    let evict_after_error = opts.fsync_errors && rng.coin();
-    let config = SimConfig {
-        profile: opts.profile,
-        sector_bytes,
-        evict_after_error,
-        atomic_write_max_bytes: scenario.atomic_write_max_bytes(),
-    };
-    let (first_op, kind) = points::choose(timeline, &mut rng);
-    match kind {
-        PointKind::AfterAck => summary.points_after_ack += 1,
-        PointKind::NearMark => summary.points_near_mark += 1,
-        PointKind::Uniform => summary.points_uniform += 1,
-    }
-    summary.points_sector_512 += u64::from(sector_bytes == 512);
-    let mut crash_op;
+    let (config, first_op) = choose_point(scenario, opts, timeline, &mut rng, summary);
+    let sector_bytes = config.sector_bytes;
     let fail = |crash_op: u64, message: String| Failure {
         point,
         crash_op,
@@ -355,7 +341,7 @@ fn run_point<S: Scenario>(
         message,
     };
 
-    let rule = scenario.write_ahead_rule();
+    let run = PointRun { scenario, at, rule: scenario.write_ahead_rule() };
     let mut fs = scenario.start(at.index, config);
     let mut history = History::default();
     let generations = opts.generations.max(1);
@@ -366,110 +352,196 @@ fn run_point<S: Scenario>(
             kind: if !last && rng.chance(1, 3) { CrashKind::Process } else { CrashKind::Power },
             damage: last && rng.chance(1, 3),
         };
-        fs.set_write_ahead_rule(rule.clone());
+        fs.set_write_ahead_rule(run.rule.clone());
         fs.set_crash_kind(crash.kind);
-        if generation == 0 {
-            fs.set_crash_at_op(Some(first_op));
-            let writebacks = timeline.writebacks - timeline.writebacks_before;
-            if opts.fsync_errors && writebacks > 0 {
-                fs.fail_writeback_number(timeline.writebacks_before + 1 + rng.below(writebacks));
-            }
-        } else {
-            points::arm_later(&fs, timeline, &mut rng);
-        }
+        arm_generation(&fs, opts, timeline, first_op, generation, &mut rng);
         history.errors_at_start = fs.stats().writeback_errors;
         // Media damage may restore a sector's content from the start of this generation (a lost write).
         let before = crash.damage.then(|| fs.crash_image_with(0, syncbench_simfs::ResiduePolicy::None).0);
         coverage.generations += 1;
         summary.cycles += 1;
         scenario.run(at.index, &fs, &mut history, generation_seed(opts.seed, point, generation), coverage);
-        crash_op = fs.stats().ops + u64::from(!fs.crashed());
-        history.check_fail_stop().map_err(|m| fail(crash_op, m))?;
-        if let Some(v) = fs.write_ahead_violations().first() {
-            return Err(fail(crash_op, v.clone()));
-        }
-        let stats = fs.stats();
-        coverage.wal_rule_checks += stats.wal_rule_checks;
-        coverage.atomic_writes_in_flight_at_crash += stats.atomic_writes_in_flight_at_crash;
-        if let (Some(err), false, 0) = (&history.engine_error, fs.crashed(), stats.writeback_errors) {
-            return Err(fail(crash_op, format!("the engine failed with no crash and no injected fault: {err}")));
-        }
-        summary.writeback_errors += stats.writeback_errors;
-        summary.engine_errors += u64::from(history.engine_error.is_some() && stats.writeback_errors > 0);
-        summary.points_crashed_mid_run += u64::from(fs.crashed());
-        let what = |message: String| format!("generation {generation}: {message}");
+        let crash_op = fs.stats().ops + u64::from(!fs.crashed());
+        check_generation(&fs, &history, summary, coverage).map_err(|m| fail(crash_op, m))?;
+        let what = |message: String| fail(crash_op, format!("generation {generation}: {message}"));
 
         // After a failed writeback the page cache no longer tells the truth (Linux marks the failed pages
         // clean and a new process's fsync reports nothing once the error was seen): the machine is
         // rebooted, not just the process restarted.
-        let kind = if stats.writeback_errors > 0 { CrashKind::Power } else { crash.kind };
-        let image = match kind {
-            CrashKind::Process => {
-                coverage.process_crashes += 1;
-                fs.restart_process();
-                fs
-            }
-            CrashKind::Power => {
-                coverage.power_losses += 1;
-                let (mut image, report) = fs.crash_image(rng.next_u64());
-                summary.count_image(&report);
-                if rng.coin() {
-                    // Half the power losses hit again during the first recovery.
-                    image.set_write_ahead_rule(rule.clone());
-                    let window = timeline.recovery_ops.max(1);
-                    image.set_crash_at_op(Some(image.stats().ops + 1 + rng.below(window)));
-                    let interrupted = scenario.recover(at.index, &image, coverage);
-                    coverage.recoveries_interrupted += u64::from(image.crashed());
-                    if let (Err(e), false) = (&interrupted, image.crashed()) {
-                        return Err(fail(crash_op, what(format!("recovery failed: {e}"))));
-                    }
-                    if let Some(v) = image.write_ahead_violations().first() {
-                        return Err(fail(crash_op, what(format!("during an interrupted recovery: {v}"))));
-                    }
-                    image = image.crash_image(rng.next_u64()).0;
-                }
-                image
-            }
-        };
+        let kind = if fs.stats().writeback_errors > 0 { CrashKind::Power } else { crash.kind };
+        let image = run.crash(fs, kind, summary, coverage, &mut rng).map_err(what)?;
         let damaged = match &before {
             Some(before) => damage::strike(&image, before, &scenario.damage_targets(&image, &history), &mut rng),
             None => None,
         };
         coverage.media_damage += u64::from(damaged.is_some());
         coverage.recoveries_of_recoveries += u64::from(generation > 0);
-        image.set_write_ahead_rule(rule.clone());
-        let state = match (scenario.recover(at.index, &image, coverage), &damaged) {
-            (Ok(state), _) => state,
-            (Err(_), Some(_)) => {
-                coverage.media_damage_reported += 1;
-                return Ok(()); // the damage was reported: nothing more to recover on this machine
-            }
-            (Err(e), None) => return Err(fail(crash_op, what(format!("recovery failed: {e}")))),
+        image.set_write_ahead_rule(run.rule.clone());
+        let recovered = run.recover_checked(&image, &history, damaged, last, &mut rng, coverage).map_err(what)?;
+        let Some(state) = recovered else {
+            return Ok(()); // the damage was reported: nothing more to recover on this machine
         };
-        let after = match &damaged {
-            Some(d) => format!("after recovery from media damage ({d}) that was not reported"),
-            None => "after recovery".to_string(),
-        };
-        scenario.check(&history, &state).map_err(|e| fail(crash_op, what(format!("{after}: {e}"))))?;
-        if let Some(v) = image.write_ahead_violations().first() {
-            return Err(fail(crash_op, what(format!("during recovery: {v}"))));
-        }
-        if last {
-            // Power fails again right after recovery: recovery must have left a state it can recover from.
-            let (again, _) = image.crash_image(rng.next_u64());
-            let second = scenario
-                .recover(at.index, &again, coverage)
-                .map_err(|e| fail(crash_op, what(format!("second recovery failed: {e}"))))?;
-            scenario
-                .check(&history, &second)
-                .map_err(|e| fail(crash_op, what(format!("after the second recovery: {e}"))))?;
-            if state != second {
-                return Err(fail(crash_op, what(format!("recovery is not idempotent: {state:?} then {second:?}"))));
-            }
-        }
         scenario.settle(&mut history, &state);
         history.engine_error = None;
         fs = image;
     }
     Ok(())
+}
+
+/// A point's machine (sector size, eviction after a writeback error) and the operation its first crash
+/// comes at, drawn from its own random stream; counted in the summary.
+fn choose_point<S: Scenario>(
+    scenario: &S,
+    opts: &ExploreOptions,
+    timeline: &Timeline,
+    rng: &mut SimRng,
+    summary: &mut Summary,
+) -> (SimConfig, u64) {
+    let sector_bytes = if rng.coin() { 512 } else { 4096 };
+    let evict_after_error = opts.fsync_errors && rng.coin();
+    let config = SimConfig {
+        profile: opts.profile,
+        sector_bytes,
+        evict_after_error,
+        atomic_write_max_bytes: scenario.atomic_write_max_bytes(),
+    };
+    let (first_op, kind) = points::choose(timeline, rng);
+    match kind {
+        PointKind::AfterAck => summary.points_after_ack += 1,
+        PointKind::NearMark => summary.points_near_mark += 1,
+        PointKind::Uniform => summary.points_uniform += 1,
+    }
+    summary.points_sector_512 += u64::from(sector_bytes == 512);
+    (config, first_op)
+}
+
+/// Arms a generation's crash: the first at the point's chosen operation (and, with `--fsync-errors`, one
+/// failed writeback within it), later ones where `points::arm_later` picks.
+fn arm_generation(
+    fs: &SimFs,
+    opts: &ExploreOptions,
+    timeline: &Timeline,
+    first_op: u64,
+    generation: u32,
+    rng: &mut SimRng,
+) {
+    if generation == 0 {
+        fs.set_crash_at_op(Some(first_op));
+        let writebacks = timeline.writebacks - timeline.writebacks_before;
+        if opts.fsync_errors && writebacks > 0 {
+            fs.fail_writeback_number(timeline.writebacks_before + 1 + rng.below(writebacks));
+        }
+    } else {
+        points::arm_later(fs, timeline, rng);
+    }
+}
+
+/// What a generation's run must have kept (fail-stop, the write-ahead rule, no engine error without a
+/// cause), and its counts.
+fn check_generation(
+    fs: &SimFs,
+    history: &History,
+    summary: &mut Summary,
+    coverage: &mut Coverage,
+) -> Result<(), String> {
+    history.check_fail_stop()?;
+    if let Some(v) = fs.write_ahead_violations().first() {
+        return Err(v.clone());
+    }
+    let stats = fs.stats();
+    coverage.wal_rule_checks += stats.wal_rule_checks;
+    coverage.atomic_writes_in_flight_at_crash += stats.atomic_writes_in_flight_at_crash;
+    if let (Some(err), false, 0) = (&history.engine_error, fs.crashed(), stats.writeback_errors) {
+        return Err(format!("the engine failed with no crash and no injected fault: {err}"));
+    }
+    summary.writeback_errors += stats.writeback_errors;
+    summary.engine_errors += u64::from(history.engine_error.is_some() && stats.writeback_errors > 0);
+    summary.points_crashed_mid_run += u64::from(fs.crashed());
+    Ok(())
+}
+
+/// One point's scenario, variant and write-ahead rule: what each generation's crash and recovery use.
+struct PointRun<'a, S> {
+    scenario: &'a S,
+    at: &'a Variant<'a>,
+    rule: Option<Arc<WriteAheadRule>>,
+}
+
+impl<S: Scenario> PointRun<'_, S> {
+    /// Ends a generation with `kind`: the process restarts on the same machine, or the power fails and the
+    /// crash image is the next machine (half the time power fails again during its first recovery).
+    fn crash(
+        &self,
+        fs: SimFs,
+        kind: CrashKind,
+        summary: &mut Summary,
+        coverage: &mut Coverage,
+        rng: &mut SimRng,
+    ) -> Result<SimFs, String> {
+        if kind == CrashKind::Process {
+            coverage.process_crashes += 1;
+            fs.restart_process();
+            return Ok(fs);
+        }
+        coverage.power_losses += 1;
+        let (mut image, report) = fs.crash_image(rng.next_u64());
+        summary.count_image(&report);
+        if rng.coin() {
+            // Half the power losses hit again during the first recovery.
+            image.set_write_ahead_rule(self.rule.clone());
+            let window = self.at.timeline.recovery_ops.max(1);
+            image.set_crash_at_op(Some(image.stats().ops + 1 + rng.below(window)));
+            let interrupted = self.scenario.recover(self.at.index, &image, coverage);
+            coverage.recoveries_interrupted += u64::from(image.crashed());
+            if let (Err(e), false) = (&interrupted, image.crashed()) {
+                return Err(format!("recovery failed: {e}"));
+            }
+            if let Some(v) = image.write_ahead_violations().first() {
+                return Err(format!("during an interrupted recovery: {v}"));
+            }
+            image = image.crash_image(rng.next_u64()).0;
+        }
+        Ok(image)
+    }
+
+    /// Recovers `image` and checks the state against the history; in the last generation power fails again
+    /// right after, and the second recovery must find the same state. None: media damage was reported.
+    fn recover_checked(
+        &self,
+        image: &SimFs,
+        history: &History,
+        damaged: Option<String>,
+        last: bool,
+        rng: &mut SimRng,
+        coverage: &mut Coverage,
+    ) -> Result<Option<S::State>, String> {
+        let (scenario, index) = (self.scenario, self.at.index);
+        let state = match (scenario.recover(index, image, coverage), &damaged) {
+            (Ok(state), _) => state,
+            (Err(_), Some(_)) => {
+                coverage.media_damage_reported += 1;
+                return Ok(None);
+            }
+            (Err(e), None) => return Err(format!("recovery failed: {e}")),
+        };
+        let after = match &damaged {
+            Some(d) => format!("after recovery from media damage ({d}) that was not reported"),
+            None => "after recovery".to_string(),
+        };
+        scenario.check(history, &state).map_err(|e| format!("{after}: {e}"))?;
+        if let Some(v) = image.write_ahead_violations().first() {
+            return Err(format!("during recovery: {v}"));
+        }
+        if last {
+            // Power fails again right after recovery: recovery must have left a state it can recover from.
+            let (again, _) = image.crash_image(rng.next_u64());
+            let second =
+                scenario.recover(index, &again, coverage).map_err(|e| format!("second recovery failed: {e}"))?;
+            scenario.check(history, &second).map_err(|e| format!("after the second recovery: {e}"))?;
+            if state != second {
+                return Err(format!("recovery is not idempotent: {state:?} then {second:?}"));
+            }
+        }
+        Ok(Some(state))
+    }
 }

@@ -301,19 +301,7 @@ impl PagesScenario {
                     unsynced = 0;
                 }
             }
-            loop {
-                let Some((id, lsn)) = lock(shared).pending.first().copied() else { break };
-                lock(shared).pending.retain(|p| p.0 != id);
-                let errors_before = fs.stats().writeback_errors;
-                phase.committing.store(true, Ordering::SeqCst);
-                let result = bank.commit(lsn);
-                committers.quiesce(&waiting);
-                phase.committing.store(false, Ordering::SeqCst);
-                record_completions(committers, history, fs);
-                result.map_err(|e| e.to_string())?;
-                history.ack_started_after(id, errors_before, fs);
-                history.acked_lsn_max = history.acked_lsn_max.max(lsn);
-            }
+            commit_pending(bank, fs, history, shared, committers, phase)?;
             if checkpoint_due {
                 fs.mark("checkpoint");
                 pages_io(&|| store.checkpoint().map(|_| 0))?;
@@ -321,6 +309,33 @@ impl PagesScenario {
         }
         Ok(())
     }
+}
+
+/// Waits for each submitted transfer's commit, oldest first, and records the acks (a failed commit is the
+/// engine's error).
+fn commit_pending(
+    bank: &Bank<SimFs>,
+    fs: &SimFs,
+    history: &mut History,
+    shared: &Mutex<Shared>,
+    committers: &Committers,
+    phase: &Phase,
+) -> Result<(), String> {
+    let waiting = || bank.store().log().waiting_commits();
+    loop {
+        let Some((id, lsn)) = lock(shared).pending.first().copied() else { break };
+        lock(shared).pending.retain(|p| p.0 != id);
+        let errors_before = fs.stats().writeback_errors;
+        phase.committing.store(true, Ordering::SeqCst);
+        let result = bank.commit(lsn);
+        committers.quiesce(&waiting);
+        phase.committing.store(false, Ordering::SeqCst);
+        record_completions(committers, history, fs);
+        result.map_err(|e| e.to_string())?;
+        history.ack_started_after(id, errors_before, fs);
+        history.acked_lsn_max = history.acked_lsn_max.max(lsn);
+    }
+    Ok(())
 }
 
 /// Record the commits other clients' threads finished (in transaction order).

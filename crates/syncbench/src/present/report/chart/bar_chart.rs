@@ -149,6 +149,20 @@ impl BarChart {
         out.push_str("</g>\n");
     }
 
+    /// A bar's `fill` attribute value and its extra stroke attributes.
+    fn paint(&self, fill: &BarFill) -> (String, String) {
+        match fill {
+            BarFill::Solid(color) => (color.clone(), String::new()),
+            BarFill::Hatch => (
+                format!("url(#{}-hatch)", self.id),
+                format!(" stroke=\"{}\" stroke-dasharray=\"4 2\"", svg::NOT_DURABLE_COLOR),
+            ),
+            BarFill::Faded(color) => {
+                (format!("{color}\" fill-opacity=\"0.35"), format!(" stroke=\"{color}\" stroke-dasharray=\"4 2\""))
+            }
+        }
+    }
+
     fn bar(&self, out: &mut String, frame: &Frame, scale: &Scale, bar: &Bar, y: f64) {
         let Some(value) = bar.value else {
             let note = svg::truncate_to_width(bar.note.as_deref().unwrap_or("no value"), WIDTH - frame.left - 16.0);
@@ -164,16 +178,7 @@ impl BarChart {
         };
         let off_scale = value > scale.max;
         let width = scale.fraction(value) * frame.width;
-        let fill = match &bar.fill {
-            BarFill::Solid(color) => color.clone(),
-            BarFill::Hatch => format!("url(#{}-hatch)", self.id),
-            BarFill::Faded(color) => format!("{color}\" fill-opacity=\"0.35"),
-        };
-        let stroke = match &bar.fill {
-            BarFill::Hatch => format!(" stroke=\"{}\" stroke-dasharray=\"4 2\"", svg::NOT_DURABLE_COLOR),
-            BarFill::Faded(color) => format!(" stroke=\"{color}\" stroke-dasharray=\"4 2\""),
-            BarFill::Solid(_) => String::new(),
-        };
+        let (fill, stroke) = self.paint(&bar.fill);
         let _ = write!(
             out,
             "<rect class=\"bar\" data-series=\"{}\" data-value=\"{value}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{BAR_HEIGHT}\" fill=\"{fill}\"{stroke}/>",

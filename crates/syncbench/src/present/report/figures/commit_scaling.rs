@@ -49,7 +49,29 @@ pub fn figures(stem: &str, context: &str, commit: &CommitResults) -> Vec<Figure>
         (method, false) => format!(" with {method}"),
         (method, true) => format!(" with {method} (not durable)"),
     };
-    let charts = [
+    specs()
+        .into_iter()
+        .filter_map(|spec| {
+            let series = series_of(spec.value);
+            let values: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
+            if values.is_empty() {
+                return None;
+            }
+            let hi = values.iter().copied().fold(0.0, f64::max);
+            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let scale = if spec.log { Scale::log10_covering(lo, hi) } else { Scale::linear_from_zero(hi) };
+            let id = format!("{stem}-commit-{}", spec.kind);
+            let title = format!("Group commit{method}: {}{context}", spec.what);
+            let y = Axis { label: spec.y_label.into(), scale, ticks: None, format: spec.format };
+            let chart = LineChart { id: id.clone(), title: title.clone(), x: x.clone(), y, series };
+            Some(Figure { stem: id, title, svg: chart.render() })
+        })
+        .collect()
+}
+
+/// The three charts: commits per second, group size and p99 latency.
+fn specs() -> [Spec; 3] {
+    [
         Spec {
             kind: "commits",
             what: "commits per second",
@@ -74,25 +96,7 @@ pub fn figures(stem: &str, context: &str, commit: &CommitResults) -> Vec<Figure>
             format: format_ns,
             log: true,
         },
-    ];
-    charts
-        .into_iter()
-        .filter_map(|spec| {
-            let series = series_of(spec.value);
-            let values: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
-            if values.is_empty() {
-                return None;
-            }
-            let hi = values.iter().copied().fold(0.0, f64::max);
-            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-            let scale = if spec.log { Scale::log10_covering(lo, hi) } else { Scale::linear_from_zero(hi) };
-            let id = format!("{stem}-commit-{}", spec.kind);
-            let title = format!("Group commit{method}: {}{context}", spec.what);
-            let y = Axis { label: spec.y_label.into(), scale, ticks: None, format: spec.format };
-            let chart = LineChart { id: id.clone(), title: title.clone(), x: x.clone(), y, series };
-            Some(Figure { stem: id, title, svg: chart.render() })
-        })
-        .collect()
+    ]
 }
 
 /// One of the three charts: what it plots and how.
