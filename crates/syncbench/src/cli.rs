@@ -52,3 +52,29 @@ pub enum Command {
     /// as recorded in /run/syncbench; nothing else.
     Cleanup(crate::cmd::cleanup::Args),
 }
+
+/// Parses the command line. A value outside a flag's closed set is one line naming the flag and the
+/// values it takes (exit 2, as every usage error); clap reports the rest (and prints --help, --version).
+pub fn parse() -> Cli {
+    Cli::try_parse().unwrap_or_else(|e| match invalid_value_line(&e) {
+        Some(line) => {
+            eprintln!("{line}");
+            std::process::exit(2)
+        }
+        None => e.exit(),
+    })
+}
+
+/// `syncbench: invalid value 'x' for --flag <X>; use one of a, b, c` for clap's invalid-value error.
+fn invalid_value_line(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::InvalidValue {
+        return None;
+    }
+    let (Some(ContextValue::String(arg)), Some(ContextValue::String(value)), Some(ContextValue::Strings(valid))) =
+        (e.get(ContextKind::InvalidArg), e.get(ContextKind::InvalidValue), e.get(ContextKind::ValidValue))
+    else {
+        return None;
+    };
+    Some(format!("syncbench: invalid value '{value}' for {arg}; use one of {}", valid.join(", ")))
+}

@@ -3,9 +3,8 @@
 //! main is a table of contents: parse, dispatch, and turn the outcome into an exit code
 //! (0 success, 1 a check failed, 2 bad usage or unusable target; a broken pipe exits quietly).
 
-use clap::Parser;
 use std::process::ExitCode;
-use syncbench::cli::{Cli, Command};
+use syncbench::cli::Command;
 use syncbench::cmd;
 use syncbench::core::{cleanup, exit};
 
@@ -17,7 +16,7 @@ fn main() -> ExitCode {
     syncbench::observe::blockdev::account::install_device_truth(Box::new(
         syncbench::proof::lab::device_truth::LabDeviceTruth,
     ));
-    let cli = Cli::parse();
+    let cli = syncbench::cli::parse();
     if !matches!(cli.command, Command::Cleanup(_)) {
         syncbench::proof::leftovers::report_leftovers();
     }

@@ -22,11 +22,10 @@ pub struct Args {
     /// --quick].
     #[arg(long, value_delimiter = ',')]
     pub clients: Option<Vec<u32>>,
-    /// How the log makes a write durable: fsync, fdatasync, open_datasync, open_datasync+direct,
-    /// pwritev2_dsync, io_uring_fdatasync, or write (no sync: NOT durable, for comparison; `none` is the
-    /// old name of write).
-    #[arg(long, default_value = "fdatasync")]
-    pub method: String,
+    /// How the log makes a write durable; write is no sync (NOT durable, for comparison; `none` is its
+    /// old name).
+    #[arg(long, default_value = "fdatasync", value_parser = super::method_parser(&LOG_METHODS, &[("none", SyncMethod::Write)]))]
+    pub method: SyncMethod,
     /// Payload bytes per commit record (the log adds a 40-byte header).
     #[arg(long, default_value_t = 256)]
     pub record_size: usize,
@@ -109,12 +108,7 @@ pub fn main(args: Args) -> Outcome {
 
 /// Validate the flags into a plan (pure: no file system access).
 fn plan(args: &Args) -> anyhow::Result<Plan> {
-    // Before the log and `run` shared one vocabulary, commit called `write` `none`.
-    let name = if args.method == "none" { "write" } else { args.method.as_str() };
-    let method = SyncMethod::from_name(name).filter(|m| LOG_METHODS.contains(m)).ok_or_else(|| {
-        let names: Vec<&str> = LOG_METHODS.iter().map(|m| m.name()).collect();
-        usage(format!("unknown --method '{}'; use one of {}", args.method, names.join(", ")))
-    })?;
+    let method = args.method;
     let default_clients = if args.quick { vec![1, 4, 16] } else { vec![1, 2, 4, 8, 16, 32, 64] };
     let clients = args.clients.clone().unwrap_or(default_clients);
     if let Some(&bad) = clients.iter().find(|&&c| c == 0 || c > MAX_CLIENTS) {

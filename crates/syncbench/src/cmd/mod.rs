@@ -13,6 +13,26 @@ pub mod probe;
 pub mod report;
 pub mod run;
 pub mod trace;
+
+use crate::core::method::SyncMethod;
+use clap::builder::TypedValueParser as _;
+
+/// The parser of a `--method` flag that takes one of `allowed`: `--help` lists their names and a name not
+/// among them is clap's usage error (exit 2). `aliases` are (old name, method) pairs still accepted.
+pub fn method_parser(
+    allowed: &[SyncMethod],
+    aliases: &[(&'static str, SyncMethod)],
+) -> impl clap::builder::TypedValueParser<Value = SyncMethod> {
+    let values = allowed.iter().map(|&m| {
+        let old = aliases.iter().filter(move |(_, to)| *to == m).map(|(name, _)| *name);
+        clap::builder::PossibleValue::new(m.name()).aliases(old)
+    });
+    let aliases = aliases.to_vec();
+    clap::builder::PossibleValuesParser::new(values.collect::<Vec<_>>()).map(move |name| {
+        let name = aliases.iter().find(|(old, _)| *old == name).map_or(name.as_str(), |(_, m)| m.name());
+        SyncMethod::from_name(name).expect("clap accepted only listed names")
+    })
+}
 pub mod watch;
 
 #[cfg(test)]

@@ -40,8 +40,8 @@ pub struct WriteArgs {
     pub dir: PathBuf,
     /// How each record is made durable: a method of `syncbench run` (write, direct and sync_file_range are
     /// allowed and labelled not durable).
-    #[arg(long, default_value = "fdatasync")]
-    pub method: String,
+    #[arg(long, default_value = "fdatasync", value_parser = super::method_parser(&SyncMethod::ALL, &[]))]
+    pub method: SyncMethod,
     /// Where acks go: `-` (standard output) or `tcp:HOST:PORT` (a `powercut listen`).
     #[arg(long, default_value = "-")]
     pub witness: String,
@@ -87,8 +87,8 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 10)]
     pub cuts: u32,
     /// Sync methods, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "fdatasync")]
-    pub method: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "fdatasync", value_parser = super::method_parser(&SyncMethod::ALL, &[]))]
+    pub method: Vec<SyncMethod>,
     /// Seed of the cut moments and of what each cut keeps.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -110,13 +110,6 @@ pub fn main(args: Args) -> Outcome {
     }
 }
 
-fn method(name: &str) -> anyhow::Result<SyncMethod> {
-    SyncMethod::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = SyncMethod::ALL.iter().map(|m| m.name()).collect();
-        usage(format!("unknown --method {name:?}; choose one of {}", names.join(", ")))
-    })
-}
-
 fn existing_dir(dir: &Path, what: &str) -> anyhow::Result<PathBuf> {
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => Ok(dir.canonicalize()?),
@@ -127,7 +120,7 @@ fn existing_dir(dir: &Path, what: &str) -> anyhow::Result<PathBuf> {
 
 fn write(a: WriteArgs) -> Outcome {
     let dir = existing_dir(&a.dir, "an existing directory on the disk under test")?;
-    let method = method(&a.method)?;
+    let method = a.method;
     let duration = match a.secs {
         Some(s) if !(s > 0.0 && s.is_finite()) => return Err(usage(format!("--secs must be positive (got {s})"))),
         s => s.map(std::time::Duration::from_secs_f64),
@@ -220,7 +213,7 @@ fn lab(a: LabArgs) -> Outcome {
         .iter()
         .map(|p| crate::proof::lab::profile::by_name(p).map_err(usage))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let methods = a.method.iter().map(|m| method(m)).collect::<anyhow::Result<Vec<_>>>()?;
+    let methods = a.method.clone();
     if a.cuts == 0 {
         return Err(usage("--cuts must be at least 1"));
     }

@@ -76,7 +76,7 @@ fn missing_dir_missing_acks_and_acks_of_another_run_or_dir_are_refused_with_one_
         .args(["powercut", "write", dir.to_str().unwrap(), "--method", "fast"])
         .assert()
         .code(2)
-        .stderr(contains("unknown --method"));
+        .stderr(contains("invalid value 'fast' for --method <METHOD>; use one of open_datasync, fdatasync,"));
 }
 
 #[test]

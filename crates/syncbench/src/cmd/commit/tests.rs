@@ -70,9 +70,16 @@ fn delay_count_applies_only_to_delayed_group_commit_points() {
 }
 
 #[test]
+fn method_takes_the_log_methods_and_none_as_write() {
+    assert_eq!(parse(&["--method", "none"]).method, SyncMethod::Write);
+    assert_eq!(parse(&["--method", "open_datasync+direct"]).method, SyncMethod::OpenDatasyncDirect);
+    let err = Cli::try_parse_from(["commit", "--method", "open_sync"]).err().expect("open_sync is not a log method");
+    assert_eq!(err.kind(), clap::error::ErrorKind::InvalidValue);
+}
+
+#[test]
 fn bad_flags_are_usage_errors_naming_the_flag() {
     for (line, needle) in [
-        (vec!["--method", "open_sync"], "--method"),
         (vec!["--clients", "0"], "--clients"),
         (vec!["--clients", "5000"], "--clients"),
         (vec!["--record-size", "0"], "--record-size"),
