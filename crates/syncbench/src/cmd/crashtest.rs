@@ -76,8 +76,8 @@ pub struct Args {
     /// crashes run, failed points, a planted bug caught); `-` for stdout (the line then goes to stderr).
     #[command(flatten)]
     pub export: crate::core::export::ExportArgs,
-    /// Double-write design with --mode dw: 2012 or pipelined.
-    #[arg(long, default_value = "2012", value_parser = |s: &str| DwDesign::from_name(s).ok_or("use 2012 or pipelined"))]
+    /// Double-write design with --mode dw.
+    #[arg(long, default_value = "2012", value_parser = super::names_parser(&DwDesign::ALL, DwDesign::name))]
     pub dw_design: DwDesign,
     /// Break the engine on purpose (to prove the test catches it).
     #[arg(long, value_enum, hide = true)]

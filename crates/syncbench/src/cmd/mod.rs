@@ -17,6 +17,18 @@ pub mod trace;
 use crate::core::method::SyncMethod;
 use clap::builder::TypedValueParser as _;
 
+/// The parser of a flag that takes one of `all` by its `name`: `--help` lists the names and a name not
+/// among them is clap's usage error (exit 2).
+pub fn names_parser<T: Copy + Send + Sync + 'static>(
+    all: &[T],
+    name: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    let all = all.to_vec();
+    let names: Vec<&'static str> = all.iter().map(|&v| name(v)).collect();
+    clap::builder::PossibleValuesParser::new(names)
+        .map(move |text| all.iter().copied().find(|&v| name(v) == text).expect("clap accepted only listed names"))
+}
+
 /// The parser of a `--method` flag that takes one of `allowed`: `--help` lists their names and a name not
 /// among them is clap's usage error (exit 2). `aliases` are (old name, method) pairs still accepted.
 pub fn method_parser(

@@ -39,8 +39,9 @@ pub struct Args {
     pub sections: Option<String>,
     /// `sequential`: advance through the file and wrap, like a WAL; `rewrite`: rewrite offset 0 like
     /// pg_test_fsync.
-    #[arg(long, value_name = "PATTERN", default_value = "sequential")]
-    pub pattern: String,
+    #[arg(long, value_name = "PATTERN", default_value = "sequential",
+          value_parser = super::names_parser(&[suite::Pattern::Sequential, suite::Pattern::Rewrite], suite::Pattern::name))]
+    pub pattern: suite::Pattern,
     /// Rounds per case, 1-50 [default: 5, or 3 with --quick]. Each case's time is split over the rounds and
     /// run in a new order every round. Without it, a run under 20 s (8 s with --quick) adds rounds up to that.
     #[arg(long, value_name = "N")]
@@ -97,8 +98,7 @@ impl Options {
             None => RunBudget::DEFAULT_CASE_SECS,
         };
         let size_bytes = args.size.as_deref().map_or(Ok(8 * suite::KIB), parse_write_size)?;
-        let pattern = suite::Pattern::parse(&args.pattern)
-            .ok_or_else(|| usage(format!("invalid --pattern {:?}: use sequential or rewrite", args.pattern)))?;
+        let pattern = args.pattern;
         let plan = PlanOptions {
             sections: args.sections.as_deref().map_or(Ok(Section::ALL.to_vec()), parse_sections)?,
             methods: args.methods.as_deref().map(parse_methods).transpose()?,

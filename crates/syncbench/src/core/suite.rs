@@ -121,9 +121,10 @@ impl FileState {
 }
 
 /// Where the writes of successive commits go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Pattern {
-    /// Advance through the file and wrap, as a WAL does.
+    /// Advance through the file and wrap, as a WAL does (`run`'s default).
+    #[default]
     Sequential,
     /// Rewrite the same offsets from 0 on every commit, as pg_test_fsync does.
     Rewrite,

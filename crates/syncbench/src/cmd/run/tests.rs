@@ -4,7 +4,7 @@ use super::*;
 use std::path::Path;
 
 fn args(dir: &Path) -> Args {
-    Args { dir: dir.to_path_buf(), pattern: "sequential".into(), ..Args::default() }
+    Args { dir: dir.to_path_buf(), ..Args::default() }
 }
 
 fn message(result: anyhow::Result<Options>) -> String {
@@ -39,7 +39,6 @@ fn bad_values_are_one_line_each() {
     assert!(m.contains("\"fsnyc\"") && m.contains("open_datasync+direct"), "{m}");
     assert!(message(Options::from_args(&Args { sections: Some("a,z".into()), ..a() })).contains("\"z\""));
     assert!(message(Options::from_args(&Args { sections: Some("".into()), ..a() })).contains("--sections"));
-    assert!(message(Options::from_args(&Args { pattern: "random".into(), ..a() })).contains("--pattern"));
     let none_left = Args { sections: Some("d".into()), methods: Some("write".into()), ..a() };
     assert!(message(Options::from_args(&none_left)).contains("no case left"));
     let exports = ExportArgs { json: Some(tmp.path().join("missing/out.json")), ..ExportArgs::default() };
