@@ -473,13 +473,32 @@ fn processes_of_lab(mount: &Path, after_ticks: u64) -> Vec<u32> {
     pids
 }
 
-/// Whether `pid` runs (not a zombie) and, if `start_ticks` is not 0, is the process that started then.
+/// Whether `pid` runs (not a zombie, not dying of a SIGKILL) and, if `start_ticks` is not 0, is the process
+/// that started then.
 fn is_alive(pid: u32, start_ticks: u64) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
     let Some((_, rest)) = stat.rsplit_once(')') else { return false };
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let running = !matches!(fields.first(), None | Some(&"Z") | Some(&"X"));
+    let running = !matches!(fields.first(), None | Some(&"Z") | Some(&"X")) && !killed(pid);
     running && (start_ticks == 0 || fields.get(19).and_then(|t| t.parse().ok()) == Some(start_ticks))
+}
+
+/// Whether a SIGKILL is pending for `pid`. Such a process is dying, and it may be unable to finish: a
+/// thread in an fsync on a file system whose FUSE server was one of its own (now killed) threads waits in
+/// the kernel until that connection is aborted, which is cleanup's job (seen: `fsync-errors` killed
+/// mid-measurement, stuck in jbd2_log_wait_commit). So it counts as dead, not as a live owner.
+fn killed(pid: u32) -> bool {
+    sigkill_pending(&std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default())
+}
+
+/// Whether a `/proc/PID/status` text has SIGKILL among its pending signals (thread or process).
+pub(crate) fn sigkill_pending(status: &str) -> bool {
+    const SIGKILL_BIT: u64 = 1 << (9 - 1);
+    status
+        .lines()
+        .filter_map(|l| l.strip_prefix("ShdPnd:").or_else(|| l.strip_prefix("SigPnd:")))
+        .filter_map(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .any(|mask| mask & SIGKILL_BIT != 0)
 }
 
 /// The type and source of the topmost mount at `dir`, from `/proc/self/mountinfo`.

@@ -96,3 +96,15 @@ fn paths_with_spaces_are_quoted_for_the_shell() {
     assert_eq!(quote(Path::new("/tmp/.syncbench-x-1-0")), "/tmp/.syncbench-x-1-0");
     assert_eq!(quote(Path::new("/tmp/a b'c")), r"'/tmp/a b'\''c'");
 }
+
+#[test]
+fn a_process_with_a_pending_sigkill_is_dying_not_a_live_owner() {
+    // From a `fsync-errors` killed mid-fsync on its own FUSE server's disk, stuck in jbd2_log_wait_commit.
+    let stuck = "State:\tD (disk sleep)\nSigPnd:\t0000000000000100\nShdPnd:\t0000000000000100\n";
+    assert!(super::sigkill_pending(stuck));
+    let thread_only = "SigPnd:\t0000000000000100\nShdPnd:\t0000000000000000\n";
+    assert!(super::sigkill_pending(thread_only));
+    let term = "State:\tS (sleeping)\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000004000\n";
+    assert!(!super::sigkill_pending(term));
+    assert!(!super::sigkill_pending(""));
+}
