@@ -69,7 +69,7 @@ fn every_command_s_v1_file_reads_into_today_s_type_without_losing_a_field() {
 #[test]
 fn report_and_compare_take_every_v1_file() {
     let out = tempfile::tempdir().unwrap();
-    for name in ["run", "commit", "pages", "probe", "advise", "trace", "crashtest", "fsync_errors", "compare"] {
+    for name in ["run", "commit", "pages", "probe", "advise"] {
         let html = out.path().join(format!("{name}.html"));
         Command::cargo_bin("syncbench")
             .unwrap()
@@ -79,6 +79,19 @@ fn report_and_compare_take_every_v1_file() {
             .assert()
             .success();
         assert!(std::fs::read_to_string(&html).unwrap().contains("<html"), "{name}");
+    }
+    // Kinds with nothing to chart are read, named and refused in one line (exit 2), and no page is written.
+    for name in ["trace", "crashtest", "fsync_errors", "compare"] {
+        let html = out.path().join(format!("{name}.html"));
+        Command::cargo_bin("syncbench")
+            .unwrap()
+            .args(["report", "-o"])
+            .arg(&html)
+            .arg(fixture(&format!("{name}.json")))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("report accepts"));
+        assert!(!html.exists(), "{name}");
     }
     let compare = Command::cargo_bin("syncbench")
         .unwrap()

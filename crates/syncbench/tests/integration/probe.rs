@@ -238,7 +238,8 @@ fn a_read_only_bind_mount_shows_its_own_options_apart_from_the_file_systems() {
     let out = syncbench().args(["probe", "--quick"]).arg(target.path()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    let line = text.lines().nth(1).unwrap_or_default();
+    // The answer (verdicts) comes first; the tree's mount line carries the options.
+    let line = text.lines().find(|l| l.contains(" [mount ")).unwrap_or_default();
     let options = line.split_once(" [").map(|(_, o)| o.trim_end_matches(']')).unwrap_or_else(|| panic!("{text}"));
     let (mount, super_block) = options.split_once("; ").unwrap_or_else(|| panic!("{line}"));
     let mount: Vec<&str> = mount.strip_prefix("mount ").unwrap_or_else(|| panic!("{line}")).split(',').collect();
