@@ -28,7 +28,7 @@ echo "bin: $bin ($("$bin" --version)) profile: $profile step: ${step_us} µs loa
 for trial in $(seq 1 "$trials"); do
   log=$out/trial-$trial.log
   "$bin" lab up --profile "$profile" --seed "$trial" "$mount" > /dev/null
-  "$bin" watch "$mount" --every 2s --duty 25% --intervals 40 > "$log" 2>&1 &
+  "$bin" watch "$mount" --every 2s --duty 25% --intervals 26 > "$log" 2>&1 &
   watch_pid=$!
   # The baseline is learned when a line says "no change"; then 6 steady intervals.
   until grep -q "no change" "$log"; do sleep 1; kill -0 $watch_pid 2>/dev/null || break; done
