@@ -42,6 +42,6 @@ for trial in $(seq 1 "$trials"); do
   # Interval lines start with a timestamp; the first line after the step belongs to an interval that
   # started before it (partly on the old cost), so it is not counted.
   false_alarms=$(head -n "$lines_at_step" "$log" | grep -c "CHANGED" || true)
-  detected=$(tail -n +"$((lines_at_step + 2))" "$log" | grep -n "CHANGED [a-z_0-9]* [a-z_0-9]* slower" | head -1 | cut -d: -f1)
+  detected=$(tail -n +"$((lines_at_step + 2))" "$log" | grep -n "CHANGED [a-z_0-9]* [a-z_0-9]* slower" | head -1 | cut -d: -f1 || true)
   echo "trial $trial: step at $step_at; changes before the step: $false_alarms; detected in interval ${detected:-never} after the step" | tee -a "$out/summary.txt"
 done
