@@ -5,6 +5,7 @@
 //! The record format is in [`record`] and docs/powercut.md.
 
 pub mod acks;
+pub mod db;
 #[cfg(feature = "fuse")]
 pub mod lab;
 pub mod listen;
