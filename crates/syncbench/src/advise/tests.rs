@@ -570,7 +570,7 @@ fn a_partial_run_and_disturbed_cases_are_named_first() {
     // One case measured beside 150 MiB of other writes: named, and the disk is not called idle.
     let mut results = f.results.clone();
     results[0].disturbances = vec![crate::core::schema::Disturbance {
-        kind: "device_io".into(),
+        kind: crate::core::schema::DisturbanceKind::DeviceIo,
         detail: "vda served requests that were not this case's (150.0 MiB written) in rounds 1, 2 of 5".into(),
         foreign_write_bytes: 150 << 20,
         ..Default::default()

@@ -18,29 +18,8 @@
 //! A run shorter than the disk's phases cannot see them: on a disk, a small plan runs more rounds of the
 //! same size until its rounds have spread over [`SPREAD_SECS`] ([`QUICK_SPREAD_SECS`] with `--quick`).
 
+pub use crate::core::schema::StopReason;
 use crate::core::stats::{Samples, t95};
-
-/// Why the timed loop ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopReason {
-    /// The 95% CI of the mean was within the target.
-    Converged,
-    /// The time budget was spent.
-    Budget,
-    /// The file region was used up.
-    FileFull,
-}
-
-impl StopReason {
-    /// JSON name.
-    pub fn name(self) -> &'static str {
-        match self {
-            StopReason::Converged => "converged",
-            StopReason::Budget => "budget",
-            StopReason::FileFull => "file_full",
-        }
-    }
-}
 
 /// The outcome of the timed loop.
 #[derive(Clone, Debug)]

@@ -505,7 +505,7 @@ pub fn result_from(case: &Case, m: &Measurement) -> CaseResult {
         duration_s,
         outlier_fraction: m.samples.outlier_fraction(),
         histogram_log2: m.samples.log2_buckets(),
-        stop_reason: m.stop.name().to_string(),
+        stop_reason: Some(m.stop),
         warmup_ops: m.warmup_ops,
         ..empty_result(case)
     }

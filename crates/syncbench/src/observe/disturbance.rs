@@ -8,7 +8,7 @@
 
 // The device counters are the ones `trace` reads: one parser of the stat file.
 use crate::core::cleanup::{Created, PREFIX};
-use crate::core::schema::Disturbance;
+use crate::core::schema::{Disturbance, DisturbanceKind};
 use crate::observe::blockdev::foreign::{Foreign, OurWork, SECTOR_BYTES, SLACK_BYTES, SLACK_FLUSHES, foreign_of};
 use crate::observe::blockdev::stat::{Counters as DeviceCounters, parse as parse_stat};
 use crate::observe::probe::steal::{self, CpuTimes};
@@ -203,7 +203,7 @@ impl CaseDisturbance {
                 detail.push_str("; those rounds are left out of the rate");
             }
             out.push(Disturbance {
-                kind: "device_io".into(),
+                kind: DisturbanceKind::DeviceIo,
                 detail,
                 foreign_write_bytes: sum.write_bytes,
                 foreign_read_bytes: sum.read_bytes,
@@ -215,7 +215,7 @@ impl CaseDisturbance {
         }
         if let Some(pct) = self.steal_pct() {
             out.push(Disturbance {
-                kind: "cpu_steal".into(),
+                kind: DisturbanceKind::CpuSteal,
                 detail: format!("the hypervisor took {pct:.0}% of the CPU time while this case ran"),
                 steal_pct: Some(pct),
                 ..Disturbance::default()
@@ -455,14 +455,14 @@ mod tests {
         assert_eq!((named[0].foreign_write_bytes >> 20, named[0].rounds.clone()), (199, vec![2]));
         assert!(named[1].steal_pct.unwrap() > 5.0);
         assert_eq!(case.touched_rounds(), vec![2]);
-        assert_eq!(named[0].kind, "device_io");
+        assert_eq!(named[0].kind, DisturbanceKind::DeviceIo);
         assert!(
             named[0].detail.starts_with("vda served requests that were not this case's (200.0 MiB written)"),
             "{}",
             named[0].detail
         );
         assert!(named[0].detail.ends_with("in round 2 of 2"), "{}", named[0].detail);
-        assert_eq!(named[1].kind, "cpu_steal");
+        assert_eq!(named[1].kind, DisturbanceKind::CpuSteal);
     }
 
     #[test]

@@ -224,7 +224,7 @@ pub fn noise_line(results: &[CaseResult]) -> String {
     let disturbed = ran.iter().filter(|c| !c.disturbances.is_empty()).count();
     let bounds = ran.iter().filter(|c| c.lower_bound).count();
     let drifted = ran.iter().filter(|c| c.drift.is_some()).count();
-    let mut kinds: Vec<&str> = ran.iter().flat_map(|c| c.disturbances.iter().map(|d| kind_name(&d.kind))).collect();
+    let mut kinds: Vec<&str> = ran.iter().flat_map(|c| c.disturbances.iter().map(|d| d.kind.words())).collect();
     kinds.sort();
     kinds.dedup();
     let base = if rounds > 1 {
@@ -245,15 +245,6 @@ pub fn noise_line(results: &[CaseResult]) -> String {
     }
 }
 
-fn kind_name(kind: &str) -> &str {
-    match kind {
-        "device_io" => "device I/O not ours",
-        "cpu_steal" => "CPU steal",
-        "other_syncbench" => "another syncbench",
-        other => other,
-    }
-}
-
 /// The notes after the tables: one line per drifted or disturbed case (empty when none).
 pub fn case_notes(results: &[CaseResult]) -> String {
     let mut out = String::new();
@@ -271,7 +262,7 @@ pub fn case_notes(results: &[CaseResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::schema::Disturbance;
+    use crate::core::schema::{Disturbance, DisturbanceKind};
 
     fn case(section: &str, method: &str, ops: f64, ci: f64) -> CaseResult {
         CaseResult {
@@ -428,7 +419,7 @@ mod tests {
     fn disturbed_and_drifting_cases_are_counted_and_noted() {
         let mut a = case("one_write", "fsync", 3000.0, 0.2);
         a.disturbances =
-            vec![Disturbance { kind: "device_io".into(), detail: "vda served …".into(), ..Default::default() }];
+            vec![Disturbance { kind: DisturbanceKind::DeviceIo, detail: "vda served …".into(), ..Default::default() }];
         let mut b = case("one_write", "fdatasync", 3000.0, 0.2);
         b.drift = Some("the rate changed".into());
         let results = vec![a, b, case("one_write", "open_sync", 1.0, 0.0)];

@@ -169,10 +169,9 @@ pub struct CaseResult {
     /// Log2 histogram of commit latency (non-empty buckets only).
     #[serde(default)]
     pub histogram_log2: Vec<Log2Bucket>,
-    /// Why timing stopped: `converged` (95% CI of the mean within the target), `budget` (time budget spent),
-    /// `file_full` (append/fallocate region used up); empty when the case did not run.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub stop_reason: String,
+    /// Why timing stopped; absent when the case did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
     /// Commits run before timing started (not counted in `ops`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub warmup_ops: u64,
@@ -221,11 +220,51 @@ pub struct CaseResult {
     pub latency_log: Vec<regimes::Window>,
 }
 
+crate::core::named::named_enum! {
+    /// Why a case's timed loop ended.
+    pub enum StopReason ("stop reason") {
+        /// The 95% CI of the mean was within the target.
+        Converged = "converged",
+        /// The time budget was spent.
+        Budget = "budget",
+        /// The file region (append or fallocate) was used up.
+        FileFull = "file_full",
+    }
+}
+
+crate::core::named::named_enum! {
+    /// What disturbed a case. A kind a newer syncbench writes reads as `other`.
+    #[derive(Default)]
+    pub enum DisturbanceKind ("disturbance kind") else Other {
+        /// Requests on the device that were not ours.
+        #[default]
+        DeviceIo = "device_io",
+        /// The hypervisor took CPU time from this machine.
+        CpuSteal = "cpu_steal",
+        /// Another syncbench ran at the same time.
+        OtherSyncbench = "other_syncbench",
+        /// A kind this syncbench does not know.
+        Other = "other",
+    }
+}
+
+impl DisturbanceKind {
+    /// The kind in a sentence.
+    pub fn words(self) -> &'static str {
+        match self {
+            DisturbanceKind::DeviceIo => "device I/O not ours",
+            DisturbanceKind::CpuSteal => "CPU steal",
+            DisturbanceKind::OtherSyncbench => "another syncbench",
+            DisturbanceKind::Other => "other",
+        }
+    }
+}
+
 /// One thing that disturbed a case.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Disturbance {
-    /// `device_io` (requests on the device that were not ours), `cpu_steal` or `other_syncbench`.
-    pub kind: String,
+    /// What kind of disturbance.
+    pub kind: DisturbanceKind,
     /// What was seen, in a sentence with the numbers.
     pub detail: String,
     /// `device_io`: bytes written on the device that were not ours, summed over the disturbed rounds.

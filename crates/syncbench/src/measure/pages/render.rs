@@ -360,7 +360,7 @@ mod tests {
             buffer_pool_bytes: 1 << 30,
             device: Some(crate::observe::blockdev::account::DeviceAccounting::default()),
             disturbances: vec![crate::core::schema::Disturbance {
-                kind: "device_io".into(),
+                kind: crate::core::schema::DisturbanceKind::DeviceIo,
                 detail: "4 MiB written by others".into(),
                 ..Default::default()
             }],

@@ -364,7 +364,7 @@ mod tests {
             let r = run_case(&case, &tiny(), &Target::Disk(&dir));
             if r.supported && r.error.is_none() {
                 assert!(r.ops > 0 && r.latency_ns.min > 0, "{}: {r:?}", case.label);
-                assert!(!r.stop_reason.is_empty());
+                assert!(r.stop_reason.is_some());
             } else {
                 let why = r.error.as_deref().unwrap_or_default();
                 assert!(why.starts_with('E'), "{} has no errno in {why:?}", case.label);
@@ -395,7 +395,7 @@ mod tests {
         let case = Case { file_state: FileState::Append, ..Case::one_write(SyncMethod::Fdatasync, 4096) };
         let budget = RunBudget { case_secs: 5.0, ..tiny() };
         let r = run_case(&case, &budget, &Target::Disk(&dir));
-        assert_eq!(r.stop_reason, "file_full");
+        assert_eq!(r.stop_reason, Some(crate::core::schema::StopReason::FileFull));
         assert_eq!(r.ops + r.warmup_ops, 16);
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
     }

@@ -94,7 +94,7 @@ fn factor(r: &Ratio) -> f64 {
 fn disturbance(run: &RunFile) -> (usize, Vec<&str>) {
     let n = run.results.iter().filter(|c| !c.disturbances.is_empty()).count();
     let mut kinds: Vec<&str> =
-        run.results.iter().flat_map(|c| c.disturbances.iter().map(|d| d.kind.as_str())).collect();
+        run.results.iter().flat_map(|c| c.disturbances.iter().map(|d| d.kind.name())).collect();
     let steal_verdict = run.verdicts.iter().any(|v| v.is(crate::core::verdict::VerdictCode::CpuSteal));
     if steal_verdict {
         kinds.push("cpu_steal");

@@ -326,7 +326,7 @@ mod tests {
         let mut bound = case("fdatasync", 500.0, true);
         bound.lower_bound = true;
         bound.disturbances = vec![crate::core::schema::Disturbance {
-            kind: "device_io".into(),
+            kind: crate::core::schema::DisturbanceKind::DeviceIo,
             detail: "vda served …".into(),
             foreign_write_bytes: 300 << 20,
             foreign_flushes: 4000,
@@ -378,7 +378,7 @@ mod tests {
                     let mut c = case(m, 8000.0, true);
                     if i < disturbed {
                         c.disturbances = vec![crate::core::schema::Disturbance {
-                            kind: "device_io".into(),
+                            kind: crate::core::schema::DisturbanceKind::DeviceIo,
                             foreign_write_bytes: 1 << 20,
                             ..Default::default()
                         }];
