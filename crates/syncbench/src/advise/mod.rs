@@ -303,7 +303,9 @@ fn storage_warning(facts: &Facts<'_>) -> Option<String> {
     let serious: Vec<&Verdict> = facts
         .verdicts
         .iter()
-        .filter(|v| v.severity == Severity::Critical || (v.severity == Severity::Warning && is_honesty_code(&v.code)))
+        .filter(|v| {
+            v.severity == Severity::Critical || (v.severity == Severity::Warning && is_honesty_code(v.code.as_str()))
+        })
         .collect();
     if serious.is_empty() {
         return None;

@@ -91,7 +91,7 @@ pub struct Verdict {
     /// How much it matters.
     pub severity: Severity,
     /// A stable machine-readable code, e.g. `not_durable_memory_fs` (see [`VerdictCode`]).
-    pub code: String,
+    pub code: Code,
     /// What was found, in one or two sentences.
     pub message: String,
     /// What the user can do next.
@@ -106,12 +106,68 @@ impl Verdict {
         message: impl Into<String>,
         advice: impl Into<String>,
     ) -> Verdict {
-        Verdict { severity, code: code.name().to_string(), message: message.into(), advice: advice.into() }
+        Verdict { severity, code: Code::Known(code), message: message.into(), advice: advice.into() }
     }
 
     /// Whether this is the verdict `code` (a code this syncbench does not know is none of them).
     pub fn is(&self, code: VerdictCode) -> bool {
-        self.code == code.name()
+        self.code == Code::Known(code)
+    }
+}
+
+/// A verdict's code as a file holds it: one this syncbench concludes, or one it no longer concludes (an
+/// older file's retired code, a newer file's new one), kept as written so that the file reads and writes
+/// back unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// A code of this syncbench.
+    Known(VerdictCode),
+    /// A code this syncbench does not conclude, as written.
+    Other(String),
+}
+
+impl Code {
+    /// The code's name, as in JSON.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Code::Known(code) => code.name(),
+            Code::Other(name) => name,
+        }
+    }
+
+    /// The code of a name.
+    pub fn from_name(name: &str) -> Code {
+        VerdictCode::from_name(name).map_or_else(|| Code::Other(name.to_string()), Code::Known)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for Code {
+    fn from(name: &str) -> Code {
+        Code::from_name(name)
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Code {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Code, D::Error> {
+        Ok(Code::from_name(&String::deserialize(deserializer)?))
     }
 }
 
@@ -137,5 +193,12 @@ mod tests {
                 .unwrap();
         assert_eq!(old.code, "not_durable_tmpfs");
         assert!(VerdictCode::ALL.iter().all(|c| !old.is(*c)));
+        assert_eq!(old.code, Code::Other("not_durable_tmpfs".into()));
+        let back = serde_json::to_string(&old).unwrap();
+        assert!(back.contains(r#""code":"not_durable_tmpfs""#), "{back}");
+        // A known code read from a file is the enum, not a string that happens to match.
+        let known: Verdict =
+            serde_json::from_str(r#"{"severity":"warning","code":"cpu_steal","message":"m","advice":"a"}"#).unwrap();
+        assert_eq!(known.code, Code::Known(VerdictCode::CpuSteal));
     }
 }

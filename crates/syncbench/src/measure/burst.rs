@@ -108,7 +108,11 @@ mod tests {
         let case = Case::one_write(SyncMethod::Fdatasync, WRITE_SIZE_BYTES);
         let mock = Target::Mock(crate::measure::runner::MockTiming { seed: 1 });
         let ordinary = run_case(&case, &RunBudget::per_case(2.0), &mock);
-        assert_eq!(ordinary.stop_reason, Some(crate::core::schema::StopReason::Converged), "the check below needs a case that converges early");
+        assert_eq!(
+            ordinary.stop_reason,
+            Some(crate::core::schema::StopReason::Converged),
+            "the check below needs a case that converges early"
+        );
         let burst = run_case(&case, &budget(Duration::from_secs(2)), &mock);
         assert_eq!(burst.stop_reason, Some(crate::core::schema::StopReason::Budget));
         assert!(burst.duration_s >= 2.0 && burst.ops > ordinary.ops, "{} s, {} ops", burst.duration_s, burst.ops);

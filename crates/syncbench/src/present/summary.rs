@@ -419,7 +419,9 @@ mod tests {
     fn disturbed_and_drifting_cases_are_counted_and_noted() {
         let mut a = case("one_write", "fsync", 3000.0, 0.2);
         a.disturbances =
-            vec![Disturbance { kind: DisturbanceKind::DeviceIo, detail: "vda served …".into(), ..Default::default() }];
+            vec![Disturbance {
+                kind: DisturbanceKind::DeviceIo, detail: "vda served …".into(), ..Default::default()
+            }];
         let mut b = case("one_write", "fdatasync", 3000.0, 0.2);
         b.drift = Some("the rate changed".into());
         let results = vec![a, b, case("one_write", "open_sync", 1.0, 0.0)];

@@ -98,7 +98,7 @@ impl Interval {
         }
         Observation {
             values,
-            verdicts: self.verdicts.iter().map(|v| v.code.clone()).collect(),
+            verdicts: self.verdicts.iter().map(|v| v.code.to_string()).collect(),
             facts: facts(&self.environment),
             disturbed: self.disturbed(),
         }

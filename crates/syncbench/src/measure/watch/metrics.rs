@@ -135,9 +135,9 @@ fn environment_families(inputs: &Inputs<'_>) -> Vec<Family> {
         "1 for a verdict of every baseline interval that is absent now.",
     );
     for v in &interval.verdicts {
-        let labels = vec![("code", v.code.clone()), ("severity", severity(v.severity).to_string())];
+        let labels = vec![("code", v.code.to_string()), ("severity", severity(v.severity).to_string())];
         verdict.push(labels.clone(), 1.0);
-        appeared.push(labels, f64::from(u8::from(j.verdicts_appeared.contains(&v.code))));
+        appeared.push(labels, f64::from(u8::from(j.verdicts_appeared.contains(v.code.as_str()))));
     }
     for code in &j.verdicts_disappeared {
         disappeared.push(vec![("code", code.clone())], 1.0);

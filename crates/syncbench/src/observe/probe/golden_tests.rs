@@ -69,7 +69,7 @@ fn probe(scenario: &str) -> (Vec<String>, String) {
     }
     out.push('\n');
     out.push_str(&render::verdict_list(&verdicts));
-    let mut codes: Vec<String> = verdicts.into_iter().map(|v| v.code).collect();
+    let mut codes: Vec<String> = verdicts.into_iter().map(|v| v.code.to_string()).collect();
     codes.sort();
     (codes, out)
 }

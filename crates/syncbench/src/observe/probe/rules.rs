@@ -577,7 +577,7 @@ mod tests {
         env: &Environment,
         r: &[CaseResult],
     ) -> Vec<String> {
-        rule(env, r).into_iter().map(|v| v.code).collect()
+        rule(env, r).into_iter().map(|v| v.code.to_string()).collect()
     }
 
     #[test]

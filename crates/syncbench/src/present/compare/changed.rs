@@ -93,8 +93,7 @@ fn factor(r: &Ratio) -> f64 {
 /// Cases with a disturbance named, and the kinds (sorted), plus `cpu_steal` when a steal verdict is on.
 fn disturbance(run: &RunFile) -> (usize, Vec<&str>) {
     let n = run.results.iter().filter(|c| !c.disturbances.is_empty()).count();
-    let mut kinds: Vec<&str> =
-        run.results.iter().flat_map(|c| c.disturbances.iter().map(|d| d.kind.name())).collect();
+    let mut kinds: Vec<&str> = run.results.iter().flat_map(|c| c.disturbances.iter().map(|d| d.kind.name())).collect();
     let steal_verdict = run.verdicts.iter().any(|v| v.is(crate::core::verdict::VerdictCode::CpuSteal));
     if steal_verdict {
         kinds.push("cpu_steal");

@@ -204,7 +204,7 @@ fn verdicts(out: &mut String, verdicts: &[Verdict]) {
         let _ = writeln!(
             out,
             "<div class=\"verdict {severity}\"><strong>{severity}</strong> <code>{}</code>: {}<br><span class=\"advice\">{}</span></div>",
-            esc(&v.code),
+            esc(v.code.as_str()),
             esc(&v.message),
             esc(&v.advice)
         );

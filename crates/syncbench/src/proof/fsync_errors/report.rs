@@ -244,7 +244,8 @@ mod tests {
 
     #[test]
     fn verdicts_follow_the_observations() {
-        let codes: Vec<String> = verdicts(&[linux_like(FsCase::Ext4)]).into_iter().map(|v| v.code).collect();
+        let codes: Vec<String> =
+            verdicts(&[linux_like(FsCase::Ext4)]).into_iter().map(|v| v.code.to_string()).collect();
         assert_eq!(
             codes,
             [

@@ -23,7 +23,7 @@ fn fixture(name: &str) -> Envelope<RunPayload> {
 }
 
 fn codes(doc: &Envelope<RunPayload>) -> Vec<String> {
-    all(&doc.environment, &doc.payload.results).into_iter().map(|v| v.code).collect()
+    all(&doc.environment, &doc.payload.results).into_iter().map(|v| v.code.to_string()).collect()
 }
 
 fn fires(doc: &Envelope<RunPayload>, code: &str) -> bool {

@@ -82,7 +82,7 @@ fn kvm(devices: Vec<Device>) -> Environment {
 /// The verdicts' codes with their severities, and the text `run` and `probe` print.
 fn judged(env: &Environment, results: &[CaseResult]) -> (Vec<(Severity, String)>, String) {
     let verdicts = all(env, results);
-    let codes = verdicts.iter().map(|v| (v.severity, v.code.clone())).collect();
+    let codes = verdicts.iter().map(|v| (v.severity, v.code.to_string())).collect();
     (codes, crate::observe::probe::render::verdict_list(&verdicts))
 }
 
