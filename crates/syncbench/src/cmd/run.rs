@@ -217,7 +217,7 @@ fn report(
     text +=
         &background_writes.as_ref().map_or(String::new(), |b| crate::measure::background::side_by_side(&results, b));
     crate::core::export::print_human(&opts.exports, &text)?;
-    let (dir, pattern) = (opts.dir.display().to_string(), opts.plan.pattern.name().to_string());
+    let (dir, pattern) = (opts.dir.display().to_string(), opts.plan.pattern);
     let mut results = results;
     if !opts.log {
         results.iter_mut().for_each(|r| r.latency_log.clear());

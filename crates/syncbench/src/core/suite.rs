@@ -120,28 +120,15 @@ impl FileState {
     }
 }
 
-/// Where the writes of successive commits go.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Pattern {
-    /// Advance through the file and wrap, as a WAL does (`run`'s default).
-    #[default]
-    Sequential,
-    /// Rewrite the same offsets from 0 on every commit, as pg_test_fsync does.
-    Rewrite,
-}
-
-impl Pattern {
-    /// The JSON name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Pattern::Sequential => "sequential",
-            Pattern::Rewrite => "rewrite",
-        }
-    }
-
-    /// By name.
-    pub fn parse(text: &str) -> Option<Pattern> {
-        [Pattern::Sequential, Pattern::Rewrite].into_iter().find(|p| p.name() == text)
+crate::core::named::named_enum! {
+    /// Where the writes of successive commits go.
+    #[derive(Default)]
+    pub enum Pattern ("access pattern") {
+        /// Advance through the file and wrap, as a WAL does (`run`'s default).
+        #[default]
+        Sequential = "sequential",
+        /// Rewrite the same offsets from 0 on every commit, as pg_test_fsync does.
+        Rewrite = "rewrite",
     }
 }
 

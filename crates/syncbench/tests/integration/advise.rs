@@ -48,7 +48,12 @@ fn saved_run_with(
         case("one_write", "fdatasync", 2300, 1, "fallocate", etcd_ops_per_s),
     ];
     let env = Environment { fs_type: "ext4".into(), kernel: "6.18".into(), ..Environment::default() };
-    let payload = RunPayload { dir: "/data".into(), pattern: "sequential".into(), results, ..RunPayload::default() };
+    let payload = RunPayload {
+        dir: "/data".into(),
+        pattern: syncbench::core::suite::Pattern::Sequential,
+        results,
+        ..RunPayload::default()
+    };
     let doc = Envelope::new("2026-11-21T00:00:00Z".into(), env, verdicts, payload);
     let path = dir.join("run.json");
     std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();

@@ -72,7 +72,12 @@ fn fixture() -> Envelope<RunPayload> {
         "2026-11-21T00:00:00Z".into(),
         env,
         verdicts,
-        RunPayload { dir: "/data|wal".into(), pattern: "sequential".into(), results, ..RunPayload::default() },
+        RunPayload {
+            dir: "/data|wal".into(),
+            pattern: crate::core::suite::Pattern::Sequential,
+            results,
+            ..RunPayload::default()
+        },
     );
     doc.command = "syncbench run --json out.json /data".into();
     doc

@@ -11,7 +11,7 @@ pub mod regimes;
 use self::device::DeviceAccounting;
 use crate::core::environment::Environment;
 use crate::core::method::SyncMethod;
-use crate::core::suite::{FileState, Section};
+use crate::core::suite::{FileState, Pattern, Section};
 use crate::core::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 
@@ -66,7 +66,7 @@ pub struct RunPayload {
     /// The directory measured.
     pub dir: String,
     /// Access pattern: `sequential` (advance through the file and wrap, like a WAL) or `rewrite` (offset 0).
-    pub pattern: String,
+    pub pattern: Pattern,
     /// One entry per measured case.
     pub results: Vec<CaseResult>,
     /// Interrupted (Ctrl-C, SIGTERM) before every round of every case ran: the results are what was

@@ -31,7 +31,7 @@ fn properties(run: &RunFile) -> Vec<(&'static str, String)> {
         ("virtualization", virtualization_line(env)),
         ("O_DIRECT alignment", dio_line(env)),
         ("atomic writes", atomic_line(env)),
-        ("access pattern", run.pattern.clone()),
+        ("access pattern", run.pattern.map_or_else(String::new, |p| p.name().to_string())),
         ("syncbench version", run.version.clone()),
         ("verdicts", verdict_codes(run)),
     ]

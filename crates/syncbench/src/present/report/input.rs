@@ -7,6 +7,7 @@
 
 use crate::core::environment::Environment;
 use crate::core::schema::CaseResult;
+use crate::core::suite::Pattern;
 use crate::core::verdict::Verdict;
 use crate::measure::commit::CommitResults;
 use crate::measure::pages::PagesTable;
@@ -20,8 +21,8 @@ use std::path::Path;
 pub struct AnyPayload {
     /// `run`'s directory.
     pub dir: String,
-    /// `run`'s access pattern.
-    pub pattern: String,
+    /// `run`'s access pattern (absent in other commands' files).
+    pub pattern: Option<Pattern>,
     /// `run`'s cases.
     pub results: Vec<CaseResult>,
     /// `commit`'s points.
@@ -45,8 +46,8 @@ pub struct RunFile {
     pub environment: Environment,
     /// Conclusions about durability and plausibility.
     pub verdicts: Vec<Verdict>,
-    /// `run`'s access pattern (`sequential`, `rewrite`; empty when absent).
-    pub pattern: String,
+    /// `run`'s access pattern (`None` in other commands' files).
+    pub pattern: Option<Pattern>,
     /// `run`'s cases (empty when the file is from another command).
     pub results: Vec<CaseResult>,
     /// `commit`'s group-commit points, when present.
@@ -97,7 +98,7 @@ mod tests {
             "results":[{"section":"one_write","method":"fsync","file_state":"overwrite"}],"commit":{"method":"fdatasync","points":[{"clients":4}]},
             "pages":{"rows":[{"mode":"atomic","supported":false,"error":"EOPNOTSUPP"}]}}"#;
         let run = parse("t.json", text).unwrap();
-        assert_eq!((run.name.as_str(), run.version.as_str(), run.pattern.as_str()), ("t.json", "0.1.0", "rewrite"));
+        assert_eq!((run.name.as_str(), run.version.as_str(), run.pattern), ("t.json", "0.1.0", Some(Pattern::Rewrite)));
         assert_eq!((run.started_at.as_str(), run.command.as_str()), ("2026-11-21T00:00:00Z", "syncbench run"));
         assert_eq!(run.environment.fs_type, "xfs");
         assert_eq!(run.verdicts[0].code, "c");
