@@ -81,7 +81,11 @@ pub fn commit_answer(results: &crate::measure::commit::CommitResults, verdicts: 
     let one =
         results.points.iter().filter(|p| p.clients == 1).max_by(|a, b| a.commits_per_s.total_cmp(&b.commits_per_s));
     if let Some(p) = one {
-        out.push_str(&format!("  one client: {} with {} (one sync per commit at best)\n", rate(p), results.method));
+        out.push_str(&format!(
+            "  one client: {} with {} (one sync per commit at best)\n",
+            rate(p),
+            results.method_name()
+        ));
     }
     if let Some(best) = results.points.iter().max_by(|a, b| a.commits_per_s.total_cmp(&b.commits_per_s)) {
         let log = if best.group_commit { "group commit" } else { "one sync per commit" };
@@ -336,7 +340,7 @@ mod tests {
             ..Default::default()
         };
         let results = CommitResults {
-            method: "fdatasync".into(),
+            method: Some(syncbench_engine::wal::SyncMethod::Fdatasync),
             durable: true,
             record_size_bytes: 256,
             leader_extra_batches: 0,

@@ -30,12 +30,39 @@ pub struct CommitPayload {
     pub background_writes: Option<background::BackgroundCommit>,
 }
 
+/// `CommitResults::method` in JSON: the method's name, or `""` for none (as files from before it was
+/// recorded have it).
+mod method_or_empty {
+    use super::SyncMethod;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(method: &Option<SyncMethod>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(method.map_or("", SyncMethod::name))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SyncMethod>, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        if name.is_empty() {
+            return Ok(None);
+        }
+        SyncMethod::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(&name)).map(Some)
+    }
+}
+
+impl CommitResults {
+    /// The log's sync method's name (`""` when the file did not record it).
+    pub fn method_name(&self) -> &'static str {
+        self.method.map_or("", SyncMethod::name)
+    }
+}
+
 /// Every point of one `syncbench commit` run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CommitResults {
-    /// Sync method of the log.
-    pub method: String,
+    /// Sync method of the log (files from before it was recorded say `""`: `None`).
+    #[serde(with = "method_or_empty")]
+    pub method: Option<SyncMethod>,
     /// Whether an acknowledged commit is durable with this method (files that do not say were).
     #[serde(default = "crate::core::schema::yes")]
     pub durable: bool,
@@ -259,7 +286,7 @@ fn measure_rounds(
         }
     }
     Ok(CommitResults {
-        method: plan.method.name().to_string(),
+        method: Some(plan.method),
         durable: plan.method.durable(),
         record_size_bytes: plan.record_size as u64,
         leader_extra_batches: plan.leader_extra_batches,
@@ -351,6 +378,18 @@ pub fn verdicts(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_method_reads_and_writes_as_its_name_and_an_old_files_empty_one_as_none() {
+        let with = CommitResults { method: Some(SyncMethod::OpenDatasync), ..CommitResults::default() };
+        let json = serde_json::to_string(&with).unwrap();
+        assert!(json.contains(r#""method":"open_datasync""#), "{json}");
+        assert_eq!(serde_json::from_str::<CommitResults>(&json).unwrap().method, Some(SyncMethod::OpenDatasync));
+        let old: CommitResults = serde_json::from_str(r#"{"method":""}"#).unwrap();
+        assert_eq!((old.method, old.method_name()), (None, ""));
+        assert!(serde_json::to_string(&old).unwrap().contains(r#""method":"""#));
+        assert!(serde_json::from_str::<CommitResults>(r#"{"method":"fdatasink"}"#).is_err());
+    }
 
     #[test]
     fn undisturbed_rounds_pool_as_before() {

@@ -24,7 +24,7 @@ fn metrics(results: &CommitResults) -> Vec<Family> {
     let mut latency = Family::new("syncbench_commit_latency_seconds", "seconds", "Commit latency quantile.");
     for p in results.points.iter().filter(|p| p.commits > 0) {
         let labels = vec![
-            ("method", results.method.clone()),
+            ("method", results.method_name().to_string()),
             ("durable", results.durable.to_string()),
             ("clients", p.clients.to_string()),
             ("group_commit", p.group_commit.to_string()),
@@ -44,7 +44,8 @@ pub fn to_markdown(results: &CommitResults) -> String {
         "## syncbench commit: {}, {}-byte records{durability}\n\n\
          | clients | commit_delay µs | log | commits/s | syncs/s | commits/sync | sync µs | p50 µs | p99 µs | p99.9 µs | max µs | steal % |\n\
          |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        results.method, results.record_size_bytes
+        results.method_name(),
+        results.record_size_bytes
     );
     for p in &results.points {
         let l = &p.latency_ns;
@@ -108,7 +109,7 @@ pub fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
     for p in &results.points {
         let l = &p.latency_ns;
         w.write_record([
-            results.method.clone(),
+            results.method_name().to_string(),
             results.record_size_bytes.to_string(),
             p.clients.to_string(),
             p.commit_delay_us.to_string(),
@@ -210,7 +211,7 @@ pub fn to_table(results: &CommitResults) -> String {
     }
     format!(
         "syncbench commit: method {}, {}-byte records ({} bytes in the log){durability}\n{table}\n{notes}{}",
-        results.method,
+        results.method_name(),
         results.record_size_bytes,
         results.record_log_bytes,
         flow_table(results, &labels)
@@ -250,7 +251,7 @@ mod tests {
     fn csv_has_one_row_per_point_with_units_in_the_header() {
         let p = CommitPoint { clients: 2, duration_s: 2.0, cpu_steal_pct: Some(12.5), ..CommitPoint::default() };
         let csv = to_csv(&CommitResults {
-            method: "fdatasync".into(),
+            method: Some(crate::measure::commit::SyncMethod::Fdatasync),
             durable: true,
             record_size_bytes: 256,
             leader_extra_batches: 0,
@@ -272,7 +273,11 @@ mod tests {
             ..CommitPoint::default()
         };
         let table = |p: CommitPoint| {
-            to_table(&CommitResults { method: "fdatasync".into(), points: vec![p], ..CommitResults::default() })
+            to_table(&CommitResults {
+                method: Some(crate::measure::commit::SyncMethod::Fdatasync),
+                points: vec![p],
+                ..CommitResults::default()
+            })
         };
         assert!(table(point(vec![100.0, 130.0], None)).contains("n/a <3 rounds"));
         let three = table(CommitPoint { commits_per_s: 115.0, ..point(vec![110.0, 120.0, 115.0], Some(0.24)) });

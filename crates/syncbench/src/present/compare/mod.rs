@@ -451,7 +451,7 @@ mod tests {
         let commit = RunFile {
             name: "c.json".into(),
             commit: Some(crate::measure::commit::CommitResults {
-                method: "fdatasync".into(),
+                method: Some(syncbench_engine::wal::SyncMethod::Fdatasync),
                 durable: true,
                 record_size_bytes: 256,
                 leader_extra_batches: 0,

@@ -20,7 +20,7 @@ fn rows(run: &RunFile) -> Vec<(String, &DeviceAccounting)> {
         for p in commit.points.iter() {
             if let Some(d) = &p.device {
                 let log = if p.group_commit { "group" } else { "naive" };
-                out.push((format!("commit {}, {} clients, {log}", commit.method, p.clients), d));
+                out.push((format!("commit {}, {} clients, {log}", commit.method_name(), p.clients), d));
             }
         }
     }

@@ -43,7 +43,7 @@ pub fn figures(stem: &str, context: &str, commit: &CommitResults) -> Vec<Figure>
         ticks: None,
         format: trim_number,
     };
-    let method = match (commit.method.as_str(), not_durable) {
+    let method = match (commit.method_name(), not_durable) {
         ("", false) => String::new(),
         ("", true) => " (not durable)".to_string(),
         (method, false) => format!(" with {method}"),
@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn one_line_per_setting_sorted_by_clients() {
         let commit = CommitResults {
-            method: "fdatasync".into(),
+            method: Some(syncbench_engine::wal::SyncMethod::Fdatasync),
             durable: true,
             points: vec![point(4, true, 900.0), point(1, true, 300.0), point(1, false, 290.0)],
             ..CommitResults::default()
@@ -153,13 +153,13 @@ mod tests {
     #[test]
     fn a_log_that_is_not_durable_says_so_and_is_dashed() {
         let commit = CommitResults {
-            method: "none".into(),
+            method: Some(syncbench_engine::wal::SyncMethod::Write),
             durable: false,
             points: vec![point(1, true, 300_000.0)],
             ..CommitResults::default()
         };
         let figures = figures("c", "", &commit);
-        assert!(figures[0].title.contains("with none (not durable)"), "{}", figures[0].title);
+        assert!(figures[0].title.contains("with write (not durable)"), "{}", figures[0].title);
         assert!(figures[0].svg.contains("data-dashed=\"true\""));
     }
 }
