@@ -49,7 +49,7 @@ pub fn changes(runs: &[RunFile], cases: &[ComparedCase]) -> Vec<String> {
             bounds.join("; ")
         ));
     }
-    for c in cases.iter().filter(|c| c.case.key.method == "write") {
+    for c in cases.iter().filter(|c| c.case.key.method == crate::core::method::SyncMethod::Write) {
         for (i, r) in c.ratios.iter().enumerate() {
             let Some(r) = r else { continue };
             let directed = matches!(r.ratio.direction, Direction::Faster | Direction::Slower);

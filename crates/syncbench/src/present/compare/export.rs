@@ -34,11 +34,11 @@ impl Exportable for ComparePayload {
             let k = &c.case.key;
             let head = [
                 case_name(k, c.case.durable),
-                k.section.clone(),
-                k.method.clone(),
+                k.section.name().to_string(),
+                k.method.name().to_string(),
                 k.write_size_bytes.to_string(),
                 k.writes_per_commit.to_string(),
-                k.file_state.clone(),
+                k.file_state.name().to_string(),
                 c.case.durable.to_string(),
                 cmp.files[0].clone(),
             ];

@@ -1,6 +1,8 @@
 //! Matching cases across files by what was measured, not by position or label.
 
+use crate::core::method::SyncMethod;
 use crate::core::schema::CaseResult;
+use crate::core::suite::{FileState, Section};
 use crate::present::report::input::RunFile;
 use serde::Serialize;
 
@@ -8,15 +10,15 @@ use serde::Serialize;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct CaseKey {
     /// Suite section.
-    pub section: String,
-    /// Method name.
-    pub method: String,
+    pub section: Section,
+    /// Sync method.
+    pub method: SyncMethod,
     /// Bytes per write.
     pub write_size_bytes: u64,
     /// Writes per commit.
     pub writes_per_commit: u32,
-    /// `overwrite`, `append` or `fallocate`.
-    pub file_state: String,
+    /// The file's state before the timed writes.
+    pub file_state: FileState,
     /// 0 for the first case with these fields in a file, 1 for a second one, …; pairs the n-th with the n-th.
     #[serde(skip_serializing_if = "is_zero")]
     pub repeat: u32,
@@ -86,11 +88,11 @@ fn keyed(results: &[CaseResult]) -> Vec<(CaseKey, &CaseResult)> {
     let mut out: Vec<(CaseKey, &CaseResult)> = Vec::new();
     for case in results {
         let mut key = CaseKey {
-            section: case.section.name().to_string(),
-            method: case.method.name().to_string(),
+            section: case.section,
+            method: case.method,
             write_size_bytes: case.write_size_bytes,
             writes_per_commit: case.writes_per_commit,
-            file_state: case.file_state.name().to_string(),
+            file_state: case.file_state,
             repeat: 0,
         };
         key.repeat = out.iter().filter(|(k, _)| CaseKey { repeat: 0, ..k.clone() } == key).count() as u32;
@@ -152,7 +154,7 @@ mod tests {
         let b = run(vec![case("fdatasync", 8192, 210.0), case("fsync", 8192, 90.0)]);
         let joined = join(&[a, b]);
         assert_eq!(joined.len(), 2);
-        assert_eq!(joined[0].key.method, "fsync");
+        assert_eq!(joined[0].key.method, SyncMethod::Fsync);
         assert_eq!(joined[0].cells[1].ops_per_s, Some(90.0));
         assert_eq!(joined[1].cells[1].ops_per_s, Some(210.0));
     }

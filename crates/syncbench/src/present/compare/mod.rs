@@ -360,7 +360,7 @@ mod tests {
         let b = run("b", vec![bound("fsync", 20000.0), bound("fdatasync", 8050.0), case("open_sync", 500.0, true)]);
         let cmp = compare(&[a, b]);
         let direction = |i: usize| cmp.cases[i].ratios[0].as_ref().unwrap().ratio.direction;
-        let by_method = |m: &str| cmp.cases.iter().position(|c| c.case.key.method == m).unwrap();
+        let by_method = |m: &str| cmp.cases.iter().position(|c| c.case.key.method.name() == m).unwrap();
         assert_eq!(direction(by_method("fsync")), Direction::Faster);
         assert_eq!(direction(by_method("fdatasync")), Direction::Disturbed);
         // A's open_sync is at least 8000/s; B's clean 500/s is below it: slower.
@@ -477,11 +477,11 @@ mod tests {
     #[test]
     fn case_names_say_what_was_measured() {
         let key = CaseKey {
-            section: "two_writes".into(),
-            method: "fsync".into(),
+            section: crate::core::suite::Section::TwoWrites,
+            method: crate::core::method::SyncMethod::Fsync,
             write_size_bytes: 8192,
             writes_per_commit: 2,
-            file_state: "append".into(),
+            file_state: crate::core::suite::FileState::Append,
             repeat: 0,
         };
         assert_eq!(case_name(&key, true), "two_writes fsync, 2 × 8 KiB, append");

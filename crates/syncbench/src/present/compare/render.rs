@@ -43,13 +43,14 @@ fn table_rows(cmp: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
         .iter()
         .map(|c| {
             let key = &c.case.key;
-            let method = if c.case.durable { key.method.clone() } else { format!("{} (not durable)", key.method) };
+            let method =
+                if c.case.durable { key.method.name().to_string() } else { format!("{} (not durable)", key.method) };
             let repeat = if key.repeat > 0 { format!(" #{}", key.repeat + 1) } else { String::new() };
             let mut row = vec![
-                key.section.clone(),
+                key.section.name().to_string(),
                 format!("{method}{repeat}"),
                 writes(key.writes_per_commit, key.write_size_bytes),
-                key.file_state.clone(),
+                key.file_state.name().to_string(),
             ];
             row.extend(c.case.cells.iter().map(cell_text));
             row.extend(c.ratios.iter().map(|r| r.as_ref().map(|r| r.text.clone()).unwrap_or_else(|| "—".into())));
