@@ -45,6 +45,16 @@ pub fn method_parser(
         SyncMethod::from_name(name).expect("clap accepted only listed names")
     })
 }
+/// A clap parser for `run`'s sections: each by its name or its letter, all listed in `--help`.
+pub fn section_parser() -> impl clap::builder::TypedValueParser<Value = crate::core::suite::Section> {
+    use crate::core::suite::Section;
+    const LETTERS: [&str; 7] = ["a", "b", "c", "d", "e", "f", "g"];
+    assert_eq!(Section::ALL.len(), LETTERS.len(), "a letter per section");
+    let values =
+        Section::ALL.iter().zip(LETTERS).map(|(s, letter)| clap::builder::PossibleValue::new(s.name()).alias(letter));
+    clap::builder::PossibleValuesParser::new(values.collect::<Vec<_>>())
+        .map(|name| Section::parse(&name).expect("clap accepted only listed names and letters"))
+}
 pub mod watch;
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::core::suite::{self, PlanOptions, Section};
 use crate::core::workdir;
 use crate::measure::runner::{MockTiming, RunBudget, Target};
 use crate::observe::probe;
-use options::{parse_methods, parse_secs, parse_sections, parse_seed, parse_write_size};
+use options::{parse_secs, parse_seed, parse_write_size};
 use std::path::PathBuf;
 
 /// Flags of `syncbench run`.
@@ -32,11 +32,13 @@ pub struct Args {
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// Only these methods, comma-separated (e.g. fdatasync,open_datasync+direct) [default: all].
-    #[arg(long, value_name = "LIST")]
-    pub methods: Option<String>,
-    /// Only these sections, comma-separated names or letters a-g (e.g. a,f or one_write,size_sweep).
-    #[arg(long, value_name = "LIST")]
-    pub sections: Option<String>,
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          value_parser = super::method_parser(&crate::core::method::SyncMethod::ALL, &[]))]
+    pub methods: Vec<crate::core::method::SyncMethod>,
+    /// Only these sections, comma-separated names or their letters a-g (e.g. a,f or one_write,size_sweep)
+    /// [default: all].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = super::section_parser())]
+    pub sections: Vec<Section>,
     /// `sequential`: advance through the file and wrap, like a WAL; `rewrite`: rewrite offset 0 like
     /// pg_test_fsync.
     #[arg(long, value_name = "PATTERN", default_value = "sequential",
@@ -100,8 +102,8 @@ impl Options {
         let size_bytes = args.size.as_deref().map_or(Ok(8 * suite::KIB), parse_write_size)?;
         let pattern = args.pattern;
         let plan = PlanOptions {
-            sections: args.sections.as_deref().map_or(Ok(Section::ALL.to_vec()), parse_sections)?,
-            methods: args.methods.as_deref().map(parse_methods).transpose()?,
+            sections: if args.sections.is_empty() { Section::ALL.to_vec() } else { args.sections.clone() },
+            methods: (!args.methods.is_empty()).then(|| args.methods.clone()),
             size_bytes,
             quick: args.quick,
             pattern,

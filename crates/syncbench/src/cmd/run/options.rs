@@ -1,8 +1,8 @@
 //! Parsing of `run`'s option values: one-line usage errors (exit code 2) naming what to give instead.
 
 use crate::core::exit::usage;
-use crate::core::method::SyncMethod;
-use crate::core::suite::{self, Section};
+
+use crate::core::suite;
 use crate::measure::runner::MockTiming;
 
 /// Smallest and largest `--size`.
@@ -21,33 +21,6 @@ pub(super) fn parse_write_size(text: &str) -> anyhow::Result<u64> {
         Some(bytes) if (min..=max).contains(&bytes) => Ok(bytes),
         _ => Err(usage(format!("invalid --size {text:?}: give a write size from 512 to 1M, e.g. 8k or 16384"))),
     }
-}
-
-pub(super) fn parse_sections(text: &str) -> anyhow::Result<Vec<Section>> {
-    split_list(text)
-        .map(|name| {
-            Section::parse(name).ok_or_else(|| {
-                let all: Vec<_> = Section::ALL.iter().map(|s| format!("{}={}", s.letter(), s.name())).collect();
-                usage(format!("unknown section {name:?} in --sections: use {}", all.join(", ")))
-            })
-        })
-        .collect()
-}
-
-pub(super) fn parse_methods(text: &str) -> anyhow::Result<Vec<SyncMethod>> {
-    split_list(text)
-        .map(|name| {
-            SyncMethod::from_name(name).ok_or_else(|| {
-                let all: Vec<_> = SyncMethod::ALL.iter().map(|m| m.name()).collect();
-                usage(format!("unknown method {name:?} in --methods: use {}", all.join(", ")))
-            })
-        })
-        .collect()
-}
-
-pub(super) fn split_list(text: &str) -> impl Iterator<Item = &str> {
-    // An empty list is one empty name, which no section or method matches: an error, not "everything".
-    text.split(',').map(str::trim)
 }
 
 pub(super) fn parse_seed(text: &str) -> anyhow::Result<MockTiming> {

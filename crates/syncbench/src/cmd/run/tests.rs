@@ -1,6 +1,7 @@
 //! Flag validation of `syncbench run`.
 
 use super::*;
+use crate::core::method::SyncMethod;
 use std::path::Path;
 
 fn args(dir: &Path) -> Args {
@@ -35,11 +36,7 @@ fn bad_values_are_one_line_each() {
     for size in ["0", "511", "2M", "8q", ""] {
         assert!(message(Options::from_args(&Args { size: Some(size.into()), ..a() })).contains("--size"));
     }
-    let m = message(Options::from_args(&Args { methods: Some("fsync,fsnyc".into()), ..a() }));
-    assert!(m.contains("\"fsnyc\"") && m.contains("open_datasync+direct"), "{m}");
-    assert!(message(Options::from_args(&Args { sections: Some("a,z".into()), ..a() })).contains("\"z\""));
-    assert!(message(Options::from_args(&Args { sections: Some("".into()), ..a() })).contains("--sections"));
-    let none_left = Args { sections: Some("d".into()), methods: Some("write".into()), ..a() };
+    let none_left = Args { sections: vec![Section::SizeSweep], methods: vec![SyncMethod::Write], ..a() };
     assert!(message(Options::from_args(&none_left)).contains("no case left"));
     let exports = ExportArgs { json: Some(tmp.path().join("missing/out.json")), ..ExportArgs::default() };
     let bad_json = Args { exports, ..a() };
@@ -56,4 +53,27 @@ fn bad_directories_are_one_line_each() {
     let file = tmp.path().join("file");
     std::fs::write(&file, b"").unwrap();
     assert!(message(Options::from_args(&args(&file))).contains("not a directory"));
+}
+
+/// `run`'s flags as clap parses them.
+#[derive(Debug, clap::Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: Args,
+}
+
+fn parse(flags: &[&str]) -> Result<Args, String> {
+    use clap::Parser;
+    Cli::try_parse_from(std::iter::once("run").chain(flags.iter().copied())).map(|c| c.args).map_err(|e| e.to_string())
+}
+
+#[test]
+fn methods_and_sections_are_listed_names_or_letters() {
+    let a = parse(&["--methods", "fsync,open_datasync+direct", "--sections", "a,size_sweep,g"]).unwrap();
+    assert_eq!(a.methods, [SyncMethod::Fsync, SyncMethod::OpenDatasyncDirect]);
+    assert_eq!(a.sections, [Section::ALL[0], Section::SizeSweep, Section::ALL[6]]);
+    let m = parse(&["--methods", "fsync,fsnyc"]).unwrap_err();
+    assert!(m.contains("'fsnyc'") && m.contains("open_datasync+direct"), "{m}");
+    assert!(parse(&["--sections", "a,z"]).unwrap_err().contains("'z'"));
+    assert!(parse(&["--sections", ""]).unwrap_err().contains("--sections"));
 }
