@@ -229,7 +229,7 @@ pub fn idle_disk_note(results: &[CaseResult]) -> String {
          reached it while the cases ran (see the note on disturbed cases). In use, a commit's sync also waits \
          behind the write-back of the database's own checkpoints and of other tenants' writes. To measure that \
          on purpose: `syncbench advise DIR --background-writes 50MiB/s`.",
-        mib(other_bytes)
+        crate::core::units::format_mib(other_bytes)
     )
 }
 
@@ -256,10 +256,6 @@ fn disturbed_inputs_note(results: &[CaseResult]) -> Option<String> {
         first.section,
         first.label.trim(),
     ))
-}
-
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
 /// A rate as MiB/s with one decimal.

@@ -3,7 +3,6 @@
 //! See ARCHITECTURE.md for the layers and the test that keeps dependencies pointing down.
 
 pub mod cleanup;
-pub mod duration;
 pub mod environment;
 pub mod escape;
 pub mod exit;

@@ -1,5 +1,14 @@
-//! The one size parser and formatter. Units are binary everywhere: `k`, `kb` and `KiB` all mean 1024 bytes
-//! (as PostgreSQL's `kB` does), so a size means the same thing in every flag.
+//! The one place where byte counts and durations are parsed and formatted, in every command's text, tables
+//! and charts. Units are binary everywhere: `k`, `kb` and `KiB` all mean 1024 bytes (as PostgreSQL's `kB`
+//! does), so a size means the same thing in every flag.
+//!
+//! Three styles, each for one use:
+//! - short (`format_ns`, `format_bytes`, `format_duration`): three significant digits, trailing zeros
+//!   dropped — sentences, chart labels;
+//! - fixed (`format_ns_fixed`, `format_bytes_fixed`): a fixed number of decimals per unit — columns that
+//!   line up (`trace`'s tables);
+//! - exact-ish sizes (`format_size`): whole units or one decimal — sizes the user chose (`8 KiB`);
+//! - plain seconds (`format_secs`): a number without a unit, no float noise (`0.1`, not `0.10000000000000002`).
 
 /// Bytes per KiB.
 pub const KIB: u64 = 1024;
@@ -63,20 +72,123 @@ pub fn format_duration(secs: f64) -> String {
         s if s >= 1e-3 => (s * 1e3, "ms"),
         s => (s * 1e6, "µs"),
     };
-    let text = if value >= 100.0 {
-        format!("{value:.0}")
-    } else if value >= 10.0 {
-        format!("{value:.1}")
-    } else {
-        format!("{value:.2}")
+    format!("{} {unit}", trim_number(value))
+}
+
+/// A duration given in nanoseconds, in the unit that keeps it short: `850 ns`, `120 µs`, `4.5 ms`, `1.2 s`.
+pub fn format_ns(ns: f64) -> String {
+    let (scaled, unit) = match ns.abs() {
+        v if v >= 1e9 => (ns / 1e9, "s"),
+        v if v >= 1e6 => (ns / 1e6, "ms"),
+        v if v >= 1e3 => (ns / 1e3, "µs"),
+        _ => (ns, "ns"),
     };
-    let trimmed = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.') } else { &text };
-    format!("{trimmed} {unit}")
+    format!("{} {unit}", trim_number(scaled))
+}
+
+/// A size in bytes with a binary unit, three significant digits: `512 B`, `4 KiB`, `1.07 MiB`.
+pub fn format_bytes(bytes: f64) -> String {
+    let (scaled, unit) = match bytes.abs() {
+        v if v >= GIB as f64 => (bytes / GIB as f64, "GiB"),
+        v if v >= MIB as f64 => (bytes / MIB as f64, "MiB"),
+        v if v >= KIB as f64 => (bytes / KIB as f64, "KiB"),
+        _ => (bytes, "B"),
+    };
+    format!("{} {unit}", trim_number(scaled))
+}
+
+/// Up to three significant digits, without trailing zeros: `201`, `12.5`, `1.5`, `0.25`.
+pub fn trim_number(value: f64) -> String {
+    let decimals = match value.abs() {
+        v if v >= 100.0 || v == 0.0 => 0,
+        v if v >= 10.0 => 1,
+        _ => 2,
+    };
+    let text = format!("{value:.decimals$}");
+    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
+}
+
+/// A latency in ns with fixed decimals per unit, for columns: `850 ns`, `12.3 µs`, `1.25 ms`, `2.00 s`.
+pub fn format_ns_fixed(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.2} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
+/// Bytes with one decimal, for columns: `512 B`, `8.0 KiB`, `1.5 MiB`.
+pub fn format_bytes_fixed(bytes: f64) -> String {
+    if bytes >= MIB as f64 {
+        format!("{:.1} MiB", bytes / MIB as f64)
+    } else if bytes >= KIB as f64 {
+        format!("{:.1} KiB", bytes / KIB as f64)
+    } else {
+        format!("{bytes:.0} B")
+    }
+}
+
+/// Bytes in MiB with one decimal, whatever the size (`0.5 MiB`, `1024.0 MiB`): amounts compared in one list.
+pub fn format_mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / MIB as f64)
+}
+
+/// A latency in whole µs, or in ms with one decimal from 10 ms on (`85 µs`, `9500 µs`, `12.5 ms`).
+pub fn format_us_or_ms(ns: u64) -> String {
+    if ns >= 10_000_000 { format!("{:.1} ms", ns as f64 / 1e6) } else { format!("{:.0} µs", ns as f64 / 1e3) }
+}
+
+/// Seconds as a plain number: `0.1`, `2`, `1.5`, `0.003`, `12.346` — rounded to milliseconds (to three
+/// significant digits below 1 ms), trailing zeros dropped.
+pub fn format_secs(secs: f64) -> String {
+    if !secs.is_finite() {
+        return secs.to_string();
+    }
+    let digits = if secs.abs() >= 0.001 || secs == 0.0 { 3 } else { 3 - secs.abs().log10().floor() as i32 - 1 };
+    let text = format!("{secs:.*}", digits.max(3) as usize);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" { "0".to_string() } else { text.to_string() }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_style_prints_as_documented() {
+        assert_eq!(format_ns(201_000.0), "201 µs");
+        assert_eq!(format_ns(1_500.0), "1.5 µs");
+        assert_eq!(format_ns(12_000_000.0), "12 ms");
+        assert_eq!(format_bytes(8192.0), "8 KiB");
+        assert_eq!(format_bytes(512.0), "512 B");
+        assert_eq!(format_bytes(1100.0 * 1024.0), "1.07 MiB");
+        assert_eq!(format_ns_fixed(850), "850 ns");
+        assert_eq!(format_ns_fixed(12_345), "12.3 µs");
+        assert_eq!(format_ns_fixed(1_250_000), "1.25 ms");
+        assert_eq!(format_ns_fixed(2_000_000_000), "2.00 s");
+        assert_eq!(format_bytes_fixed(8192.0), "8.0 KiB");
+        assert_eq!(format_bytes_fixed(100.0), "100 B");
+        assert_eq!((format_mib(512 * KIB), format_mib(GIB)), ("0.5 MiB".into(), "1024.0 MiB".into()));
+        assert_eq!((format_us_or_ms(85_000), format_us_or_ms(9_500_000)), ("85 µs".into(), "9500 µs".into()));
+        assert_eq!(format_us_or_ms(12_500_000), "12.5 ms");
+        assert_eq!(
+            (trim_number(0.0), trim_number(12.34), trim_number(0.25)),
+            ("0".into(), "12.3".into(), "0.25".into())
+        );
+    }
+
+    #[test]
+    fn seconds_read_as_a_person_would_write_them() {
+        assert_eq!(format_secs(0.1 * 3.0 / 3.0 + 1e-17), "0.1");
+        assert_eq!(format_secs(0.10000000000000002), "0.1");
+        assert_eq!(format_secs(2.0), "2");
+        assert_eq!(format_secs(1.5), "1.5");
+        assert_eq!(format_secs(12.3456), "12.346");
+        assert_eq!(format_secs(0.003), "0.003");
+        assert_eq!(format_secs(0.00012345), "0.000123");
+        assert_eq!(format_secs(0.0), "0");
+    }
 
     #[test]
     fn durations_parse_and_print_with_sane_precision() {

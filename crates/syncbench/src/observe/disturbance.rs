@@ -228,10 +228,10 @@ impl CaseDisturbance {
 fn device_sentence(name: &str, f: &Foreign, touched: &[usize], rounds: usize) -> String {
     let mut parts = Vec::new();
     if f.write_bytes > 0 {
-        parts.push(format!("{} written", mib(f.write_bytes)));
+        parts.push(format!("{} written", crate::core::units::format_mib(f.write_bytes)));
     }
     if f.read_bytes > 0 {
-        parts.push(format!("{} read", mib(f.read_bytes)));
+        parts.push(format!("{} read", crate::core::units::format_mib(f.read_bytes)));
     }
     if f.flushes > 0 {
         parts.push(format!("{} flushes", f.flushes));
@@ -243,10 +243,6 @@ fn device_sentence(name: &str, f: &Foreign, touched: &[usize], rounds: usize) ->
         parts.join(", "),
         which.join(", ")
     )
-}
-
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
 /// Our lock in a directory: held (flock) while we measure there; removed at exit.

@@ -50,7 +50,7 @@ pub fn run(
         "{} cases in {} rounds (order changed every round), up to {} s each in all, pattern {}\n",
         results.len(),
         opts.rounds,
-        crate::core::duration::format_secs(opts.case_secs),
+        crate::core::units::format_secs(opts.case_secs),
         opts.pattern
     ));
     text.push_str(&crate::present::table::render(results, opts.size_bytes, opts.histogram));

@@ -63,7 +63,7 @@ fn workload_line(t: &PagesTable) -> String {
         t.scale,
         t.clients,
         t.page_size_bytes,
-        crate::core::duration::format_secs(t.checkpoint_secs),
+        crate::core::units::format_secs(t.checkpoint_secs),
         t.dw_batch_pages
     )
 }
@@ -271,7 +271,7 @@ fn no_checkpoint_note(t: &PagesTable) -> String {
         "NO CHECKPOINT measured for {}: no data pages or double-write batches were written, so these rows \
          compare the log only — make each of the 3 rounds longer than --checkpoint-secs ({} s), e.g. --secs {}.\n",
         without.join(", "),
-        crate::core::duration::format_secs(t.checkpoint_secs),
+        crate::core::units::format_secs(t.checkpoint_secs),
         (t.checkpoint_secs * 1.2 * f64::from(super::ROUNDS)).ceil()
     )
 }

@@ -197,15 +197,11 @@ pub fn flush_line(r: &CaseResult) -> String {
         r.method,
         r.write_size_bytes,
         r.file_state,
-        micros(r.latency_ns.p50),
-        micros(r.latency_ns.p99),
+        crate::core::units::format_us_or_ms(r.latency_ns.p50),
+        crate::core::units::format_us_or_ms(r.latency_ns.p99),
         r.ops,
         r.duration_s
     )
-}
-
-fn micros(ns: u64) -> String {
-    if ns >= 10_000_000 { format!("{:.1} ms", ns as f64 / 1e6) } else { format!("{:.0} µs", ns as f64 / 1e3) }
 }
 
 /// The verdicts, most severe first, each with its advice; ends with a newline.

@@ -2,8 +2,9 @@
 //! writes, bytes) and how long they took, set beside the sync calls made on files on them.
 
 use super::calls::SyncCall;
-use super::fmt::{fmt_ns, split_target};
+use super::fmt::split_target;
 use super::stats::{CallStats, Recorder};
+use crate::core::units::format_ns_fixed;
 use crate::observe::blockdev::requests::RequestReport;
 use crate::observe::blockdev::{DeviceReport, Disk, disk, stat::StatDelta};
 use serde::{Deserialize, Serialize};
@@ -106,10 +107,6 @@ pub fn build(recorder: &Recorder, window: &DiskWindow) -> Vec<TracedDevice> {
         .collect()
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
-}
-
 /// The text section: per disk, its requests and one line per call type.
 pub fn render(out: &mut String, devices: &[TracedDevice]) {
     for t in devices {
@@ -124,13 +121,13 @@ pub fn render(out: &mut String, devices: &[TracedDevice]) {
             s.flushes,
             s.flush_mean_ms,
             s.writes,
-            mib(s.write_bytes),
+            crate::core::units::format_mib(s.write_bytes),
             s.reads,
-            mib(s.read_bytes)
+            crate::core::units::format_mib(s.read_bytes)
         );
         let Some(r) = &d.requests else { continue };
         let lat = |l: &crate::core::schema::LatencyNs| {
-            format!("p50 {}, p99 {}, max {}", fmt_ns(l.p50), fmt_ns(l.p99), fmt_ns(l.max))
+            format!("p50 {}, p99 {}, max {}", format_ns_fixed(l.p50), format_ns_fixed(l.p99), format_ns_fixed(l.max))
         };
         let _ =
             writeln!(out, "  flush requests   {:>7}  device latency {}", r.flushes.count, lat(&r.flushes.latency_ns));
@@ -139,7 +136,7 @@ pub fn render(out: &mut String, devices: &[TracedDevice]) {
             "  write requests   {:>7}  device latency {}; {} ({} FUA, {} sync){}",
             r.writes.count,
             lat(&r.writes.latency_ns),
-            mib(r.writes.bytes),
+            crate::core::units::format_mib(r.writes.bytes),
             r.fua_writes,
             r.sync_writes,
             // Zero-sector write completions of the flush machinery (see `RequestReport::flush_carriers`):
@@ -158,10 +155,10 @@ pub fn render(out: &mut String, devices: &[TracedDevice]) {
                 out,
                 "  {} p99 {} (p50 {}), of which the device's flush p99 {} (p50 {})",
                 c.call,
-                fmt_ns(c.p99_ns),
-                fmt_ns(c.p50_ns),
-                fmt_ns(c.device_flush_p99_ns),
-                fmt_ns(c.device_flush_p50_ns)
+                format_ns_fixed(c.p99_ns),
+                format_ns_fixed(c.p50_ns),
+                format_ns_fixed(c.device_flush_p99_ns),
+                format_ns_fixed(c.device_flush_p50_ns)
             );
         }
     }

@@ -70,9 +70,9 @@ fn markdown_row(md: &mut String, first: &str, c: &CallReport) {
         c.count,
         c.errors,
         c.calls_per_s,
-        crate::observe::trace::fmt::fmt_ns(l.p50),
-        crate::observe::trace::fmt::fmt_ns(l.p99),
-        crate::observe::trace::fmt::fmt_ns(l.max),
+        crate::core::units::format_ns_fixed(l.p50),
+        crate::core::units::format_ns_fixed(l.p99),
+        crate::core::units::format_ns_fixed(l.max),
         c.bytes_between_syncs.p50
     );
 }

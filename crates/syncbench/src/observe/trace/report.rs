@@ -1,11 +1,12 @@
 //! The trace report: the JSON payload and its text rendering (tables and DTrace-style log2 histograms).
 
 use super::devices::{self, TracedDevice};
-use super::fmt::{fmt_ns, split_target};
+use super::fmt::split_target;
 use super::stats::{BytesSummary, CallStats, Recorder};
 use super::tracer::{Ending, Unseen};
 use crate::core::escape::escape_name;
 use crate::core::schema::{LatencyNs, Log2Bucket};
+use crate::core::units::{format_bytes_fixed, format_ns_fixed};
 use crate::observe::blockdev::requests::{Lost, Mechanism};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -273,22 +274,13 @@ pub fn build(meta: Meta, r: &Recorder, disks: &devices::DiskWindow) -> TraceRepo
     }
 }
 
-fn fmt_bytes(bytes: f64) -> String {
-    if bytes >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
-    } else if bytes >= 1024.0 {
-        format!("{:.1} KiB", bytes / 1024.0)
-    } else {
-        format!("{bytes:.0} B")
-    }
-}
-
 const HEADER: &str = "count   calls/s      total        p50        p99        max   bytes/sync";
 
 fn row(name: &str, c: &CallReport) -> String {
     let timed = c.count - c.skipped;
-    let lat = |ns: u64| if timed == 0 { "-".to_string() } else { fmt_ns(ns) };
-    let bytes = if c.bytes_between_syncs.samples == 0 { "-".into() } else { fmt_bytes(c.bytes_between_syncs.mean) };
+    let lat = |ns: u64| if timed == 0 { "-".to_string() } else { format_ns_fixed(ns) };
+    let bytes =
+        if c.bytes_between_syncs.samples == 0 { "-".into() } else { format_bytes_fixed(c.bytes_between_syncs.mean) };
     let mut line = format!(
         "{name:<24} {:>7} {:>9.1} {:>10} {:>10} {:>10} {:>10} {:>12}",
         c.count,
@@ -397,11 +389,11 @@ pub fn render(report: &TraceReport, histograms: bool) -> String {
             out,
             "\nyour device did write+fdatasync in {} (p50; p99 {}) in `syncbench run` ({}); this program waited {} \
              (p50; p99 {}) in {}",
-            fmt_ns(b.run_p50_ns),
-            fmt_ns(b.run_p99_ns),
+            format_ns_fixed(b.run_p50_ns),
+            format_ns_fixed(b.run_p99_ns),
             b.case_label,
-            fmt_ns(b.traced_p50_ns),
-            fmt_ns(b.traced_p99_ns),
+            format_ns_fixed(b.traced_p50_ns),
+            format_ns_fixed(b.traced_p99_ns),
             b.traced_call
         );
     }
@@ -545,8 +537,8 @@ mod tests {
 
     #[test]
     fn units_scale() {
-        assert_eq!(fmt_ns(950), "950 ns");
-        assert_eq!(fmt_ns(1_500), "1.5 µs");
-        assert_eq!(fmt_ns(67_000_000), "67.00 ms");
+        assert_eq!(format_ns_fixed(950), "950 ns");
+        assert_eq!(format_ns_fixed(1_500), "1.5 µs");
+        assert_eq!(format_ns_fixed(67_000_000), "67.00 ms");
     }
 }

@@ -165,6 +165,8 @@ fn linear_ticks(min: f64, max: f64) -> Vec<f64> {
     (first..=last).map(|i| i as f64 * step).collect()
 }
 
+pub use crate::core::units::{format_bytes, format_ns, trim_number};
+
 /// A count with a k/M suffix: `5k`, `12.5k`, `1.2M`.
 pub fn format_count(value: f64) -> String {
     let (scaled, suffix) = match value.abs() {
@@ -173,39 +175,6 @@ pub fn format_count(value: f64) -> String {
         _ => (value, ""),
     };
     format!("{}{suffix}", trim_number(scaled))
-}
-
-/// A duration given in nanoseconds, in the unit that keeps it short: `850 ns`, `120 µs`, `4.5 ms`, `1.2 s`.
-pub fn format_ns(ns: f64) -> String {
-    let (scaled, unit) = match ns.abs() {
-        v if v >= 1e9 => (ns / 1e9, "s"),
-        v if v >= 1e6 => (ns / 1e6, "ms"),
-        v if v >= 1e3 => (ns / 1e3, "µs"),
-        _ => (ns, "ns"),
-    };
-    format!("{} {unit}", trim_number(scaled))
-}
-
-/// A size in bytes with a binary unit: `512 B`, `4 KiB`, `1 MiB`.
-pub fn format_bytes(bytes: f64) -> String {
-    let (scaled, unit) = match bytes.abs() {
-        v if v >= 1024.0 * 1024.0 * 1024.0 => (bytes / (1024.0 * 1024.0 * 1024.0), "GiB"),
-        v if v >= 1024.0 * 1024.0 => (bytes / (1024.0 * 1024.0), "MiB"),
-        v if v >= 1024.0 => (bytes / 1024.0, "KiB"),
-        _ => (bytes, "B"),
-    };
-    format!("{} {unit}", trim_number(scaled))
-}
-
-/// Up to three significant digits, without trailing zeros.
-pub fn trim_number(value: f64) -> String {
-    let decimals = match value.abs() {
-        v if v >= 100.0 || v == 0.0 => 0,
-        v if v >= 10.0 => 1,
-        _ => 2,
-    };
-    let text = format!("{value:.decimals$}");
-    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
 }
 
 #[cfg(test)]
@@ -252,7 +221,7 @@ mod tests {
     }
 
     #[test]
-    fn labels_carry_their_unit() {
+    fn labels_carry_their_unit_from_core_units() {
         assert_eq!(format_ns(201_000.0), "201 µs");
         assert_eq!(format_ns(1_500.0), "1.5 µs");
         assert_eq!(format_ns(12_000_000.0), "12 ms");
