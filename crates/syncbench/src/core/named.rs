@@ -1,7 +1,8 @@
 //! Enums whose names in JSON, CSV, tables and messages come from one table ([`named_enum!`]), so that
 //! code compares variants where it compared strings and the files stay byte-identical.
 
-/// Declare an enum with one name per variant. Generates `ALL`, `name()`, `from_name()`, `FromStr` and
+/// Declare an enum with one name per variant. The name table is strum's (`IntoStaticStr`, `VariantArray`
+/// derived with each variant's `serialize` name); on top it generates `ALL`, `name()`, `from_name()`, `FromStr` and
 /// `Display` (through the storage crate's `name_traits!`, as every name-table enum has them) and serde as
 /// the name. With `else Variant`, a name this syncbench does not know reads from JSON as that variant (a
 /// newer syncbench's file stays readable); without it, such a name is an error naming the known ones.
@@ -25,20 +26,18 @@ macro_rules! named_enum {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantArray)]
         $vis enum $name {
-            $( $(#[$vmeta])* $variant, )+
+            $( $(#[$vmeta])* #[strum(serialize = $text)] $variant, )+
         }
 
         impl $name {
             /// Every variant, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub const ALL: &'static [$name] = <$name as strum::VariantArray>::VARIANTS;
 
             /// The name in JSON, CSV, tables and messages.
             pub fn name(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)+
-                }
+                self.into()
             }
 
             /// The variant of a name, if it is one.

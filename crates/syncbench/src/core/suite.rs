@@ -2,71 +2,40 @@
 //! sections (a-e), plus a write-size sweep (f) and the file state (g).
 
 use crate::core::method::SyncMethod;
-use serde::{Deserialize, Serialize};
 
 pub use crate::core::units::{KIB, MIB};
 
-/// A part of the suite. Its JSON name is [`Section::name`] (snake_case of the variant).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Section {
-    /// (a) one write per commit, every method.
-    #[default]
-    OneWrite,
-    /// (b) two writes per commit, every method.
-    TwoWrites,
-    /// (c) 16 KiB per commit in 1..16 writes, open_sync and open_datasync, buffered and direct.
-    WriteSizes,
-    /// (d) fsync on a descriptor that did not write.
-    CloseThenSync,
-    /// (e) writes without any sync.
-    NoSync,
-    /// (f) write sizes 512 B .. 1 MiB.
-    SizeSweep,
-    /// (g) overwrite vs append vs fallocate.
-    FileState,
+crate::core::named::named_enum! {
+    /// A part of the suite, by its JSON name.
+    #[derive(Default, PartialOrd, Ord)]
+    pub enum Section ("section") {
+        /// (a) one write per commit, every method.
+        #[default]
+        OneWrite = "one_write",
+        /// (b) two writes per commit, every method.
+        TwoWrites = "two_writes",
+        /// (c) 16 KiB per commit in 1..16 writes, open_sync and open_datasync, buffered and direct.
+        WriteSizes = "write_sizes",
+        /// (d) fsync on a descriptor that did not write.
+        CloseThenSync = "close_then_sync",
+        /// (e) writes without any sync.
+        NoSync = "no_sync",
+        /// (f) write sizes 512 B .. 1 MiB.
+        SizeSweep = "size_sweep",
+        /// (g) overwrite vs append vs fallocate.
+        FileState = "file_state",
+    }
 }
 
-syncbench_engine::storage::name_traits!(Section, "section");
-
 impl Section {
-    /// Every section in order.
-    pub const ALL: [Section; 7] = [
-        Section::OneWrite,
-        Section::TwoWrites,
-        Section::WriteSizes,
-        Section::CloseThenSync,
-        Section::NoSync,
-        Section::SizeSweep,
-        Section::FileState,
-    ];
-
-    /// The JSON name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Section::OneWrite => "one_write",
-            Section::TwoWrites => "two_writes",
-            Section::WriteSizes => "write_sizes",
-            Section::CloseThenSync => "close_then_sync",
-            Section::NoSync => "no_sync",
-            Section::SizeSweep => "size_sweep",
-            Section::FileState => "file_state",
-        }
-    }
-
     /// The letter of the section in issue #2 (a-g), also accepted by `--sections`.
     pub fn letter(self) -> char {
         (b'a' + Section::ALL.iter().position(|s| *s == self).unwrap_or(0) as u8) as char
     }
 
-    /// By JSON name.
-    pub fn from_name(name: &str) -> Option<Section> {
-        Section::ALL.into_iter().find(|s| s.name() == name)
-    }
-
     /// By name or letter.
     pub fn parse(text: &str) -> Option<Section> {
-        Section::ALL.into_iter().find(|s| s.name() == text || (text.len() == 1 && text.starts_with(s.letter())))
+        Section::ALL.iter().copied().find(|s| s.name() == text || (text.len() == 1 && text.starts_with(s.letter())))
     }
 
     /// The heading the table prints.
@@ -86,37 +55,17 @@ impl Section {
     }
 }
 
-/// The state of the file region a case writes to. Its JSON name is [`FileState::name`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileState {
-    /// A zero-filled, fully written file (a recycled WAL segment). Writes wrap around it.
-    #[default]
-    Overwrite,
-    /// An empty file that every write extends.
-    Append,
-    /// Preallocated, unwritten extents (fio's default): every write converts an extent.
-    Fallocate,
-}
-
-syncbench_engine::storage::name_traits!(FileState, "file state");
-
-impl FileState {
-    /// Every file state.
-    pub const ALL: [FileState; 3] = [FileState::Overwrite, FileState::Append, FileState::Fallocate];
-
-    /// The JSON name.
-    pub fn name(self) -> &'static str {
-        match self {
-            FileState::Overwrite => "overwrite",
-            FileState::Append => "append",
-            FileState::Fallocate => "fallocate",
-        }
-    }
-
-    /// By JSON name.
-    pub fn from_name(name: &str) -> Option<FileState> {
-        FileState::ALL.into_iter().find(|s| s.name() == name)
+crate::core::named::named_enum! {
+    /// The state of the file region a case writes to, by its JSON name.
+    #[derive(Default)]
+    pub enum FileState ("file state") {
+        /// A zero-filled, fully written file (a recycled WAL segment). Writes wrap around it.
+        #[default]
+        Overwrite = "overwrite",
+        /// An empty file that every write extends.
+        Append = "append",
+        /// Preallocated, unwritten extents (fio's default): every write converts an extent.
+        Fallocate = "fallocate",
     }
 }
 
@@ -247,7 +196,8 @@ pub fn sweep_sizes(quick: bool) -> Vec<u64> {
 /// The cases, in order.
 pub fn plan(opts: &PlanOptions) -> Vec<Case> {
     let mut cases: Vec<Case> = Section::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|s| opts.sections.contains(s))
         .flat_map(|s| section_cases(s, opts.size_bytes, opts.quick))
         .map(|c| Case { pattern: opts.pattern, ..c })
@@ -288,7 +238,7 @@ fn section_cases(section: Section, size: u64, quick: bool) -> Vec<Case> {
         Section::FileState => [Fsync, Fdatasync]
             .into_iter()
             .flat_map(|m| {
-                FileState::ALL.into_iter().map(move |st| {
+                FileState::ALL.iter().copied().map(move |st| {
                     let label = format!("{:<9} {}", st.name(), m.name());
                     Case { label, file_state: st, ..base(m) }
                 })
@@ -305,11 +255,11 @@ mod tests {
     /// The JSON names of sections and file states are the names `run` has always written (`Section::name`).
     #[test]
     fn section_and_file_state_json_names_are_their_names() {
-        for s in Section::ALL {
+        for &s in Section::ALL {
             assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{}\"", s.name()));
             assert_eq!(s.name().parse::<Section>().unwrap(), s);
         }
-        for f in FileState::ALL {
+        for &f in FileState::ALL {
             assert_eq!(serde_json::to_string(&f).unwrap(), format!("\"{}\"", f.name()));
             assert_eq!(serde_json::from_str::<FileState>(&format!("\"{f}\"")).unwrap(), f);
         }
@@ -339,7 +289,7 @@ mod tests {
         // Every case of section c writes 16 KiB per commit.
         assert!(cases.iter().filter(|c| c.section == Section::WriteSizes).all(|c| c.bytes_per_commit() == 16 * KIB));
         // Labels are unique inside a section (the table and the JSON identify cases by them).
-        for s in Section::ALL {
+        for &s in Section::ALL {
             let mut labels: Vec<_> = cases.iter().filter(|c| c.section == s).map(|c| &c.label).collect();
             let n = labels.len();
             labels.sort();
@@ -374,7 +324,7 @@ mod tests {
 
     #[test]
     fn sections_parse_by_name_and_letter() {
-        for (i, s) in Section::ALL.into_iter().enumerate() {
+        for (i, s) in Section::ALL.iter().copied().enumerate() {
             assert_eq!(Section::parse(s.name()), Some(s));
             assert_eq!(Section::parse(&((b'a' + i as u8) as char).to_string()), Some(s));
         }
