@@ -7,40 +7,55 @@ use syncbench_sys::{OpenFlags, OpenSync as SyncFlag, RwFlag};
 
 /// One way to make a write durable (or, for `write`, `direct` and `sync_file_range`, not). Its JSON name is
 /// [`SyncMethod::name`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr)]
 pub enum SyncMethod {
     /// `O_DSYNC`, buffered (what PostgreSQL's `open_datasync` really does by default).
+    #[strum(serialize = "open_datasync")]
     OpenDatasync,
     /// write, then `fdatasync`.
     #[default]
+    #[strum(serialize = "fdatasync")]
     Fdatasync,
     /// write, then `fsync`.
+    #[strum(serialize = "fsync")]
     Fsync,
     /// `O_SYNC`, buffered.
+    #[strum(serialize = "open_sync")]
     OpenSync,
     /// `O_DSYNC | O_DIRECT` (what pg_test_fsync calls open_datasync).
+    #[strum(serialize = "open_datasync+direct")]
     OpenDatasyncDirect,
     /// `O_DIRECT`, write, then `fdatasync`.
+    #[strum(serialize = "fdatasync+direct")]
     FdatasyncDirect,
     /// `O_DIRECT`, write, then `fsync`.
+    #[strum(serialize = "fsync+direct")]
     FsyncDirect,
     /// `O_SYNC | O_DIRECT`.
+    #[strum(serialize = "open_sync+direct")]
     OpenSyncDirect,
     /// `pwritev2(RWF_DSYNC)`: O_DSYNC for one write.
+    #[strum(serialize = "pwritev2_dsync")]
     Pwritev2Dsync,
     /// `pwritev2(RWF_SYNC)`: O_SYNC for one write.
+    #[strum(serialize = "pwritev2_sync")]
     Pwritev2Sync,
     /// io_uring write linked (IOSQE_IO_LINK) to an fdatasync.
+    #[strum(serialize = "io_uring_fdatasync")]
     IoUringFdatasync,
     /// write, then `sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER)`: NOT durable (no cache flush, no metadata).
+    #[strum(serialize = "sync_file_range")]
     SyncFileRange,
     /// `O_DIRECT` alone: NOT durable (the device's volatile cache is not flushed).
+    #[strum(serialize = "direct")]
     Direct,
     /// write alone: NOT durable (lands in the page cache).
+    #[strum(serialize = "write")]
     Write,
     /// write, close, then `fsync` on a new descriptor: the name files from before section (d) was
     /// measured as `fsync` with a descriptor shape gave that case. Read back and shown as written; not in
     /// [`SyncMethod::ALL`], so never planned or accepted on the command line.
+    #[strum(serialize = "fsync_after_close")]
     FsyncAfterClose,
 }
 
@@ -127,25 +142,9 @@ impl SyncMethod {
         SyncMethod::Write,
     ];
 
-    /// The name users type and see (VISION.md vocabulary).
+    /// The name users type and see (VISION.md vocabulary; the table is the variants' `strum` names).
     pub fn name(self) -> &'static str {
-        match self {
-            SyncMethod::OpenDatasync => "open_datasync",
-            SyncMethod::Fdatasync => "fdatasync",
-            SyncMethod::Fsync => "fsync",
-            SyncMethod::OpenSync => "open_sync",
-            SyncMethod::OpenDatasyncDirect => "open_datasync+direct",
-            SyncMethod::FdatasyncDirect => "fdatasync+direct",
-            SyncMethod::FsyncDirect => "fsync+direct",
-            SyncMethod::OpenSyncDirect => "open_sync+direct",
-            SyncMethod::Pwritev2Dsync => "pwritev2_dsync",
-            SyncMethod::Pwritev2Sync => "pwritev2_sync",
-            SyncMethod::IoUringFdatasync => "io_uring_fdatasync",
-            SyncMethod::SyncFileRange => "sync_file_range",
-            SyncMethod::Direct => "direct",
-            SyncMethod::Write => "write",
-            SyncMethod::FsyncAfterClose => "fsync_after_close",
-        }
+        self.into()
     }
 
     /// The method called `name`, if any.
