@@ -51,6 +51,8 @@ struct CachedWrite {
 #[derive(Clone, Debug)]
 pub struct FlushTicket {
     epoch: u64,
+    /// Names the flush in the queue-depth accounting.
+    id: u64,
     covers: Vec<u64>,
     started_ns: u64,
     /// When the device answers the flush.
@@ -211,6 +213,48 @@ pub struct DeviceModel {
     recent: std::collections::VecDeque<(u64, u64)>,
     /// A cut waiting for its write (see [`DeviceModel::arm_aim`]).
     aim: Option<ArmedAim>,
+    /// Requests (writes and flushes) received and not yet completed.
+    in_flight: u64,
+    /// Each flush in flight, by id: the most requests in flight at once since it began.
+    flush_peaks: HashMap<u64, u64>,
+    next_flush_id: u64,
+    /// How many flushes saw each peak (index: requests in flight at once, the flush included).
+    depth_during_flush: Vec<u64>,
+}
+
+/// The most requests in flight the queue-depth histogram tells apart (more count as this many).
+const MAX_DEPTH: usize = 1024;
+
+/// How many requests the device had in flight while flushes ran: per flush, the most at once (the flush
+/// itself included, so a flush alone is 1).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueDepth {
+    /// Flushes completed (the samples).
+    pub flushes: u64,
+    /// The median flush's peak.
+    pub p50: u64,
+    /// The 90th percentile.
+    pub p90: u64,
+    /// The highest peak.
+    pub max: u64,
+}
+
+impl QueueDepth {
+    /// From a histogram: `counts[d]` flushes saw at most `d` requests in flight at once.
+    fn of(counts: &[u64]) -> QueueDepth {
+        let flushes: u64 = counts.iter().sum();
+        let rank = |q: f64| {
+            let want = ((flushes as f64 * q).ceil() as u64).max(1);
+            let mut seen = 0;
+            counts.iter().position(|&c| {
+                seen += c;
+                seen >= want
+            })
+        };
+        let at = |q: f64| rank(q).unwrap_or(0) as u64;
+        let max = counts.iter().rposition(|&c| c > 0).unwrap_or(0) as u64;
+        QueueDepth { flushes, p50: at(0.5), p90: at(0.9), max }
+    }
 }
 
 /// An aimed cut, armed: what it waits for, its seed, and once fired, its report.
@@ -238,6 +282,10 @@ impl DeviceModel {
             cut_reports: Vec::new(),
             recent: std::collections::VecDeque::with_capacity(RECENT_WRITES),
             aim: None,
+            in_flight: 0,
+            flush_peaks: HashMap::new(),
+            next_flush_id: 0,
+            depth_during_flush: Vec::new(),
         }
     }
 
@@ -291,6 +339,7 @@ impl DeviceModel {
         self.channel_free_ns = start + self.params.transfer_ns(len);
         let done_at_ns = self.channel_free_ns + self.params.write_ns;
         let ticket = WriteTicket { epoch: self.epoch, seq, started_ns: now_ns, done_at_ns };
+        self.arrived();
         // An armed aimed cut fires as its write arrives: the write is in flight when the power goes.
         if self.aim.as_ref().is_some_and(|aim| aim.fired.is_none() && self.aim_matches(&aim.spec, seq)) {
             self.fire_aim(seq, medium);
@@ -339,6 +388,14 @@ impl DeviceModel {
         }
     }
 
+    /// A request arrived: one more in flight, and every flush in flight sees it.
+    fn arrived(&mut self) {
+        self.in_flight += 1;
+        for peak in self.flush_peaks.values_mut() {
+            *peak = (*peak).max(self.in_flight);
+        }
+    }
+
     /// Remember the write's range; whether it starts at or inside one of the last writes (a stream).
     fn note_recent(&mut self, offset: u64, len: u64) -> bool {
         let streamed = self.recent.iter().any(|&(start, end)| (start..=end).contains(&offset));
@@ -355,6 +412,7 @@ impl DeviceModel {
             return Err(DeviceLost);
         }
         self.write_latency.record(ticket.done_at_ns - ticket.started_ns);
+        self.in_flight = self.in_flight.saturating_sub(1);
         if self.params.honesty == Honesty::WriteThrough {
             self.destage(ticket.seq, medium).map_err(|_| DeviceLost)?;
         } else if let Some(w) = self.writes.get_mut(&ticket.seq) {
@@ -380,7 +438,11 @@ impl DeviceModel {
         if self.params.honesty != Honesty::IgnoresFlush {
             self.flush_free_ns = done_at_ns;
         }
-        FlushTicket { epoch: self.epoch, covers, started_ns: now_ns, done_at_ns }
+        let id = self.next_flush_id;
+        self.next_flush_id += 1;
+        self.flush_peaks.insert(id, 0);
+        self.arrived();
+        FlushTicket { epoch: self.epoch, id, covers, started_ns: now_ns, done_at_ns }
     }
 
     /// The flush's time has come: make what it covers durable (or, ignoring flushes, only promise it).
@@ -389,6 +451,14 @@ impl DeviceModel {
             return Err(DeviceLost);
         }
         self.flush_latency.record(ticket.done_at_ns - ticket.started_ns);
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if let Some(peak) = self.flush_peaks.remove(&ticket.id) {
+            let depth = (peak as usize).min(MAX_DEPTH);
+            if self.depth_during_flush.len() <= depth {
+                self.depth_during_flush.resize(depth + 1, 0);
+            }
+            self.depth_during_flush[depth] += 1;
+        }
         if ticket.covers.iter().all(|seq| !self.writes.contains_key(seq)) {
             self.counters.empty_flushes += 1;
         }
@@ -513,6 +583,8 @@ impl DeviceModel {
         self.versions.clear();
         self.writes.clear();
         self.recent.clear();
+        self.in_flight = 0;
+        self.flush_peaks.clear();
         self.counters.cached_bytes = 0;
         self.counters.cuts += 1;
         self.epoch += 1;
@@ -539,6 +611,7 @@ impl DeviceModel {
             write_latency_ns: self.write_latency.latency(),
             flushes_completed: self.flush_latency.count(),
             flush_latency_ns: self.flush_latency.latency(),
+            queue_depth_during_flush: QueueDepth::of(&self.depth_during_flush),
             cuts: self.cut_reports.clone(),
             params: Some(self.params.clone()),
         }
@@ -652,6 +725,9 @@ pub struct Stats {
     pub flushes_completed: u64,
     /// Flush latency the device charged.
     pub flush_latency_ns: LatencyNs,
+    /// Requests in flight at once while flushes ran (absent from servers before it: all zero).
+    #[serde(default)]
+    pub queue_depth_during_flush: QueueDepth,
     /// One report per power cut.
     pub cuts: Vec<CutReport>,
     /// The parameters in force now (changed live by `lab set`; absent from servers before it).

@@ -474,3 +474,35 @@ fn a_disarmed_aim_cuts_nothing() {
     write(&mut dev, &mem, &mut now, 3000, 4096, 1);
     assert_eq!(dev.stats().counters.cuts, 0);
 }
+
+#[test]
+fn the_queue_depth_during_a_flush_counts_requests_that_overlap_it() {
+    let mem = Mem::new(1 << 20);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 1, 1);
+    flush(&mut dev, &mem, &mut now); // alone: 1
+    // A write in flight when the flush arrives, three more while it runs: 5 at once.
+    let before = dev.submit_write(now, 8 * SECTOR_BYTES, &[2; 512], &mem).unwrap();
+    let ticket = dev.begin_flush(now);
+    let during: Vec<WriteTicket> =
+        (0..3).map(|i| dev.submit_write(now + 1, (16 + i) * SECTOR_BYTES, &[3; 512], &mem).unwrap()).collect();
+    for w in std::iter::once(before).chain(during) {
+        dev.complete_write(w, &mem).unwrap();
+    }
+    // A write after the others completed does not raise the flush's peak.
+    let late = dev.submit_write(now + 2, 40 * SECTOR_BYTES, &[4; 512], &mem).unwrap();
+    dev.complete_write(late, &mem).unwrap();
+    dev.complete_flush(ticket, &mem).unwrap();
+    let q = dev.stats().queue_depth_during_flush;
+    assert_eq!(q, QueueDepth { flushes: 2, p50: 1, p90: 5, max: 5 });
+}
+
+#[test]
+fn queue_depth_percentiles_come_from_the_per_flush_peaks() {
+    assert_eq!(QueueDepth::of(&[]), QueueDepth::default());
+    // 10 flushes: 2 alone, 5 with 4 in flight, 3 with 9.
+    let mut counts = vec![0; 10];
+    (counts[1], counts[4], counts[9]) = (2, 5, 3);
+    assert_eq!(QueueDepth::of(&counts), QueueDepth { flushes: 10, p50: 4, p90: 9, max: 9 });
+}

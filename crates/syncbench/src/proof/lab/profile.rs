@@ -199,6 +199,31 @@ pub fn all() -> Vec<Profile> {
     ]
 }
 
+/// The stack's own cost per request kind: what FUSE, the loop device and the model add to every profile's
+/// numbers, with the default [`crate::proof::lab::stack::StackTuning`]. Recorded from a bench run, not
+/// measured at `lab up`: one measurement at `up` would be a single round on a machine whose load swings it
+/// 2-4x, and `lab profiles` needs neither root nor a lab.
+#[derive(Clone, Debug, Serialize)]
+pub struct StackCost {
+    /// One 8 KiB O_DIRECT write through the stack, median µs (`run --methods direct` on `zero`).
+    pub write_us: u64,
+    /// One flush: (8 KiB O_DIRECT write + fdatasync) − (the write alone), median µs.
+    pub flush_us: u64,
+    /// 8 KiB buffered write + fdatasync on `zero`, median µs: the fastest commit the lab can stand for.
+    pub commit_8k_us: u64,
+    /// How, when and under what load it was measured.
+    pub measured: &'static str,
+}
+
+/// The stack's own cost as bench/lab_stack_cost.sh last measured it (docs/benchmarks.md, "lab stack cost").
+pub const STACK_COST: StackCost = StackCost {
+    write_us: 45,
+    flush_us: 40,
+    commit_8k_us: 77,
+    measured: "bench/lab_stack_cost.sh, 2026-11-28 21:47-22:08 UTC, 10 alternating rounds, ext4 on `zero`, \
+               2 vCPUs at load 14-21 (medians; a quiet machine was not available)",
+};
+
 /// The profile called `name`, or a one-line error listing the names.
 pub fn by_name(name: &str) -> Result<Profile, String> {
     all().into_iter().find(|p| p.name == name).ok_or_else(|| {

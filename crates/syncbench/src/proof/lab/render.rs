@@ -40,6 +40,14 @@ pub fn profiles() -> String {
             p.source
         );
     }
+    let c = &profile::STACK_COST;
+    let _ = write!(
+        out,
+        "\nthe stack's own cost (FUSE, loop device, model), on top of every profile's numbers:\n    \
+         write {} µs, flush {} µs; an 8 KiB write + fdatasync {} µs on `zero`: the fastest disk the lab can\n    \
+         stand for commits in about that\n    measured: {}\n",
+        c.write_us, c.flush_us, c.commit_8k_us, c.measured
+    );
     out
 }
 
@@ -127,6 +135,12 @@ pub fn stats(header: &str, stats: &Stats) -> String {
             l.max as f64 / 1e3
         );
     }
+    let q = &stats.queue_depth_during_flush;
+    let _ = writeln!(
+        out,
+        "  requests in flight while a flush ran (each flush's most at once, itself included): median {}  p90 {}  max {}  over {} flushes",
+        q.p50, q.p90, q.max, q.flushes
+    );
     for cut in &stats.cuts {
         let _ = writeln!(
             out,

@@ -48,6 +48,50 @@ pub struct StackConfig {
     pub work_parent: PathBuf,
     /// Names the private directory: `.syncbench-<label>-<pid>-<n>`.
     pub label: &'static str,
+    /// How the stack above the model is run (not what the device does: the model is the same either way).
+    pub tuning: StackTuning,
+}
+
+/// How the layers above the device model are run: they change the stack's own cost and how many requests
+/// can overlap at the model, never what the model does with them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StackTuning {
+    /// Attach the loop device with direct I/O (`losetup --direct-io=on`): no page cache of the image
+    /// inside the loop device, and reads and writes submitted asynchronously, so several can be in flight.
+    pub loop_direct_io: bool,
+    /// Threads reading FUSE requests (each with its own cloned /dev/fuse descriptor).
+    pub fuse_threads: usize,
+}
+
+/// The default, chosen by bench/lab_stack_cost.sh and bench/lab_queue.sh (docs/benchmarks.md, "lab stack
+/// cost"): direct I/O and 4 threads let requests overlap at the model (a flush saw up to 15 in flight
+/// under 16 writers, never more than 1 before) and cost no more per commit than the buffered single thread.
+impl Default for StackTuning {
+    fn default() -> StackTuning {
+        StackTuning { loop_direct_io: true, fuse_threads: 4 }
+    }
+}
+
+impl StackTuning {
+    /// The default, with `SYNCBENCH_LAB_LOOP_DIO=on|off` and `SYNCBENCH_LAB_FUSE_THREADS=N` applied (what
+    /// bench/lab_stack_cost.sh alternates; an unreadable value is ignored with a warning).
+    pub fn from_env() -> StackTuning {
+        let mut tuning = StackTuning::default();
+        if let Ok(text) = std::env::var("SYNCBENCH_LAB_LOOP_DIO") {
+            match text.as_str() {
+                "on" => tuning.loop_direct_io = true,
+                "off" => tuning.loop_direct_io = false,
+                other => eprintln!("syncbench lab: ignoring SYNCBENCH_LAB_LOOP_DIO={other:?} (on or off)"),
+            }
+        }
+        if let Ok(text) = std::env::var("SYNCBENCH_LAB_FUSE_THREADS") {
+            match text.parse::<usize>() {
+                Ok(n @ 1..=64) => tuning.fuse_threads = n,
+                _ => eprintln!("syncbench lab: ignoring SYNCBENCH_LAB_FUSE_THREADS={text:?} (1 to 64)"),
+            }
+        }
+        tuning
+    }
 }
 
 impl StackConfig {
@@ -61,6 +105,7 @@ impl StackConfig {
             mount_dir: None,
             work_parent: std::env::temp_dir(),
             label: "lab",
+            tuning: StackTuning::from_env(),
         }
     }
 }
@@ -406,6 +451,8 @@ impl Stack {
         std::fs::create_dir(fuse_dir)?;
         let mut config = fuser::Config::default();
         config.mount_options = vec![fuser::MountOption::FSName("syncbench-lab".to_string())];
+        config.n_threads = Some(self.config.tuning.fuse_threads.max(1));
+        config.clone_fd = true;
         let server = ImageFs(self.device.clone());
         self.records.fuse = Some(registry::record_mount(fuse_dir, "fuse", "syncbench-lab", false)?);
         let session = fuser::spawn_mount(server, fuse_dir, &config).context("mounting the FUSE image server")?;
@@ -416,7 +463,12 @@ impl Stack {
 
     fn attach_loop(&mut self) -> anyhow::Result<()> {
         self.records.loop_device = Some(registry::record_loop(&self.image_path)?);
-        let device = run("losetup", &["--find", "--show", path_str(&self.image_path)?])?;
+        let mut args = vec!["--find", "--show"];
+        if self.config.tuning.loop_direct_io {
+            args.push("--direct-io=on");
+        }
+        args.push(path_str(&self.image_path)?);
+        let device = run("losetup", &args)?;
         let device = device.trim().to_string();
         active().loop_device = Some(device.clone());
         self.loop_device = Some(device);
