@@ -99,6 +99,33 @@ pub struct CutArgs {
     /// Also write the cut's report as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Cut the moment a data-page write arrives (a write of at least --aim-min-bytes that does not continue
+    /// one of the last 64 writes: not a log append), so that it is in flight and tears at the disk's untorn
+    /// unit; if none comes within --aim-wait, cut then and say so.
+    #[arg(long)]
+    pub aim_data_write: bool,
+    /// With --aim-data-write: the smallest write aimed at (e.g. the database's page size).
+    #[arg(long, value_name = "SIZE", default_value = "8KiB", requires = "aim_data_write")]
+    pub aim_min_bytes: String,
+    /// With --aim-data-write: how long to wait for such a write (e.g. 10s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "10s", requires = "aim_data_write")]
+    pub aim_wait: String,
+}
+
+impl CutArgs {
+    /// The aim of `--aim-data-write`, checked (a bad size or duration: one line, exit 2).
+    #[cfg(feature = "fuse")]
+    fn aim(&self) -> anyhow::Result<Option<crate::proof::lab::stack::CutAim>> {
+        if !self.aim_data_write {
+            return Ok(None);
+        }
+        let min_write_bytes = crate::core::units::parse_size(&self.aim_min_bytes)
+            .filter(|&b| b > 0)
+            .ok_or_else(|| usage(format!("--aim-min-bytes {:?} is not a size; use e.g. 8KiB", self.aim_min_bytes)))?;
+        let max_wait = crate::core::units::parse_duration(&self.aim_wait)
+            .ok_or_else(|| usage(format!("--aim-wait {:?} is not a duration; use e.g. 10s or 500ms", self.aim_wait)))?;
+        Ok(Some(crate::proof::lab::stack::CutAim { min_write_bytes, max_wait, within: None }))
+    }
 }
 
 /// Flags of `lab stats`.
@@ -167,7 +194,12 @@ fn run(action: Action) -> Outcome {
         }
         Action::Cut(a) => {
             let seed = a.seed.unwrap_or_else(clock_seed);
-            let outcome = client(&a.mountpoint)?.cut(seed)?;
+            let aim = a.aim()?;
+            let client = client(&a.mountpoint)?;
+            let outcome = match aim {
+                Some(aim) => client.cut_aimed(seed, aim)?,
+                None => client.cut(seed)?,
+            };
             if a.json.as_deref() != Some(std::path::Path::new("-")) {
                 print!("{}", render::cut(&outcome));
             }

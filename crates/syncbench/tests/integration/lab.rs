@@ -28,6 +28,20 @@ fn profiles_lists_every_profile_with_its_source() {
         assert!(text.contains(name), "{name} missing from:\n{text}");
     }
     assert!(text.contains("118 fdatasync/s") && text.contains("ignores-flush"), "{text}");
+    assert!(text.contains("the stack's own cost") && text.contains("bench/lab_stack_cost.sh"), "{text}");
+}
+
+#[test]
+fn bad_untorn_units_and_aims_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mount = dir.path().to_str().unwrap();
+    for (args, says) in [
+        (vec!["lab", "up", "--profile", "zero", "--untorn", "3KiB", mount], "power of two"),
+        (vec!["lab", "set", mount, "--untorn", "2MiB"], "to 1MiB"),
+        (vec!["lab", "cut", mount, "--aim-min-bytes", "8KiB"], "--aim-data-write"),
+    ] {
+        Command::cargo_bin("syncbench").unwrap().args(&args).assert().code(2).stderr(contains(says));
+    }
 }
 
 #[cfg(feature = "fuse")]
@@ -447,6 +461,119 @@ mod as_root {
         assert!(String::from_utf8_lossy(&out.stderr).contains("no lab is up at"), "{out:?}");
         let out = syncbench().args(["lab", "set", m]).output().unwrap();
         assert_eq!(out.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("--flush-us, --write-us or --honesty"), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--flush-us, --write-us, --honesty or --untorn"),
+            "{out:?}"
+        );
+    }
+
+    const PAGE: usize = 16 << 10;
+    const PAGES: u64 = 256;
+    const CHUNK: usize = 4 << 10;
+
+    /// Overwrite random 16 KiB pages of `path` (O_DIRECT, fdatasync after each) until a write fails (the
+    /// power went) or `stop`; every 4 KiB of a write holds one 32-bit number, new for each write.
+    fn write_pages_until_cut(path: PathBuf, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> u32 {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(path).unwrap();
+        let mut raw = vec![0u8; PAGE + 4096];
+        let skip = raw.as_ptr().align_offset(4096);
+        let (mut number, mut rng) = (0u32, 0x9e37_79b9_u64);
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            number += 1;
+            rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let page = (rng >> 33) % PAGES;
+            let buf = &mut raw[skip..skip + PAGE];
+            for word in buf.chunks_mut(4) {
+                word.copy_from_slice(&number.to_le_bytes());
+            }
+            if file.write_at(buf, page * PAGE as u64).is_err() || file.sync_data().is_err() {
+                break;
+            }
+        }
+        number
+    }
+
+    /// The number each 4 KiB chunk of each page holds, or `None` for a chunk that is not one number.
+    fn page_chunks(path: &Path) -> Vec<Vec<Option<u32>>> {
+        let data = std::fs::read(path).unwrap();
+        data.chunks(PAGE)
+            .map(|page| {
+                page.chunks(CHUNK)
+                    .map(|c| {
+                        let first = &c[..4];
+                        c.chunks(4).all(|w| w == first).then(|| u32::from_le_bytes(first.try_into().unwrap()))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// An aimed cut of the lab at `m` while pages are being overwritten; the cut's JSON.
+    fn aimed_cut_under_page_writes(mount: &Path, seed: u64) -> serde_json::Value {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (path, stop) = (mount.join("pages"), stop.clone());
+            std::thread::spawn(move || write_pages_until_cut(path, stop))
+        };
+        let m = mount.to_str().unwrap();
+        let args = ["lab", "cut", m, "--aim-data-write", "--aim-min-bytes", "16KiB", "--aim-wait", "60s"];
+        let cut = ok(&[&args[..], &["--seed", &seed.to_string(), "--json", "-"]].concat());
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(writer.join().unwrap() >= 1, "the writer wrote pages");
+        serde_json::from_str(&cut).unwrap()
+    }
+
+    #[test]
+    fn an_aimed_cut_tears_a_page_at_4_kib_and_not_at_16_kib() {
+        if let Some(why) = missing_ext4_prerequisite() {
+            return skip(format_args!("lab needs root, /dev/fuse, losetup and mkfs.ext4 ({why})"));
+        }
+        let (_dir, mount) = mount_point();
+        let m = mount.to_str().unwrap();
+        ok(&["lab", "up", "--profile", "ssd-200us", "--untorn", "4KiB", "--size", "400MiB", m]);
+        let _down = DownOnDrop(mount.clone());
+        assert!(ok(&["lab", "stats", m]).lines().next().unwrap().contains("untorn 4 KiB"));
+        let pages = mount.join("pages");
+        let fresh_pages = || {
+            std::fs::write(&pages, vec![0u8; PAGE * PAGES as usize]).unwrap();
+            std::fs::File::open(&pages).unwrap().sync_all().unwrap();
+        };
+        fresh_pages();
+
+        let cut = aimed_cut_under_page_writes(&mount, 11);
+        let (aim, device) = (&cut["aim"], &cut["device"]);
+        assert_eq!(aim["met"], true, "{cut}");
+        assert_eq!(
+            (device["aimed_at"]["len_bytes"].as_u64(), device["aimed_at"]["torn"].as_bool()),
+            (Some(16384), Some(true)),
+            "{cut}"
+        );
+        let torn = &device["torn"];
+        assert_eq!((torn["unit_bytes"].as_u64(), torn["units"].as_u64()), (Some(4096), Some(4)), "{cut}");
+        let kept = torn["units_persisted"].as_u64().unwrap() as usize;
+        // Every 4 KiB unit whole; exactly one page mixed: its first `kept` units new, the rest old.
+        let chunks = page_chunks(&pages);
+        assert!(chunks.iter().flatten().all(Option::is_some), "a 4 KiB unit was torn inside");
+        let mixed: Vec<&Vec<Option<u32>>> = chunks.iter().filter(|p| p.iter().any(|c| *c != p[0])).collect();
+        assert_eq!(mixed.len(), 1, "{mixed:?}; {cut}");
+        let page = mixed[0];
+        assert!(page[..kept].iter().all(|c| *c == page[0]) && page[kept..].iter().all(|c| *c == page[kept]));
+        assert!(page[0] > page[kept], "the first units are the newer write: {page:?}");
+
+        // The same disk promising 16 KiB: a page aligned to 16 KiB on the disk never tears.
+        ok(&["lab", "set", m, "--untorn", "16KiB"]);
+        fresh_pages();
+        let cut = aimed_cut_under_page_writes(&mount, 11);
+        let aimed = &cut["device"]["aimed_at"];
+        assert_eq!(aimed["offset"].as_u64().unwrap() % 16384, 0, "ext4 placed the file off 16 KiB: {cut}");
+        assert_eq!((cut["aim"]["met"].as_bool(), aimed["torn"].as_bool()), (Some(true), Some(false)), "{cut}");
+        assert!(page_chunks(&pages).iter().all(|p| p.iter().all(|c| c.is_some() && *c == p[0])), "{cut}");
+
+        // Nothing to aim at: the cut comes at the deadline and says so.
+        let missed = ok(&["lab", "cut", m, "--aim-data-write", "--aim-wait", "300ms", "--seed", "1", "--json", "-"]);
+        let missed: serde_json::Value = serde_json::from_str(&missed).unwrap();
+        assert_eq!((missed["aim"]["met"].as_bool(), missed["device"].get("aimed_at")), (Some(false), None), "{missed}");
+        ok(&["lab", "down", m]);
     }
 }

@@ -6,7 +6,7 @@
 
 use super::model::Stats;
 use super::profile::{DeviceParams, Overrides};
-use super::stack::{CutOutcome, Stack};
+use super::stack::{CutAim, CutOutcome, Stack};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
@@ -96,6 +96,9 @@ pub enum Request {
     Cut {
         /// Chooses what the cache loses.
         seed: u64,
+        /// Cut when a data-page write is in flight (absent: now).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        aim: Option<CutAim>,
     },
     /// The device's counters.
     Stats,
@@ -154,8 +157,11 @@ pub fn serve(stack: &mut Stack, listener: &UnixListener, dir: &Path, profile: &s
                 }
                 to_reply(Ok(params))
             }
-            Request::Cut { seed } => {
-                let outcome = stack.cut(seed);
+            Request::Cut { seed, aim } => {
+                let outcome = match aim {
+                    Some(aim) => stack.cut_aimed(seed, aim),
+                    None => stack.cut(seed),
+                };
                 if let Err(e) = write_state(dir, &state_of(stack, profile)) {
                     eprintln!("syncbench lab: cannot update the state file: {e:#}");
                 }
@@ -235,7 +241,12 @@ impl Client {
 
     /// Power cut and reboot.
     pub fn cut(&self, seed: u64) -> anyhow::Result<CutOutcome> {
-        Ok(serde_json::from_value(self.call(&Request::Cut { seed })?)?)
+        Ok(serde_json::from_value(self.call(&Request::Cut { seed, aim: None })?)?)
+    }
+
+    /// Power cut aimed at a data-page write in flight (see [`Stack::cut_aimed`]), and reboot.
+    pub fn cut_aimed(&self, seed: u64, aim: CutAim) -> anyhow::Result<CutOutcome> {
+        Ok(serde_json::from_value(self.call(&Request::Cut { seed, aim: Some(aim) })?)?)
     }
 
     /// The device's counters.
@@ -280,7 +291,7 @@ impl Client {
 pub fn set(mount: &Path, overrides: Overrides) -> anyhow::Result<String> {
     use crate::core::exit::usage;
     if overrides.is_empty() {
-        return Err(usage("lab set: give what to change: --flush-us, --write-us or --honesty"));
+        return Err(usage("lab set: give what to change: --flush-us, --write-us, --honesty or --untorn"));
     }
     let client = Client::for_mount(mount).map_err(|e| usage(format!("{e:#}")))?;
     let before = client.state()?.params;
@@ -302,9 +313,12 @@ mod tests {
 
     #[test]
     fn requests_round_trip_as_one_json_line() {
-        let text = serde_json::to_string(&Request::Cut { seed: 7 }).unwrap();
+        let text = serde_json::to_string(&Request::Cut { seed: 7, aim: None }).unwrap();
         assert_eq!(text, r#"{"op":"cut","seed":7}"#);
-        assert!(matches!(serde_json::from_str(&text).unwrap(), Request::Cut { seed: 7 }));
+        assert!(matches!(serde_json::from_str(&text).unwrap(), Request::Cut { seed: 7, aim: None }));
+        let aim = CutAim { min_write_bytes: 8192, max_wait: Duration::from_secs(3), within: None };
+        let text = serde_json::to_string(&Request::Cut { seed: 7, aim: Some(aim.clone()) }).unwrap();
+        assert!(matches!(serde_json::from_str(&text).unwrap(), Request::Cut { seed: 7, aim: Some(a) } if a == aim));
         let set = Request::Set { overrides: Overrides { flush_us: Some(8500), ..Overrides::default() } };
         let text = serde_json::to_string(&set).unwrap();
         assert_eq!(text, r#"{"op":"set","overrides":{"flush_us":8500,"write_us":null,"honesty":null}}"#);

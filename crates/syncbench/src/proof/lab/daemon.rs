@@ -227,6 +227,7 @@ pub fn serve_main(config: ServeConfig) -> anyhow::Result<()> {
             mount_dir: Some(config.mount.clone()),
             work_parent: config.work_parent.clone(),
             label: "lab",
+            tuning: stack::StackTuning::from_env(),
         };
         let built = Stack::build(stack_config).and_then(|stack| {
             let listener = control::listen(&state_dir)?;

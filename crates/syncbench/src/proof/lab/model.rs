@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use syncbench_simfs::SimRng;
 
-/// The unit a power cut tears a write at, and the unit of the cache.
-pub const SECTOR_BYTES: u64 = 512;
+/// The unit of the cache, and the smallest unit a power cut tears a write at.
+pub use super::profile::SECTOR_BYTES;
 
 /// Where durable data lives (the image file in the lab, a vector in tests).
 pub trait Medium {
@@ -43,12 +43,16 @@ struct CachedWrite {
     acked_at_ns: u64,
     /// Sectors of this write that still hold a version in the cache.
     live_sectors: u64,
+    /// It started at or inside one of the last writes received: an append or a log-tail rewrite.
+    streamed: bool,
 }
 
 /// A flush in progress: the writes it covers (acknowledged before it began) and when it completes.
 #[derive(Clone, Debug)]
 pub struct FlushTicket {
     epoch: u64,
+    /// Names the flush in the queue-depth accounting.
+    id: u64,
     covers: Vec<u64>,
     started_ns: u64,
     /// When the device answers the flush.
@@ -110,13 +114,16 @@ pub struct CutReport {
     pub lost_after_flush: u64,
     /// Lost writes the device had acknowledged.
     pub lost_acknowledged: u64,
-    /// The write torn at a sector boundary, if any.
+    /// The write torn at an untorn-unit boundary, if any.
     pub torn: Option<TornWrite>,
+    /// The write an aimed cut fired on (absent for a cut at a random moment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aimed_at: Option<AimedWrite>,
     /// The first lost writes (offset, bytes), for showing.
     pub lost_sample: Vec<LostWrite>,
 }
 
-/// A write of which only the first sectors reached the medium.
+/// A write of which only the first untorn units reached the medium.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TornWrite {
     /// Byte offset of the write.
@@ -125,7 +132,47 @@ pub struct TornWrite {
     pub len_bytes: u64,
     /// Bytes that reached the medium (a multiple of 512, less than the length).
     pub persisted_bytes: u64,
+    /// The device's untorn unit when it tore (absent in reports from before the option: 512).
+    #[serde(default = "sector_bytes")]
+    pub unit_bytes: u64,
+    /// Aligned units the write touched (at least 2: a write within one unit cannot tear).
+    #[serde(default)]
+    pub units: u64,
+    /// Of those, units that reached the medium whole (the rest kept their old data whole).
+    #[serde(default)]
+    pub units_persisted: u64,
 }
+
+fn sector_bytes() -> u64 {
+    SECTOR_BYTES
+}
+
+/// What an aimed cut waits for: a write that is not yet durable and not part of a sequential stream, such
+/// as a database writing back a data page (as opposed to appending to its log).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AimSpec {
+    /// The write must be at least this long (e.g. a database page).
+    pub min_write_bytes: u64,
+    /// If given, the write must overlap this byte range of the disk (e.g. a table file's extents); else
+    /// it must not start at or inside any of the last writes received (appends and log-tail rewrites).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<std::ops::Range<u64>>,
+}
+
+/// The write an aimed cut fired on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AimedWrite {
+    /// Byte offset of the write.
+    pub offset: u64,
+    /// Its length.
+    pub len_bytes: u64,
+    /// The cut tore it (it spans two or more untorn units); else it was lost or kept whole.
+    pub torn: bool,
+}
+
+/// How many recent writes define the sequential streams an aimed cut avoids: enough to remember the log
+/// and the journal between a few data writes.
+const RECENT_WRITES: usize = 64;
 
 /// One lost write.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,6 +209,59 @@ pub struct DeviceModel {
     write_latency: Samples,
     flush_latency: Samples,
     cut_reports: Vec<CutReport>,
+    /// The byte ranges of the last writes received, newest last (for telling appends from other writes).
+    recent: std::collections::VecDeque<(u64, u64)>,
+    /// A cut waiting for its write (see [`DeviceModel::arm_aim`]).
+    aim: Option<ArmedAim>,
+    /// Requests (writes and flushes) received and not yet completed.
+    in_flight: u64,
+    /// Each flush in flight, by id: the most requests in flight at once since it began.
+    flush_peaks: HashMap<u64, u64>,
+    next_flush_id: u64,
+    /// How many flushes saw each peak (index: requests in flight at once, the flush included).
+    depth_during_flush: Vec<u64>,
+}
+
+/// The most requests in flight the queue-depth histogram tells apart (more count as this many).
+const MAX_DEPTH: usize = 1024;
+
+/// How many requests the device had in flight while flushes ran: per flush, the most at once (the flush
+/// itself included, so a flush alone is 1).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueDepth {
+    /// Flushes completed (the samples).
+    pub flushes: u64,
+    /// The median flush's peak.
+    pub p50: u64,
+    /// The 90th percentile.
+    pub p90: u64,
+    /// The highest peak.
+    pub max: u64,
+}
+
+impl QueueDepth {
+    /// From a histogram: `counts[d]` flushes saw at most `d` requests in flight at once.
+    fn of(counts: &[u64]) -> QueueDepth {
+        let flushes: u64 = counts.iter().sum();
+        let rank = |q: f64| {
+            let want = ((flushes as f64 * q).ceil() as u64).max(1);
+            let mut seen = 0;
+            counts.iter().position(|&c| {
+                seen += c;
+                seen >= want
+            })
+        };
+        let at = |q: f64| rank(q).unwrap_or(0) as u64;
+        let max = counts.iter().rposition(|&c| c > 0).unwrap_or(0) as u64;
+        QueueDepth { flushes, p50: at(0.5), p90: at(0.9), max }
+    }
+}
+
+/// An aimed cut, armed: what it waits for, its seed, and once fired, its report.
+struct ArmedAim {
+    spec: AimSpec,
+    seed: u64,
+    fired: Option<std::io::Result<CutReport>>,
 }
 
 impl DeviceModel {
@@ -180,6 +280,12 @@ impl DeviceModel {
             write_latency: Samples::new(),
             flush_latency: Samples::new(),
             cut_reports: Vec::new(),
+            recent: std::collections::VecDeque::with_capacity(RECENT_WRITES),
+            aim: None,
+            in_flight: 0,
+            flush_peaks: HashMap::new(),
+            next_flush_id: 0,
+            depth_during_flush: Vec::new(),
         }
     }
 
@@ -222,8 +328,9 @@ impl DeviceModel {
                 .copy_from_slice(&data[(from - offset) as usize..(to - offset) as usize]);
             self.versions.entry(sector).or_default().push((seq, block.into_boxed_slice()));
         }
-        let write =
-            CachedWrite { offset, len, acked: false, promised: false, acked_at_ns: 0, live_sectors: end - first };
+        let streamed = self.note_recent(offset, len);
+        let live_sectors = end - first;
+        let write = CachedWrite { offset, len, acked: false, promised: false, acked_at_ns: 0, live_sectors, streamed };
         self.writes.insert(seq, write);
         self.counters.writes += 1;
         self.counters.write_bytes += len;
@@ -231,7 +338,72 @@ impl DeviceModel {
         let start = now_ns.max(self.channel_free_ns);
         self.channel_free_ns = start + self.params.transfer_ns(len);
         let done_at_ns = self.channel_free_ns + self.params.write_ns;
-        Ok(WriteTicket { epoch: self.epoch, seq, started_ns: now_ns, done_at_ns })
+        let ticket = WriteTicket { epoch: self.epoch, seq, started_ns: now_ns, done_at_ns };
+        self.arrived();
+        // An armed aimed cut fires as its write arrives: the write is in flight when the power goes.
+        if self.aim.as_ref().is_some_and(|aim| aim.fired.is_none() && self.aim_matches(&aim.spec, seq)) {
+            self.fire_aim(seq, medium);
+        }
+        Ok(ticket)
+    }
+
+    /// Arm an aimed cut with `seed`: the first write matching `spec` (one already in the cache, else the
+    /// next to arrive) cuts the power at once, and is the write the cut tears if it spans two or more
+    /// untorn units. Until then the device runs as before; [`DeviceModel::take_aimed_cut`] collects the
+    /// cut, [`DeviceModel::disarm_aim`] gives up.
+    pub fn arm_aim(&mut self, seed: u64, spec: AimSpec, medium: &impl Medium) {
+        let waiting = self.writes.keys().rev().copied().find(|&seq| self.aim_matches(&spec, seq));
+        self.aim = Some(ArmedAim { spec, seed, fired: None });
+        if let Some(seq) = waiting {
+            self.fire_aim(seq, medium);
+        }
+    }
+
+    /// The aimed cut's report once it fired (the aim is disarmed then); `None` while it waits.
+    pub fn take_aimed_cut(&mut self) -> Option<std::io::Result<CutReport>> {
+        let fired = self.aim.as_mut()?.fired.take()?;
+        self.aim = None;
+        Some(fired)
+    }
+
+    /// Stop waiting for the aimed write; its cut's report if it fired meanwhile.
+    pub fn disarm_aim(&mut self) -> Option<std::io::Result<CutReport>> {
+        self.aim.take().and_then(|aim| aim.fired)
+    }
+
+    fn aim_matches(&self, spec: &AimSpec, seq: u64) -> bool {
+        let Some(w) = self.writes.get(&seq) else { return false };
+        let placed = match &spec.within {
+            Some(range) => w.offset < range.end && w.offset + w.len > range.start,
+            None => !w.streamed,
+        };
+        w.len >= spec.min_write_bytes && placed
+    }
+
+    fn fire_aim(&mut self, seq: u64, medium: &impl Medium) {
+        let seed = self.aim.as_ref().map_or(0, |aim| aim.seed);
+        let report = self.cut_with(seed, Some(seq), medium);
+        if let Some(aim) = self.aim.as_mut() {
+            aim.fired = Some(report);
+        }
+    }
+
+    /// A request arrived: one more in flight, and every flush in flight sees it.
+    fn arrived(&mut self) {
+        self.in_flight += 1;
+        for peak in self.flush_peaks.values_mut() {
+            *peak = (*peak).max(self.in_flight);
+        }
+    }
+
+    /// Remember the write's range; whether it starts at or inside one of the last writes (a stream).
+    fn note_recent(&mut self, offset: u64, len: u64) -> bool {
+        let streamed = self.recent.iter().any(|&(start, end)| (start..=end).contains(&offset));
+        if self.recent.len() == RECENT_WRITES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((offset, offset + len));
+        streamed
     }
 
     /// The write's latency has elapsed: acknowledge it (write-through makes it durable first).
@@ -240,6 +412,7 @@ impl DeviceModel {
             return Err(DeviceLost);
         }
         self.write_latency.record(ticket.done_at_ns - ticket.started_ns);
+        self.in_flight = self.in_flight.saturating_sub(1);
         if self.params.honesty == Honesty::WriteThrough {
             self.destage(ticket.seq, medium).map_err(|_| DeviceLost)?;
         } else if let Some(w) = self.writes.get_mut(&ticket.seq) {
@@ -265,7 +438,11 @@ impl DeviceModel {
         if self.params.honesty != Honesty::IgnoresFlush {
             self.flush_free_ns = done_at_ns;
         }
-        FlushTicket { epoch: self.epoch, covers, started_ns: now_ns, done_at_ns }
+        let id = self.next_flush_id;
+        self.next_flush_id += 1;
+        self.flush_peaks.insert(id, 0);
+        self.arrived();
+        FlushTicket { epoch: self.epoch, id, covers, started_ns: now_ns, done_at_ns }
     }
 
     /// The flush's time has come: make what it covers durable (or, ignoring flushes, only promise it).
@@ -274,6 +451,14 @@ impl DeviceModel {
             return Err(DeviceLost);
         }
         self.flush_latency.record(ticket.done_at_ns - ticket.started_ns);
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if let Some(peak) = self.flush_peaks.remove(&ticket.id) {
+            let depth = (peak as usize).min(MAX_DEPTH);
+            if self.depth_during_flush.len() <= depth {
+                self.depth_during_flush.resize(depth + 1, 0);
+            }
+            self.depth_during_flush[depth] += 1;
+        }
         if ticket.covers.iter().all(|seq| !self.writes.contains_key(seq)) {
             self.counters.empty_flushes += 1;
         }
@@ -333,13 +518,25 @@ impl DeviceModel {
     }
 
     /// Power cut: a seeded random subset of the cache was destaged just before it (each write with the
-    /// profile's probability), one more write was being destaged and is torn at a sector boundary, and
-    /// everything else in the cache is gone. Requests of the old generation fail from now on.
+    /// profile's probability), one more write was being destaged and is torn at an untorn-unit boundary,
+    /// and everything else in the cache is gone. Requests of the old generation fail from now on.
     pub fn cut(&mut self, seed: u64, medium: &impl Medium) -> std::io::Result<CutReport> {
+        self.cut_with(seed, None, medium)
+    }
+
+    /// A cut; `aimed` is the write in flight it was aimed at: torn if it spans two or more untorn units,
+    /// else destaged whole or lost like any other.
+    fn cut_with(&mut self, seed: u64, aimed: Option<u64>, medium: &impl Medium) -> std::io::Result<CutReport> {
         let mut rng = SimRng::new(seed);
         let mut report = CutReport { seed, cached_writes: self.writes.len() as u64, ..CutReport::default() };
         report.acknowledged_writes = self.writes.values().filter(|w| w.acked).count() as u64;
-        let all: Vec<u64> = self.writes.keys().copied().collect();
+        let aimed_tearable = aimed.filter(|&seq| self.units_of(seq) >= 2);
+        report.aimed_at = aimed.and_then(|seq| self.writes.get(&seq)).map(|w| AimedWrite {
+            offset: w.offset,
+            len_bytes: w.len,
+            torn: aimed_tearable.is_some(),
+        });
+        let all: Vec<u64> = self.writes.keys().copied().filter(|&seq| Some(seq) != aimed_tearable).collect();
         let mut remaining = Vec::new();
         for seq in all {
             if rng.chance(self.params.destaged_at_cut_percent, 100) {
@@ -353,13 +550,24 @@ impl DeviceModel {
         let before = remaining.len();
         remaining.retain(|seq| self.writes.contains_key(seq));
         report.superseded_writes = (before - remaining.len()) as u64;
-        let tearable: Vec<u64> = remaining.iter().copied().filter(|s| self.writes[s].live_sectors >= 2).collect();
-        if !tearable.is_empty() {
-            let seq = tearable[rng.below(tearable.len() as u64) as usize];
+        let torn = aimed_tearable.or_else(|| {
+            let tearable: Vec<u64> = remaining.iter().copied().filter(|&s| self.units_of(s) >= 2).collect();
+            (!tearable.is_empty()).then(|| tearable[rng.below(tearable.len() as u64) as usize])
+        });
+        if let Some(seq) = torn {
             report.torn = Some(self.tear(seq, &mut rng, medium)?);
         }
+        // The aimed write was in flight, newest of all: no destaged write superseded it.
+        remaining.extend(aimed_tearable);
+        self.count_lost(&remaining, &mut report);
+        self.power_off(&report);
+        Ok(report)
+    }
+
+    /// What the cut lost: `remaining`, the writes neither destaged nor superseded.
+    fn count_lost(&self, remaining: &[u64], report: &mut CutReport) {
         for seq in remaining {
-            let w = &self.writes[&seq];
+            let w = &self.writes[seq];
             report.lost_writes += 1;
             report.lost_bytes += w.len;
             report.lost_after_flush += u64::from(w.promised);
@@ -368,15 +576,21 @@ impl DeviceModel {
                 report.lost_sample.push(LostWrite { offset: w.offset, len_bytes: w.len, after_flush: w.promised });
             }
         }
+    }
+
+    /// The cache is gone and a new power generation begins.
+    fn power_off(&mut self, report: &CutReport) {
         self.versions.clear();
         self.writes.clear();
+        self.recent.clear();
+        self.in_flight = 0;
+        self.flush_peaks.clear();
         self.counters.cached_bytes = 0;
         self.counters.cuts += 1;
         self.epoch += 1;
         self.channel_free_ns = 0;
         self.flush_free_ns = 0;
         self.cut_reports.push(report.clone());
-        Ok(report)
     }
 
     /// Make everything in the cache durable at once (the lab starts from a settled disk: mkfs's writes are
@@ -397,6 +611,7 @@ impl DeviceModel {
             write_latency_ns: self.write_latency.latency(),
             flushes_completed: self.flush_latency.count(),
             flush_latency_ns: self.flush_latency.latency(),
+            queue_depth_during_flush: QueueDepth::of(&self.depth_during_flush),
             cuts: self.cut_reports.clone(),
             params: Some(self.params.clone()),
         }
@@ -407,18 +622,49 @@ impl DeviceModel {
         self.writes.len()
     }
 
-    /// Persist the first sectors (at least one, not all) of `seq`'s cached versions.
+    /// Sectors that still hold a version of `seq`, ascending.
+    fn live_sectors_of(&self, seq: u64) -> Vec<u64> {
+        let Some(w) = self.writes.get(&seq) else { return Vec::new() };
+        (w.offset / SECTOR_BYTES..(w.offset + w.len).div_ceil(SECTOR_BYTES))
+            .filter(|s| self.versions.get(s).is_some_and(|v| v.iter().any(|(q, _)| *q == seq)))
+            .collect()
+    }
+
+    /// How many aligned untorn units `seq`'s live sectors touch (it can tear only if two or more).
+    fn units_of(&self, seq: u64) -> u64 {
+        if self.params.untorn_bytes <= SECTOR_BYTES {
+            return self.writes.get(&seq).map_or(0, |w| w.live_sectors);
+        }
+        let mut units: Vec<u64> =
+            self.live_sectors_of(seq).iter().map(|s| s * SECTOR_BYTES / self.params.untorn_bytes).collect();
+        units.dedup();
+        units.len() as u64
+    }
+
+    /// Persist `seq`'s cached versions in its first untorn units (at least one unit, not all): each unit
+    /// of the write reaches the medium whole or not at all.
     fn tear(&mut self, seq: u64, rng: &mut SimRng, medium: &impl Medium) -> std::io::Result<TornWrite> {
         let w = self.writes[&seq].clone();
-        let sectors: Vec<u64> = (w.offset / SECTOR_BYTES..(w.offset + w.len).div_ceil(SECTOR_BYTES))
-            .filter(|s| self.versions.get(s).is_some_and(|v| v.iter().any(|(q, _)| *q == seq)))
-            .collect();
-        let keep = 1 + rng.below(sectors.len() as u64 - 1) as usize;
-        for &sector in &sectors[..keep] {
+        let unit_bytes = self.params.untorn_bytes.max(SECTOR_BYTES);
+        let unit_of = |sector: u64| sector * SECTOR_BYTES / unit_bytes;
+        let sectors = self.live_sectors_of(seq);
+        let mut units: Vec<u64> = sectors.iter().map(|&s| unit_of(s)).collect();
+        units.dedup();
+        let keep_units = 1 + rng.below(units.len() as u64 - 1) as usize;
+        let last_kept = units[keep_units - 1];
+        let kept: Vec<u64> = sectors.iter().copied().take_while(|&s| unit_of(s) <= last_kept).collect();
+        for &sector in &kept {
             let data = &self.versions[&sector].iter().find(|(q, _)| *q == seq).expect("filtered above").1;
             medium.write_at(sector * SECTOR_BYTES, data)?;
         }
-        Ok(TornWrite { offset: w.offset, len_bytes: w.len, persisted_bytes: keep as u64 * SECTOR_BYTES })
+        Ok(TornWrite {
+            offset: w.offset,
+            len_bytes: w.len,
+            persisted_bytes: kept.len() as u64 * SECTOR_BYTES,
+            unit_bytes,
+            units: units.len() as u64,
+            units_persisted: keep_units as u64,
+        })
     }
 
     /// Copy `seq`'s versions to the medium and drop every version of those sectors up to it.
@@ -479,6 +725,9 @@ pub struct Stats {
     pub flushes_completed: u64,
     /// Flush latency the device charged.
     pub flush_latency_ns: LatencyNs,
+    /// Requests in flight at once while flushes ran (absent from servers before it: all zero).
+    #[serde(default)]
+    pub queue_depth_during_flush: QueueDepth,
     /// One report per power cut.
     pub cuts: Vec<CutReport>,
     /// The parameters in force now (changed live by `lab set`; absent from servers before it).

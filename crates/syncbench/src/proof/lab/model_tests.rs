@@ -39,6 +39,7 @@ fn params(honesty: Honesty) -> DeviceParams {
         cache_bytes: 1 << 30,
         destage_after_ns: None,
         destaged_at_cut_percent: 0,
+        untorn_bytes: 512,
     }
 }
 
@@ -294,4 +295,214 @@ fn a_live_flip_to_ignoring_flushes_loses_what_later_flushes_promised() {
     assert!(is(&mem, 0, 1), "flushed while honest: durable");
     assert!(is(&mem, 1, 0), "flushed after the flip: lost");
     assert_eq!((report.lost_writes, report.lost_after_flush), (1, 1));
+}
+
+/// The medium after a mixed workload and a cut with `seed`: every write, flush and cut path at 512 B.
+fn mixed_workload_medium(seed: u64) -> (CutReport, Vec<u8>) {
+    let mem = Mem::new(1 << 20);
+    let p = DeviceParams { destaged_at_cut_percent: 30, ..params(Honesty::Honest) };
+    let mut dev = DeviceModel::new(p, 5);
+    let mut now = 0;
+    for i in 0..200u64 {
+        let at = (i * 37) % 1500;
+        write(&mut dev, &mem, &mut now, at, 1 + (i % 9) as usize, (i % 251) as u8 + 1);
+        if i % 17 == 0 {
+            flush(&mut dev, &mem, &mut now);
+        }
+    }
+    let report = dev.cut(seed, &mem).unwrap();
+    (report, mem.0.into_inner())
+}
+
+#[test]
+fn at_512_bytes_a_cut_is_what_it_was_before_the_untorn_option() {
+    // FNV-1a of the medium and the torn write after the mixed workload, recorded with the model as it was
+    // before `untorn_bytes` existed: the default must not change a single seeded cut.
+    let expect = [
+        (1u64, 0x787b_9898_b264_6725u64, (546_304u64, 1536u64, 512u64), 10u64, 2u64),
+        (99, 0xb946_a193_77ff_4125, (527_360, 1024, 512), 8, 4),
+        (12345, 0x7f0d_2c08_83b6_4b25, (489_472, 4608, 4096), 10, 2),
+    ];
+    for (seed, hash, torn, lost, destaged) in expect {
+        let (report, disk) = mixed_workload_medium(seed);
+        let t = report.torn.as_ref().map_or((0, 0, 0), |t| (t.offset, t.len_bytes, t.persisted_bytes));
+        let got = (crate::core::hash::fnv1a64(&disk), t, report.lost_writes, report.destaged_writes);
+        assert_eq!(got, (hash, torn, lost, destaged), "seed {seed}: {report:?}");
+    }
+}
+
+/// A disk with one `sectors`-long write of 0xAB at sector `at`, cut with `seed` at untorn unit `unit`.
+fn cut_one_write(unit: u64, at: u64, sectors: usize, seed: u64) -> (CutReport, Mem) {
+    let mem = Mem::new(1 << 20);
+    let mut dev = DeviceModel::new(DeviceParams { untorn_bytes: unit, ..params(Honesty::Honest) }, 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, at, sectors, 0xAB);
+    let report = dev.cut(seed, &mem).unwrap();
+    (report, mem)
+}
+
+/// Whether every aligned `unit` of the write (sectors `at..at + sectors`) is all-new or all-old.
+fn units_whole(mem: &Mem, unit: u64, at: u64, sectors: u64) -> bool {
+    let per_unit = unit / SECTOR_BYTES;
+    let mut s = at;
+    while s < at + sectors {
+        let end = ((s / per_unit + 1) * per_unit).min(at + sectors);
+        if !((s..end).all(|x| is(mem, x, 0xAB)) || (s..end).all(|x| is(mem, x, 0))) {
+            return false;
+        }
+        s = end;
+    }
+    true
+}
+
+#[test]
+fn a_16_kib_aligned_write_is_never_half_written_under_16_kib() {
+    for seed in 0..200 {
+        let (report, mem) = cut_one_write(16 << 10, 64, 32, seed);
+        assert_eq!(report.torn, None, "seed {seed}: one unit cannot tear");
+        assert!(units_whole(&mem, 16 << 10, 64, 32), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_16_kib_aligned_write_tears_at_4_kib_boundaries_under_4_kib() {
+    let mut kept = std::collections::BTreeSet::new();
+    for seed in 0..200 {
+        let (report, mem) = cut_one_write(4 << 10, 64, 32, seed);
+        let torn = report.torn.expect("four units: always torn when it is the one write");
+        assert_eq!((torn.unit_bytes, torn.units), (4096, 4));
+        assert_eq!(torn.persisted_bytes, torn.units_persisted * 4096, "seed {seed}: {torn:?}");
+        assert!(units_whole(&mem, 4 << 10, 64, 32), "seed {seed}");
+        kept.insert(torn.units_persisted);
+    }
+    assert_eq!(kept, [1, 2, 3].into(), "every cut point between units occurs");
+}
+
+#[test]
+fn under_512_bytes_the_same_write_tears_inside_a_4_kib_unit() {
+    let torn_inside = (0..200).any(|seed| {
+        let (report, mem) = cut_one_write(512, 64, 32, seed);
+        report.torn.is_some_and(|t| t.persisted_bytes % 4096 != 0) && !units_whole(&mem, 4 << 10, 64, 32)
+    });
+    assert!(torn_inside, "sector tearing splits 4 KiB units");
+}
+
+#[test]
+fn a_write_across_a_16_kib_boundary_tears_only_there() {
+    // 16 KiB starting 8 KiB into a unit: two units, the first half and the second half.
+    for seed in 0..50 {
+        let (report, mem) = cut_one_write(16 << 10, 16, 32, seed);
+        let torn = report.torn.expect("two units");
+        assert_eq!((torn.units, torn.units_persisted, torn.persisted_bytes), (2, 1, 8192));
+        assert!((16..32).all(|s| is(&mem, s, 0xAB)) && (32..48).all(|s| is(&mem, s, 0)));
+    }
+}
+
+/// A log: appends `from..to` of 8 KiB each from sector 0 (each acknowledged and flushed).
+fn append_log(dev: &mut DeviceModel, mem: &Mem, now: &mut u64, from: u64, to: u64) {
+    for i in from..to {
+        write(dev, mem, now, i * 16, 16, 0x10);
+        flush(dev, mem, now);
+    }
+}
+
+#[test]
+fn an_aimed_cut_fires_on_a_data_write_not_on_log_appends() {
+    let mem = Mem::new(1 << 22);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    append_log(&mut dev, &mem, &mut now, 0, 2);
+    dev.arm_aim(7, AimSpec { min_write_bytes: 8192, within: None }, &mem);
+    append_log(&mut dev, &mem, &mut now, 2, 5);
+    // A log-tail rewrite and a small write elsewhere do not match either.
+    write(&mut dev, &mem, &mut now, 4 * 16, 16, 0x11);
+    write(&mut dev, &mem, &mut now, 4000, 1, 0x12);
+    assert!(dev.take_aimed_cut().is_none(), "nothing matched yet");
+    let page = dev.submit_write(now, 6000 * SECTOR_BYTES, &[0xAB; 8192], &mem).unwrap();
+    let report = dev.take_aimed_cut().expect("the data write fired it").unwrap();
+    let aimed = report.aimed_at.clone().expect("an aimed cut says where");
+    assert_eq!(aimed, AimedWrite { offset: 6000 * SECTOR_BYTES, len_bytes: 8192, torn: true });
+    let torn = report.torn.clone().expect("the aimed write is the torn one");
+    assert_eq!((torn.offset, torn.len_bytes), (6000 * SECTOR_BYTES, 8192));
+    assert!(torn.persisted_bytes > 0 && torn.persisted_bytes < 8192);
+    assert_eq!(dev.complete_write(page, &mem), Err(DeviceLost), "the write in flight fails with the power");
+    assert!((0..5 * 16).all(|s| is(&mem, s, 0x10)), "the flushed log survives");
+    assert!(dev.take_aimed_cut().is_none() && dev.disarm_aim().is_none(), "fired once");
+}
+
+#[test]
+fn an_aimed_cut_at_16_kib_keeps_a_16_kib_page_whole() {
+    for seed in 0..50 {
+        let mem = Mem::new(1 << 22);
+        let mut dev = DeviceModel::new(DeviceParams { untorn_bytes: 16 << 10, ..params(Honesty::Honest) }, 1);
+        dev.arm_aim(seed, AimSpec { min_write_bytes: 16 << 10, within: None }, &mem);
+        dev.submit_write(0, 3200 * SECTOR_BYTES, &[0xAB; 16 << 10], &mem).unwrap();
+        let report = dev.take_aimed_cut().expect("fired").unwrap();
+        assert_eq!(report.aimed_at.map(|a| a.torn), Some(false));
+        assert_eq!(report.torn, None);
+        assert!(units_whole(&mem, 16 << 10, 3200, 32), "seed {seed}");
+    }
+}
+
+#[test]
+fn an_aimed_cut_fires_on_a_write_in_the_given_range_or_one_already_cached() {
+    let mem = Mem::new(1 << 22);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    let range = 1000 * SECTOR_BYTES..2000 * SECTOR_BYTES;
+    dev.arm_aim(3, AimSpec { min_write_bytes: 4096, within: Some(range.clone()) }, &mem);
+    write(&mut dev, &mem, &mut now, 5000, 16, 1);
+    assert!(dev.take_aimed_cut().is_none(), "outside the range");
+    dev.submit_write(now, 1500 * SECTOR_BYTES, &[2; 4096], &mem).unwrap();
+    assert_eq!(dev.take_aimed_cut().unwrap().unwrap().aimed_at.unwrap().offset, 1500 * SECTOR_BYTES);
+
+    // Armed while a matching write waits in the cache: it fires at once.
+    write(&mut dev, &mem, &mut now, 1200, 8, 3);
+    write(&mut dev, &mem, &mut now, 1900, 4, 3);
+    dev.arm_aim(4, AimSpec { min_write_bytes: 4096, within: Some(range) }, &mem);
+    assert_eq!(dev.take_aimed_cut().unwrap().unwrap().aimed_at.unwrap().offset, 1200 * SECTOR_BYTES);
+}
+
+#[test]
+fn a_disarmed_aim_cuts_nothing() {
+    let mem = Mem::new(1 << 22);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    dev.arm_aim(3, AimSpec { min_write_bytes: 1 << 20, within: None }, &mem);
+    write(&mut dev, &mem, &mut now, 100, 16, 1);
+    assert!(dev.disarm_aim().is_none());
+    write(&mut dev, &mem, &mut now, 3000, 4096, 1);
+    assert_eq!(dev.stats().counters.cuts, 0);
+}
+
+#[test]
+fn the_queue_depth_during_a_flush_counts_requests_that_overlap_it() {
+    let mem = Mem::new(1 << 20);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 1, 1);
+    flush(&mut dev, &mem, &mut now); // alone: 1
+    // A write in flight when the flush arrives, three more while it runs: 5 at once.
+    let before = dev.submit_write(now, 8 * SECTOR_BYTES, &[2; 512], &mem).unwrap();
+    let ticket = dev.begin_flush(now);
+    let during: Vec<WriteTicket> =
+        (0..3).map(|i| dev.submit_write(now + 1, (16 + i) * SECTOR_BYTES, &[3; 512], &mem).unwrap()).collect();
+    for w in std::iter::once(before).chain(during) {
+        dev.complete_write(w, &mem).unwrap();
+    }
+    // A write after the others completed does not raise the flush's peak.
+    let late = dev.submit_write(now + 2, 40 * SECTOR_BYTES, &[4; 512], &mem).unwrap();
+    dev.complete_write(late, &mem).unwrap();
+    dev.complete_flush(ticket, &mem).unwrap();
+    let q = dev.stats().queue_depth_during_flush;
+    assert_eq!(q, QueueDepth { flushes: 2, p50: 1, p90: 5, max: 5 });
+}
+
+#[test]
+fn queue_depth_percentiles_come_from_the_per_flush_peaks() {
+    assert_eq!(QueueDepth::of(&[]), QueueDepth::default());
+    // 10 flushes: 2 alone, 5 with 4 in flight, 3 with 9.
+    let mut counts = vec![0; 10];
+    (counts[1], counts[4], counts[9]) = (2, 5, 3);
+    assert_eq!(QueueDepth::of(&counts), QueueDepth { flushes: 10, p50: 4, p90: 9, max: 9 });
 }

@@ -73,6 +73,33 @@ pub struct DeviceParams {
     pub destage_after_ns: Option<u64>,
     /// Percent of the cached writes that reached the medium just before a power cut.
     pub destaged_at_cut_percent: u64,
+    /// The device's untorn unit: a write cut short by a power cut reached the medium in whole aligned
+    /// units of this size (each all-old or all-new), never in part of one. 512 (a sector) unless the
+    /// profile promises more, as AWS's torn-write prevention does with 16 KiB. Absent in the state of a lab
+    /// started before the option: 512, what those labs did.
+    #[serde(default = "sector_bytes")]
+    pub untorn_bytes: u64,
+}
+
+/// The unit of the device model's cache, and the smallest untorn unit.
+pub const SECTOR_BYTES: u64 = 512;
+
+fn sector_bytes() -> u64 {
+    SECTOR_BYTES
+}
+
+/// The untorn units a device may have: a power of two from one sector to 1 MiB.
+const UNTORN_MAX_BYTES: u64 = 1 << 20;
+
+/// `--untorn 512B|4KiB|16KiB|…`: the untorn unit in bytes, or a one-line reason.
+pub fn parse_untorn(text: &str) -> Result<u64, String> {
+    let bytes = crate::core::units::parse_size(text)
+        .ok_or_else(|| format!("{text:?} is not a size; use e.g. 512B, 4KiB or 16KiB"))?;
+    let sector = SECTOR_BYTES;
+    if !bytes.is_power_of_two() || !(sector..=UNTORN_MAX_BYTES).contains(&bytes) {
+        return Err(format!("the untorn unit must be a power of two from 512B to 1MiB (e.g. 4KiB, 16KiB), not {text}"));
+    }
+    Ok(bytes)
 }
 
 impl DeviceParams {
@@ -109,6 +136,7 @@ fn params(honesty: Honesty, flush_us: u64, write_us: u64, bandwidth_mb_s: u64, c
         cache_bytes: cache_mib * MIB,
         destage_after_ns: Some(100 * MS),
         destaged_at_cut_percent: 25,
+        untorn_bytes: sector_bytes(),
     }
 }
 
@@ -171,6 +199,31 @@ pub fn all() -> Vec<Profile> {
     ]
 }
 
+/// The stack's own cost per request kind: what FUSE, the loop device and the model add to every profile's
+/// numbers, with the default [`crate::proof::lab::stack::StackTuning`]. Recorded from a bench run, not
+/// measured at `lab up`: one measurement at `up` would be a single round on a machine whose load swings it
+/// 2-4x, and `lab profiles` needs neither root nor a lab.
+#[derive(Clone, Debug, Serialize)]
+pub struct StackCost {
+    /// One 8 KiB O_DIRECT write through the stack, median µs (`run --methods direct` on `zero`).
+    pub write_us: u64,
+    /// One flush: (8 KiB O_DIRECT write + fdatasync) − (the write alone), median µs.
+    pub flush_us: u64,
+    /// 8 KiB buffered write + fdatasync on `zero`, median µs: the fastest commit the lab can stand for.
+    pub commit_8k_us: u64,
+    /// How, when and under what load it was measured.
+    pub measured: &'static str,
+}
+
+/// The stack's own cost as bench/lab_stack_cost.sh last measured it (docs/benchmarks.md, "lab stack cost").
+pub const STACK_COST: StackCost = StackCost {
+    write_us: 45,
+    flush_us: 40,
+    commit_8k_us: 77,
+    measured: "bench/lab_stack_cost.sh, 2026-11-28 21:47-22:08 UTC, 10 alternating rounds, ext4 on `zero`, \
+               2 vCPUs at load 14-21 (medians; a quiet machine was not available)",
+};
+
 /// The profile called `name`, or a one-line error listing the names.
 pub fn by_name(name: &str) -> Result<Profile, String> {
     all().into_iter().find(|p| p.name == name).ok_or_else(|| {
@@ -197,6 +250,12 @@ pub struct Overrides {
     /// Override the profile's honesty about flushes.
     #[arg(long, value_enum)]
     pub honesty: Option<Honesty>,
+    /// The device's untorn unit: a write cut short by a power cut tears only at boundaries of this size
+    /// (512B, the default, 4KiB, 16KiB as AWS's torn-write prevention promises, or any power of two up to
+    /// 1MiB).
+    #[arg(long = "untorn", value_name = "SIZE", value_parser = parse_untorn)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untorn_bytes: Option<u64>,
 }
 
 impl Overrides {
@@ -215,6 +274,9 @@ impl Overrides {
         }
         if let Some(h) = self.honesty {
             params.honesty = h;
+        }
+        if let Some(bytes) = self.untorn_bytes {
+            params.untorn_bytes = bytes;
         }
         params
     }
@@ -244,8 +306,30 @@ mod tests {
     #[test]
     fn overrides_replace_only_what_is_given() {
         let base = by_name("ssd-200us").unwrap().params;
-        let o = Overrides { flush_us: Some(5), write_us: None, honesty: Some(Honesty::IgnoresFlush) };
+        let o = Overrides { flush_us: Some(5), honesty: Some(Honesty::IgnoresFlush), ..Overrides::default() };
         let p = o.apply(base.clone());
         assert_eq!((p.flush_ns, p.write_ns, p.honesty), (5_000, base.write_ns, Honesty::IgnoresFlush));
+        assert_eq!(p.untorn_bytes, 512, "every profile tears at sectors unless told otherwise");
+        let p = Overrides { untorn_bytes: Some(16 << 10), ..Overrides::default() }.apply(base);
+        assert_eq!(p.untorn_bytes, 16 << 10);
+    }
+
+    #[test]
+    fn untorn_units_are_powers_of_two_from_a_sector_to_a_mebibyte() {
+        assert_eq!(parse_untorn("512B"), Ok(512));
+        assert_eq!(parse_untorn("4KiB"), Ok(4096));
+        assert_eq!(parse_untorn("16KiB"), Ok(16384));
+        assert!(parse_untorn("256B").unwrap_err().contains("power of two from 512B"));
+        assert!(parse_untorn("12KiB").unwrap_err().contains("power of two"));
+        assert!(parse_untorn("2MiB").unwrap_err().contains("to 1MiB"));
+        assert!(parse_untorn("big").unwrap_err().contains("not a size"));
+    }
+
+    #[test]
+    fn params_without_an_untorn_unit_read_as_sectors() {
+        let mut json = serde_json::to_value(by_name("hdd-7200").unwrap().params).unwrap();
+        json.as_object_mut().unwrap().remove("untorn_bytes");
+        let p: DeviceParams = serde_json::from_value(json).unwrap();
+        assert_eq!(p.untorn_bytes, 512);
     }
 }

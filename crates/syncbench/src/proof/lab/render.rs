@@ -4,9 +4,13 @@ use super::model::Stats;
 use super::profile::{self, DeviceParams};
 use std::fmt::Write;
 
-/// `honest, flush 200 µs, write 20 µs`.
+/// `honest, flush 200 µs, write 20 µs` (and `, untorn 16 KiB` when the unit is larger than a sector).
 pub fn describe(p: &DeviceParams) -> String {
-    format!("{}, flush {} µs, write {} µs", p.honesty.name(), p.flush_ns / 1000, p.write_ns / 1000)
+    let mut text = format!("{}, flush {} µs, write {} µs", p.honesty.name(), p.flush_ns / 1000, p.write_ns / 1000);
+    if p.untorn_bytes > profile::SECTOR_BYTES {
+        let _ = write!(text, ", untorn {}", crate::core::units::format_size(p.untorn_bytes));
+    }
+    text
 }
 
 /// `lab stats`' first line: the profile, the parameters in force (the server's own: `lab set` may have
@@ -36,6 +40,14 @@ pub fn profiles() -> String {
             p.source
         );
     }
+    let c = &profile::STACK_COST;
+    let _ = write!(
+        out,
+        "\nthe stack's own cost (FUSE, loop device, model), on top of every profile's numbers:\n    \
+         write {} µs, flush {} µs; an 8 KiB write + fdatasync {} µs on `zero`: the fastest disk the lab can\n    \
+         stand for commits in about that\n    measured: {}\n",
+        c.write_us, c.flush_us, c.commit_8k_us, c.measured
+    );
     out
 }
 
@@ -60,11 +72,28 @@ pub fn cut(outcome: &super::stack::CutOutcome) -> String {
         "  the page cache lost {} bytes of file data: {} of {} files shorter, {} gone (writes not yet synced die with the power)",
         f.bytes_lost, f.files_shrunk, f.files_before, f.files_gone
     );
+    if let Some(a) = &outcome.aim {
+        let _ = match &d.aimed_at {
+            Some(w) if a.met => writeln!(
+                out,
+                "  aimed: cut as a {}-byte write at byte {} arrived, after {} ms ({})",
+                w.len_bytes,
+                w.offset,
+                a.waited_ms,
+                if w.torn { "torn below" } else { "within one untorn unit: kept whole or lost whole" }
+            ),
+            _ => writeln!(
+                out,
+                "  aimed: no write of at least {} bytes outside a sequential stream came in {} ms; cut then",
+                a.aim.min_write_bytes, a.waited_ms
+            ),
+        };
+    }
     if let Some(t) = &d.torn {
         let _ = writeln!(
             out,
-            "  torn: the {}-byte write at byte {} kept its first {} bytes",
-            t.len_bytes, t.offset, t.persisted_bytes
+            "  torn: the {}-byte write at byte {} kept its first {} bytes ({} of its {} units of {} bytes)",
+            t.len_bytes, t.offset, t.persisted_bytes, t.units_persisted, t.units, t.unit_bytes
         );
     }
     if let Some(tool) = &outcome.repaired_with {
@@ -106,6 +135,12 @@ pub fn stats(header: &str, stats: &Stats) -> String {
             l.max as f64 / 1e3
         );
     }
+    let q = &stats.queue_depth_during_flush;
+    let _ = writeln!(
+        out,
+        "  requests in flight while a flush ran (each flush's most at once, itself included): median {}  p90 {}  max {}  over {} flushes",
+        q.p50, q.p90, q.max, q.flushes
+    );
     for cut in &stats.cuts {
         let _ = writeln!(
             out,
@@ -130,6 +165,7 @@ mod cut_tests {
             loop_device: "/dev/loop3".into(),
             reboot_ms: 412,
             files: FilesLost { files_before: 2, files_shrunk: 1, files_gone: 0, bytes_lost: 204_800 },
+            aim: None,
         };
         assert_eq!(
             super::cut(&outcome),

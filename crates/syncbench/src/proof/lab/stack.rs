@@ -12,7 +12,7 @@
 //! what is still busy. One stack per process is recorded for that (the lab server and fsync-errors build one at
 //! a time).
 
-use super::model::{CutReport, DeviceModel, Stats};
+use super::model::{AimSpec, CutReport, DeviceModel, Stats};
 use super::profile::DeviceParams;
 use super::server::{Device, FileMedium, IMAGE_NAME, ImageFs};
 use crate::core::cleanup::{self, Created};
@@ -48,6 +48,50 @@ pub struct StackConfig {
     pub work_parent: PathBuf,
     /// Names the private directory: `.syncbench-<label>-<pid>-<n>`.
     pub label: &'static str,
+    /// How the stack above the model is run (not what the device does: the model is the same either way).
+    pub tuning: StackTuning,
+}
+
+/// How the layers above the device model are run: they change the stack's own cost and how many requests
+/// can overlap at the model, never what the model does with them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StackTuning {
+    /// Attach the loop device with direct I/O (`losetup --direct-io=on`): no page cache of the image
+    /// inside the loop device, and reads and writes submitted asynchronously, so several can be in flight.
+    pub loop_direct_io: bool,
+    /// Threads reading FUSE requests (each with its own cloned /dev/fuse descriptor).
+    pub fuse_threads: usize,
+}
+
+/// The default, chosen by bench/lab_stack_cost.sh and bench/lab_queue.sh (docs/benchmarks.md, "lab stack
+/// cost"): direct I/O and 4 threads let requests overlap at the model (a flush saw up to 15 in flight
+/// under 16 writers, never more than 1 before) and cost no more per commit than the buffered single thread.
+impl Default for StackTuning {
+    fn default() -> StackTuning {
+        StackTuning { loop_direct_io: true, fuse_threads: 4 }
+    }
+}
+
+impl StackTuning {
+    /// The default, with `SYNCBENCH_LAB_LOOP_DIO=on|off` and `SYNCBENCH_LAB_FUSE_THREADS=N` applied (what
+    /// bench/lab_stack_cost.sh alternates; an unreadable value is ignored with a warning).
+    pub fn from_env() -> StackTuning {
+        let mut tuning = StackTuning::default();
+        if let Ok(text) = std::env::var("SYNCBENCH_LAB_LOOP_DIO") {
+            match text.as_str() {
+                "on" => tuning.loop_direct_io = true,
+                "off" => tuning.loop_direct_io = false,
+                other => eprintln!("syncbench lab: ignoring SYNCBENCH_LAB_LOOP_DIO={other:?} (on or off)"),
+            }
+        }
+        if let Ok(text) = std::env::var("SYNCBENCH_LAB_FUSE_THREADS") {
+            match text.parse::<usize>() {
+                Ok(n @ 1..=64) => tuning.fuse_threads = n,
+                _ => eprintln!("syncbench lab: ignoring SYNCBENCH_LAB_FUSE_THREADS={text:?} (1 to 64)"),
+            }
+        }
+        tuning
+    }
 }
 
 impl StackConfig {
@@ -61,6 +105,7 @@ impl StackConfig {
             mount_dir: None,
             work_parent: std::env::temp_dir(),
             label: "lab",
+            tuning: StackTuning::from_env(),
         }
     }
 }
@@ -82,7 +127,39 @@ pub struct CutOutcome {
     /// device ever saw them.
     #[serde(default)]
     pub files: FilesLost,
+    /// For an aimed cut ([`Stack::cut_aimed`]): what it aimed at and whether it got it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aim: Option<AimOutcome>,
 }
+
+/// What an aimed cut waits for: a write in flight that is not part of a sequential stream (a data page
+/// written back, not a log append), or, with `within`, one that touches the given byte range of the disk.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CutAim {
+    /// The write must be at least this long (e.g. the database's page size).
+    pub min_write_bytes: u64,
+    /// How long to wait for such a write; then the cut happens anyway (and says the aim was missed).
+    pub max_wait: Duration,
+    /// If given: the write must touch this byte range of the disk (e.g. a table file's extents) instead of
+    /// merely not continuing one of the last 64 writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<std::ops::Range<u64>>,
+}
+
+/// Whether an aimed cut found its write.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AimOutcome {
+    /// What it waited for.
+    pub aim: CutAim,
+    /// A matching write was in flight when the power went (see `device.aimed_at`, and `device.torn` for
+    /// the units it tore into); if not, the cut came at `max_wait`, at whatever moment that was.
+    pub met: bool,
+    /// How long it waited.
+    pub waited_ms: u64,
+}
+
+/// How often an aimed cut looks whether its write came (the cut itself happens as the write arrives).
+const AIM_POLL: Duration = Duration::from_millis(2);
 
 /// Regular files in the lab before the cut and after the reboot, compared by size (what a user sees: a file
 /// that shrank or vanished). Data overwritten in place without a size change is not counted here.
@@ -314,12 +391,53 @@ impl Stack {
             let mut model = device.model();
             model.cut(seed, device.medium()).context("writing the destaged data to the image")?
         };
+        self.reboot(started, report, &sizes_before)
+    }
+
+    /// A power cut aimed at a data-page write: wait up to `aim.max_wait` for a write that matches `aim`
+    /// and cut the power the moment it arrives, so it is in flight (torn at untorn-unit boundaries if it
+    /// spans two or more units, see [`super::profile::DeviceParams::untorn_bytes`]); then reboot as
+    /// [`Stack::cut`] does. If none comes in time, the cut happens then and `aim.met` is false. The files'
+    /// sizes compared after the reboot are those from when the wait began.
+    pub fn cut_aimed(&mut self, seed: u64, aim: CutAim) -> anyhow::Result<CutOutcome> {
+        let started = Instant::now();
+        let sizes_before = file_sizes(&self.mount_dir);
+        let spec = AimSpec { min_write_bytes: aim.min_write_bytes, within: aim.within.clone() };
+        self.device.model().arm_aim(seed, spec, self.device.medium());
+        let (fired, met) = loop {
+            std::thread::sleep(AIM_POLL);
+            let mut model = self.device.model();
+            if let Some(fired) = model.take_aimed_cut() {
+                break (fired, true);
+            }
+            if started.elapsed() >= aim.max_wait || cleanup::interrupted() {
+                break match model.disarm_aim() {
+                    Some(fired) => (fired, true),
+                    None => (model.cut(seed, self.device.medium()), false),
+                };
+            }
+        };
+        let waited_ms = started.elapsed().as_millis() as u64;
+        let report = fired.context("writing the destaged data to the image")?;
+        let mut outcome = self.reboot(started, report, &sizes_before)?;
+        outcome.aim = Some(AimOutcome { aim, met, waited_ms });
+        Ok(outcome)
+    }
+
+    /// After the device lost power: unmount, a new loop device, mount (repaired if it must be).
+    fn reboot(
+        &mut self,
+        started: Instant,
+        report: CutReport,
+        sizes_before: &std::collections::BTreeMap<PathBuf, u64>,
+    ) -> anyhow::Result<CutOutcome> {
         let detached_lazily = self.unmount_fs_after_cut()?;
         self.detach_loop();
         self.attach_loop()?;
         let repaired_with = self.mount_after_cut(detached_lazily)?;
-        let files = files_lost(&sizes_before, &file_sizes(&self.mount_dir));
+        let files = files_lost(sizes_before, &file_sizes(&self.mount_dir));
         Ok(CutOutcome {
+            aim: None,
             files,
             device: report,
             repaired_with,
@@ -333,6 +451,8 @@ impl Stack {
         std::fs::create_dir(fuse_dir)?;
         let mut config = fuser::Config::default();
         config.mount_options = vec![fuser::MountOption::FSName("syncbench-lab".to_string())];
+        config.n_threads = Some(self.config.tuning.fuse_threads.max(1));
+        config.clone_fd = true;
         let server = ImageFs(self.device.clone());
         self.records.fuse = Some(registry::record_mount(fuse_dir, "fuse", "syncbench-lab", false)?);
         let session = fuser::spawn_mount(server, fuse_dir, &config).context("mounting the FUSE image server")?;
@@ -343,7 +463,12 @@ impl Stack {
 
     fn attach_loop(&mut self) -> anyhow::Result<()> {
         self.records.loop_device = Some(registry::record_loop(&self.image_path)?);
-        let device = run("losetup", &["--find", "--show", path_str(&self.image_path)?])?;
+        let mut args = vec!["--find", "--show"];
+        if self.config.tuning.loop_direct_io {
+            args.push("--direct-io=on");
+        }
+        args.push(path_str(&self.image_path)?);
+        let device = run("losetup", &args)?;
         let device = device.trim().to_string();
         active().loop_device = Some(device.clone());
         self.loop_device = Some(device);
