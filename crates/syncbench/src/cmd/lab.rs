@@ -2,7 +2,7 @@
 //! cache, honesty — and whose power can be cut.
 
 use crate::core::exit::{Outcome, usage};
-use crate::proof::lab::profile::{LabFs, Overrides};
+use crate::proof::lab::profile::{DiskArgs, Overrides};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,26 +55,6 @@ pub enum Action {
         #[arg(long)]
         config: String,
     },
-}
-
-/// The emulated disk and its file system.
-#[derive(Clone, Debug, clap::Args)]
-pub struct DiskArgs {
-    /// The emulated disk (see `syncbench lab profiles`).
-    #[arg(long, value_name = "PROFILE")]
-    pub profile: String,
-    /// The file system made on it.
-    #[arg(long, value_enum, default_value = "ext4")]
-    pub fs: LabFs,
-    /// Size of the disk (a sparse image file in the temporary directory; at least 320MiB for xfs).
-    #[arg(long, default_value = "4GiB")]
-    pub size: String,
-    /// Seed of the device's background destaging order.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Overrides of the profile's numbers.
-    #[command(flatten)]
-    pub overrides: Overrides,
 }
 
 /// Flags of `lab up`.
@@ -184,7 +164,7 @@ fn run(action: Action) -> Outcome {
             let mount = std::fs::canonicalize(&a.mountpoint).map_err(|e| {
                 usage(format!("{}: {e}; create an empty directory to mount the lab on", a.mountpoint.display()))
             })?;
-            let config = plan(&a.disk, mount.clone())?;
+            let config = a.disk.plan(mount.clone())?;
             let _lab = crate::core::registry::record_lab(&mount)?; // until the lab is left running on purpose
             let s = daemon::up(&config)?;
             let m = mount.display();
@@ -214,7 +194,7 @@ fn run(action: Action) -> Outcome {
         Action::Down { mountpoint } => return crate::cmd::cleanup::lab_down(mountpoint),
         Action::Run(a) => {
             let path = std::env::temp_dir().join(crate::core::cleanup::unique_name("lab-mnt"));
-            let config = plan(&a.disk, path.clone())?;
+            let config = a.disk.plan(path.clone())?;
             let _records = crate::core::registry::record_lab(&path)?;
             let mount = crate::core::cleanup::Created::register(path);
             std::fs::create_dir(mount.path())
@@ -240,39 +220,6 @@ fn stats(c: &crate::proof::lab::control::Client, json: Option<&std::path::Path>)
     };
     let doc = serde_json::json!({ "lab": state, "device": stats });
     crate::core::output::write_to(dest, &(serde_json::to_string_pretty(&doc)? + "\n"))
-}
-
-/// What `up` and `run` build, checked: a bad flag is one line and exit 2.
-#[cfg(feature = "fuse")]
-fn plan(disk: &DiskArgs, mount: PathBuf) -> anyhow::Result<crate::proof::lab::daemon::ServeConfig> {
-    use crate::proof::lab::stack::MIN_IMAGE_BYTES;
-    let profile = crate::proof::lab::profile::by_name(&disk.profile).map_err(usage)?;
-    let size_bytes = crate::core::units::parse_size(&disk.size)
-        .ok_or_else(|| usage(format!("--size {:?} is not a size; use e.g. 4GiB or 512MiB", disk.size)))?;
-    if size_bytes < MIN_IMAGE_BYTES {
-        return Err(usage(format!(
-            "--size must be at least 320MiB (mkfs.xfs refuses smaller disks), not {}",
-            disk.size
-        )));
-    }
-    let fs = disk.fs.case();
-    if let Some(why) = crate::proof::lab::prereq::missing_for_case(fs) {
-        return Err(usage(format!("lab cannot make {}: {why}", fs.fs_type())));
-    }
-    let work_parent = std::env::temp_dir();
-    if syncbench_sys::free_bytes(&work_parent).unwrap_or(u64::MAX) < MIN_IMAGE_BYTES {
-        return Err(usage(format!("{} has less than 320 MiB free for the disk image", work_parent.display())));
-    }
-    let params = disk.overrides.apply(profile.params);
-    Ok(crate::proof::lab::daemon::ServeConfig {
-        profile: profile.name.into(),
-        params,
-        fs,
-        seed: disk.seed,
-        size_bytes,
-        mount,
-        work_parent,
-    })
 }
 
 #[cfg(feature = "fuse")]

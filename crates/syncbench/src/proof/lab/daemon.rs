@@ -7,9 +7,10 @@
 //! SIGTERM and waits for it: the server finishes what it is building, tears it all down and exits.
 
 use super::control::{self, LOG_FILE, State};
-use super::profile::DeviceParams;
+use super::profile::{DeviceParams, DiskArgs};
 use super::stack::{self, Stack, StackConfig};
 use crate::core::cleanup::Created;
+use crate::core::exit::usage;
 use crate::proof::lab::cases::FsCase;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,32 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+impl DiskArgs {
+    /// What `up` and `run` build, checked: a bad flag is one line and exit 2.
+    pub fn plan(&self, mount: PathBuf) -> anyhow::Result<ServeConfig> {
+        use crate::proof::lab::stack::MIN_IMAGE_BYTES;
+        let profile = crate::proof::lab::profile::by_name(&self.profile).map_err(usage)?;
+        let size_bytes = crate::core::units::parse_size(&self.size)
+            .ok_or_else(|| usage(format!("--size {:?} is not a size; use e.g. 4GiB or 512MiB", self.size)))?;
+        if size_bytes < MIN_IMAGE_BYTES {
+            return Err(usage(format!(
+                "--size must be at least 320MiB (mkfs.xfs refuses smaller disks), not {}",
+                self.size
+            )));
+        }
+        let fs = self.fs.case();
+        if let Some(why) = crate::proof::lab::prereq::missing_for_case(fs) {
+            return Err(usage(format!("lab cannot make {}: {why}", fs.fs_type())));
+        }
+        let work_parent = std::env::temp_dir();
+        if syncbench_sys::free_bytes(&work_parent).unwrap_or(u64::MAX) < MIN_IMAGE_BYTES {
+            return Err(usage(format!("{} has less than 320 MiB free for the disk image", work_parent.display())));
+        }
+        let params = self.overrides.apply(profile.params);
+        Ok(ServeConfig { profile: profile.name.into(), params, fs, seed: self.seed, size_bytes, mount, work_parent })
+    }
+}
 
 /// What the server is asked to build (passed to `lab serve` as JSON).
 #[derive(Clone, Debug, Serialize, Deserialize)]

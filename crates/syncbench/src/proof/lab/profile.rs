@@ -282,6 +282,26 @@ impl Overrides {
     }
 }
 
+/// The emulated disk and its file system.
+#[derive(Clone, Debug, clap::Args)]
+pub struct DiskArgs {
+    /// The emulated disk (see `syncbench lab profiles`).
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: String,
+    /// The file system made on it.
+    #[arg(long, value_enum, default_value = "ext4")]
+    pub fs: LabFs,
+    /// Size of the disk (a sparse image file in the temporary directory; at least 320MiB for xfs).
+    #[arg(long, default_value = "4GiB")]
+    pub size: String,
+    /// Seed of the device's background destaging order.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Overrides of the profile's numbers.
+    #[command(flatten)]
+    pub overrides: Overrides,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
