@@ -125,6 +125,8 @@ impl PagesScenario {
         // Small log segments: every run and recovery creates and zero-fills them on the simulated disk.
         config.wal.segment_bytes = WAL_SEGMENT_BYTES;
         config.wal.max_group_bytes = MAX_GROUP_BYTES;
+        // The rejoin wait's deadline is wall-clock time: off, so that a seed fixes the schedule.
+        config.wal.rejoin_wait_pct = 0;
         config.faults = self.faults;
         config.wal.faults = self.log_faults;
         config.dw_design = self.dw_design;
@@ -184,6 +186,7 @@ impl PagesScenario {
                 return;
             }
             injecting.run(|| {
+                committers.quiesce_others(&|| bank.store().log().waiting_commits());
                 let mut sh = lock(&shared);
                 if page_write && sh.rng.chance(1, 2) {
                     let transfer = bank.pick(|| sh.rng.next_u64());

@@ -91,6 +91,8 @@ impl WalScenario {
             max_spare_segments: 1,
             group_commit: true,
             max_group_bytes: MAX_GROUP_BYTES,
+            // The rejoin wait's deadline is wall-clock time: off, so that a seed fixes the schedule.
+            rejoin_wait_pct: 0,
             faults: self.faults,
             ..WalConfig::default()
         }
@@ -113,6 +115,7 @@ impl WalScenario {
                 return;
             }
             injecting.run(|| {
+                committers.quiesce_others(&|| wal.waiting_commits());
                 let mut sh = lock(&shared);
                 if sh.rng.chance(1, 3) {
                     let id = sh.next_id;
