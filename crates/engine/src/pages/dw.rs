@@ -58,6 +58,10 @@ pub struct DoubleWrite<F> {
     /// Slots in the area (its length in pages).
     slots: usize,
     single_next: std::sync::atomic::AtomicUsize,
+    /// Pages per read of `newest_copies`.
+    scan_read_pages: usize,
+    /// Reads `newest_copies` made, summed.
+    scan_reads: std::sync::atomic::AtomicU64,
 }
 
 impl<F: StorageFile> DoubleWrite<F> {
@@ -97,7 +101,9 @@ impl<F: StorageFile> DoubleWrite<F> {
             storage.sync_dir(dir)?;
             file
         };
-        Ok(DoubleWrite { file, page_size, batch_pages, ring_batches, slots, single_next: Default::default() })
+        let scan_read_pages = ((1 << 20) / page_size).max(1);
+        let (single_next, scan_reads) = Default::default();
+        Ok(DoubleWrite { file, page_size, batch_pages, ring_batches, slots, single_next, scan_read_pages, scan_reads })
     }
 
     /// Bytes per page.
@@ -153,18 +159,30 @@ impl<F: StorageFile> DoubleWrite<F> {
         Ok(())
     }
 
+    /// The same area read `bytes` at a time by `newest_copies` (whole pages, at least one).
+    pub fn with_scan_read_bytes(self, bytes: usize) -> Self {
+        DoubleWrite { scan_read_pages: (bytes / self.page_size).max(1), ..self }
+    }
+
+    /// Reads `newest_copies` has made so far.
+    pub fn scan_reads(&self) -> u64 {
+        self.scan_reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Where the valid image with the highest LSN of each page is: (its LSN, its slot). The area is read
-    /// a megabyte at a time (a `pipelined` ring holding a checkpoint cycle's copies is hundreds of them).
+    /// a megabyte at a time by default (a `pipelined` ring holding a checkpoint cycle's copies is
+    /// hundreds of them).
     pub fn newest_copies(&self) -> io::Result<HashMap<PageId, (Lsn, usize)>> {
         let slots = (self.file.len()? as usize) / self.page_size;
         assert_eq!(slots, self.slots, "the double-write area changed size while open");
-        let per_read = ((1 << 20) / self.page_size).max(1);
+        let per_read = self.scan_read_pages;
         let mut buf = syncbench_sys::AlignedBuf::new(per_read * self.page_size, self.page_size);
         let mut newest: HashMap<PageId, (Lsn, usize)> = HashMap::new();
         for first in (0..slots).step_by(per_read) {
             let n = per_read.min(slots - first);
             let chunk = &mut buf.as_mut_slice()[..n * self.page_size];
             self.file.read_exact_at(chunk, (first * self.page_size) as u64)?;
+            self.scan_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             for (i, image) in chunk.chunks_exact(self.page_size).enumerate() {
                 let PageCheck::Valid { lsn } = page::check_any(image) else { continue };
                 let id = page::id(image);

@@ -29,6 +29,9 @@ pub struct LogStats {
     pub syncs: u64,
     /// Bytes of an interrupted flush that opening the log zeroed behind the recovered end.
     pub stale_tail_bytes_zeroed: u64,
+    /// The log's size boundaries crossed: segment ends (exact, padded, skipped) and batches cut at the
+    /// group's byte limit (see `WalStats`).
+    pub boundaries: [u64; 4],
 }
 
 /// A write-ahead log as the page store uses it.
@@ -87,7 +90,12 @@ impl<S: Storage> PageLog for crate::wal::Wal<S> {
 
     fn stats(&self) -> LogStats {
         let s = crate::wal::Wal::stats(self);
-        LogStats { bytes: s.bytes_written, syncs: s.flushes, stale_tail_bytes_zeroed: s.stale_tail_bytes_zeroed }
+        LogStats {
+            bytes: s.bytes_written,
+            syncs: s.flushes,
+            stale_tail_bytes_zeroed: s.stale_tail_bytes_zeroed,
+            boundaries: s.boundaries(),
+        }
     }
 
     fn record_bytes(&self, payload_len: usize) -> u64 {

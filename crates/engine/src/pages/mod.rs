@@ -179,6 +179,8 @@ pub struct StoreConfig {
     pub dw_dir: Option<PathBuf>,
     /// The write-ahead log's settings (sync method, segment size, group commit).
     pub wal: crate::wal::WalConfig,
+    /// Recovery reads the double-write area this many bytes at a time (at least one page; default 1 MiB).
+    pub dw_scan_read_bytes: usize,
     /// Test-only deliberate bugs.
     #[doc(hidden)]
     pub faults: FaultSwitches,
@@ -198,6 +200,7 @@ impl StoreConfig {
             wal_dir: None,
             dw_dir: None,
             wal: crate::wal::WalConfig::default(),
+            dw_scan_read_bytes: 1 << 20,
             faults: FaultSwitches::default(),
         }
     }

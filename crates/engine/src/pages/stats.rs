@@ -37,6 +37,8 @@ pub struct StoreStats {
     pub dw_restored_pages: u64,
     /// Log records replayed by the last recovery.
     pub redo_records: u64,
+    /// Reads the last recovery's scan of the double-write area took (`dw_scan_read_bytes` each).
+    pub dw_scan_reads: u64,
 }
 
 #[derive(Default)]
@@ -55,6 +57,7 @@ pub(super) struct Counters {
     pub(super) checkpoint_ns_total: AtomicU64,
     pub(super) dw_restored_pages: AtomicU64,
     pub(super) redo_records: AtomicU64,
+    pub(super) dw_scan_reads: AtomicU64,
 }
 
 pub(super) fn add(counter: &AtomicU64, n: u64) {
@@ -81,6 +84,7 @@ impl Counters {
             checkpoint_secs_total: get(&self.checkpoint_ns_total) as f64 / 1e9,
             dw_restored_pages: get(&self.dw_restored_pages),
             redo_records: get(&self.redo_records),
+            dw_scan_reads: get(&self.dw_scan_reads),
         }
     }
 }

@@ -96,6 +96,9 @@ pub struct FaultSwitches {
     /// Recovery treats a damaged record followed by a later flush's records as the end of the log (silent
     /// truncation instead of a corruption report; only media damage can see it).
     pub corruption_as_end: bool,
+    /// A failed flush fails only its leader's call and the log carries on (the error reported once: only
+    /// the clients that commit after the failure can see it).
+    pub fail_only_the_leader: bool,
 }
 
 /// Everything `Wal::open` needs besides the storage and directory.

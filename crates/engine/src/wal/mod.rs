@@ -119,6 +119,23 @@ pub struct WalStats {
     pub flush_ns_max: u64,
     /// Bytes of an interrupted flush's valid-looking records that `open` zeroed behind the recovered end.
     pub stale_tail_bytes_zeroed: u64,
+    /// Segment ends the appends crossed, by how: the previous record ended exactly at the segment's end,
+    /// a padding record filled the rest, or the rest was too short for a record header and was skipped
+    /// (the size boundaries of `reserve`; a crash tester shows it reached each).
+    pub segment_ends_exact: u64,
+    /// See `segment_ends_exact`.
+    pub segment_ends_padded: u64,
+    /// See `segment_ends_exact`.
+    pub segment_ends_skipped: u64,
+    /// Batches a leader cut at `max_group_bytes` with records left for the next flush.
+    pub batches_capped: u64,
+}
+
+impl WalStats {
+    /// The size boundaries crossed: segment ends exact, padded and skipped, then batches capped.
+    pub fn boundaries(&self) -> [u64; 4] {
+        [self.segment_ends_exact, self.segment_ends_padded, self.segment_ends_skipped, self.batches_capped]
+    }
 }
 
 #[derive(Default)]
@@ -131,6 +148,10 @@ struct Counters {
     flush_ns_total: AtomicU64,
     flush_ns_max: AtomicU64,
     stale_tail_bytes_zeroed: AtomicU64,
+    segment_ends_exact: AtomicU64,
+    segment_ends_padded: AtomicU64,
+    segment_ends_skipped: AtomicU64,
+    batches_capped: AtomicU64,
 }
 
 /// Everything behind the log's short lock.
@@ -151,6 +172,8 @@ struct State {
     batches_taken: u64,
     /// The first failure; the log is dead.
     poisoned: Option<(&'static str, String)>,
+    /// `fail_only_the_leader`: the failure its leader reports instead of poisoning the log.
+    failed_once: Option<(&'static str, String)>,
     /// Commits currently inside `commit` (for `commit_siblings`).
     active_commits: u32,
     /// A leader in its `commit_delay` wait wants a wake-up once this many sleeping commits wait for the
@@ -303,6 +326,7 @@ impl<S: Storage> Wal<S> {
                 flush_in_progress: false,
                 batches_taken: 0,
                 poisoned: None,
+                failed_once: None,
                 active_commits: 0,
                 delay_wants_waiters: 0,
                 waiters: Vec::new(),
@@ -431,6 +455,10 @@ impl<S: Storage> Wal<S> {
             flush_ns_total: c.flush_ns_total.load(Ordering::Relaxed),
             flush_ns_max: c.flush_ns_max.load(Ordering::Relaxed),
             stale_tail_bytes_zeroed: c.stale_tail_bytes_zeroed.load(Ordering::Relaxed),
+            segment_ends_exact: c.segment_ends_exact.load(Ordering::Relaxed),
+            segment_ends_padded: c.segment_ends_padded.load(Ordering::Relaxed),
+            segment_ends_skipped: c.segment_ends_skipped.load(Ordering::Relaxed),
+            batches_capped: c.batches_capped.load(Ordering::Relaxed),
         }
     }
 
@@ -458,9 +486,15 @@ impl<S: Storage> Wal<S> {
 
     fn reserve(&self, st: &mut State, kind: u8, payload: &[u8], payload_crc: u32) -> Lsn {
         let need = record::encoded_len(payload.len()) as u64;
+        let count = |c: &AtomicU64| c.fetch_add(1, Ordering::Relaxed);
+        let mut first = true;
         loop {
             let offset = st.appended_lsn % self.segment_bytes;
             if offset == 0 {
+                if first && st.appended_lsn > 0 {
+                    count(&self.counters.segment_ends_exact);
+                }
+                first = false;
                 let header = SegmentHeader { segment_bytes: self.segment_bytes, log_id: self.log_id }.to_bytes();
                 put(st, self.segment_bytes, KIND_SEGMENT_HEADER, &header, crc32c::crc32c(&header));
                 continue;
@@ -472,10 +506,13 @@ impl<S: Storage> Wal<S> {
                 assert!(st.appended_lsn > before, "appends get strictly increasing LSNs");
                 return st.appended_lsn;
             }
+            first = false;
             if room >= HEADER_BYTES as u64 {
+                count(&self.counters.segment_ends_padded);
                 let filler = vec![0u8; room as usize - HEADER_BYTES];
                 put(st, self.segment_bytes, KIND_PADDING, &filler, crc32c::crc32c(&filler));
             } else {
+                count(&self.counters.segment_ends_skipped);
                 // Too small for a header: recovery skips to the next segment.
                 st.buf.resize(st.buf.len() + room as usize, 0);
                 st.appended_lsn += room;
@@ -511,6 +548,9 @@ impl<S: Storage> Wal<S> {
             end_rejoin_wait(st);
             st.flush_in_progress = true;
             self.lead_flushes(st, target, may_delay);
+            if let Some((what, cause)) = st.failed_once.take() {
+                return Err(WalError::Poisoned { what, cause });
+            }
         }
     }
 
@@ -628,7 +668,9 @@ impl<S: Storage> Wal<S> {
             }
             Err(failure) => {
                 st.flush_in_progress = false;
-                st.poisoned.get_or_insert((failure.what, failure.error.to_string()));
+                let failed =
+                    if self.config.faults.fail_only_the_leader { &mut st.failed_once } else { &mut st.poisoned };
+                failed.get_or_insert((failure.what, failure.error.to_string()));
                 let at_ns = now_ns();
                 std::mem::take(&mut st.waiters).into_iter().for_each(|w| {
                     w.stamp(at_ns);
@@ -787,6 +829,7 @@ impl<S: Storage> Wal<S> {
             let len_field: [u8; 4] = st.buf[at + 32..at + 36].try_into().expect("4 bytes");
             let len = record::encoded_len(u32::from_le_bytes(len_field) as usize);
             if end > start && (end - start) as usize + len > cap {
+                self.counters.batches_capped.fetch_add(1, Ordering::Relaxed);
                 break;
             }
             record::seal(&mut st.buf[at..at + len], start);

@@ -184,11 +184,12 @@ fn verify_main(a: VerifyArgs) -> Outcome {
     let env = crate::observe::probe::collect(&dir);
     let verdicts = crate::observe::probe::verdicts(&env, &[]);
     if a.json.as_deref() != Some(Path::new("-")) {
+        // The answer first (the verification's verdict and table), then where it ran.
         print!(
             "{}\n{}\n{}",
+            render::verification(&v),
             crate::observe::probe::render::environment_tree(&env),
-            crate::observe::probe::render::verdict_list(&verdicts),
-            render::verification(&v)
+            crate::observe::probe::render::verdict_list(&verdicts)
         );
     }
     if let Some(dest) = &a.json {

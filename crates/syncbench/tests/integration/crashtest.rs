@@ -113,6 +113,12 @@ fn retrying_fsync_after_an_error_is_caught() {
     assert_caught("wal", &["--engine-bug", "retry-fsync", "--fsync-errors"]);
 }
 
+/// Fail-stop from every client: a log that fails only the failed flush's leader and carries on.
+#[test]
+fn a_failure_reported_only_to_its_leader_is_caught() {
+    assert_caught("wal", &["--engine-bug", "fail-only-the-leader", "--fsync-errors"]);
+}
+
 #[test]
 fn a_double_write_flush_that_skips_its_fsync_is_caught() {
     assert_caught("dw", &["--engine-bug", "dw-skip-fsync", "--profile", "ext4"]);

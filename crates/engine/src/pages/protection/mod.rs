@@ -60,6 +60,7 @@ impl<F: StorageFile> Protection<F> {
         let area = |ring| {
             let (page_size, batch) = (config.page_size, config.dw_batch_pages);
             DoubleWrite::create_or_open(storage, dw_dir, page_size, batch, ring, FileOptions::default())
+                .map(|area| area.with_scan_read_bytes(config.dw_scan_read_bytes))
         };
         Ok(match (config.mode, config.dw_design) {
             (Mode::None, _) => Protection::None,

@@ -487,6 +487,7 @@ fn add_stats(sum: &mut StoreStats, delta: &StoreStats) {
         checkpoint_secs_total,
         dw_restored_pages,
         redo_records,
+        dw_scan_reads,
     } = *delta;
     sum.wal_bytes += wal_bytes;
     sum.fpi_bytes += fpi_bytes;
@@ -497,6 +498,7 @@ fn add_stats(sum: &mut StoreStats, delta: &StoreStats) {
     sum.eviction_writes += eviction_writes;
     sum.evictions_waited_for_dw += evictions_waited_for_dw;
     sum.dw_syncs += dw_syncs;
+    sum.dw_scan_reads += dw_scan_reads;
     sum.dw_pages_spooled += dw_pages_spooled;
     sum.dw_pages_respooled += dw_pages_respooled;
     sum.checkpoints += checkpoints;

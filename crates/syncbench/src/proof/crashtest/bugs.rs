@@ -23,6 +23,8 @@ pub enum EngineBug {
     TrustUnsyncedAtOpen,
     /// Recovery treats a damaged record followed by later flushes as the end (media damage).
     CorruptionAsEnd,
+    /// A failed flush fails only its leader's commit and the log carries on (the clients after it).
+    FailOnlyTheLeader,
     /// The double-write flush skips its fsync.
     DwSkipFsync,
     /// An evicted page's double-write slot is reused before its home write is synced.
@@ -70,6 +72,7 @@ impl EngineBug {
             keep_stale_tail: on(EngineBug::KeepStaleTail),
             trust_unsynced_at_open: on(EngineBug::TrustUnsyncedAtOpen),
             corruption_as_end: on(EngineBug::CorruptionAsEnd),
+            fail_only_the_leader: on(EngineBug::FailOnlyTheLeader),
         };
         let pages = PageFaults {
             dw_skip_fsync: on(EngineBug::DwSkipFsync),

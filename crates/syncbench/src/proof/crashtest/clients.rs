@@ -2,10 +2,14 @@
 //! injected while a storage operation is in flight (through simfs's operation hook), at moments the seed
 //! chooses: an append while a group-commit flush is writing, a transaction submitted while a checkpoint
 //! writes pages, and commits on real threads that find a flush in progress and go to sleep in the log's
-//! group commit. Only one thread ever runs engine code at a time: after starting a committer, and after
-//! every call of the workload, the harness waits until each committer has either returned or is asleep
-//! in the log (the log's count of waiting commits says so), so a committer woken to lead the next
-//! flush does its I/O while everyone else waits. Every run is a pure function of its seed.
+//! group commit. Only one thread ever runs engine code at a time, so the schedule is the seed's alone:
+//! after starting a committer, after every call of the workload, and before an injection decides
+//! anything, the harness waits until every other committer has either returned or is asleep in the log
+//! (the log's count of waiting commits says so). A flush's wake-ups release several threads at once; the
+//! one woken to lead the next flush does its I/O, and its first storage operation waits there until the
+//! others have returned, so what an injection sees (how many committers still run, what the log holds)
+//! never depends on how the OS scheduled them. The log's rejoin wait, whose deadline is wall-clock time,
+//! is off in the crash scenarios for the same reason (the engine's own threaded tests cover it).
 
 use super::history::UnitId;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +38,7 @@ pub struct Committers {
     finished: Arc<AtomicU64>,
     completions: Arc<Mutex<Vec<Completion>>>,
     overlapped_flush: Arc<AtomicU64>,
+    jitter: Jitter,
 }
 
 #[derive(Default)]
@@ -45,6 +50,48 @@ struct Pool {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+thread_local! {
+    /// Set on a pool thread while it runs a committer's commit.
+    static IN_COMMITTER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Committers created on this thread get a `Jitter` (tests).
+    static JITTER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Tests only: committers and injections that pause at random moments, from a source the seed does not
+/// control, to show that how the OS schedules the threads cannot change a run.
+#[derive(Clone, Copy)]
+struct Jitter(bool);
+
+impl Default for Jitter {
+    fn default() -> Jitter {
+        Jitter(JITTER.with(std::cell::Cell::get))
+    }
+}
+
+impl Jitter {
+    /// Half the time nothing, else a yield or a sleep of up to 100 µs.
+    fn pause(self) {
+        use std::hash::{BuildHasher, Hasher};
+        if !self.0 {
+            return;
+        }
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(std::time::SystemTime::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos()));
+        let r = h.finish();
+        match r % 4 {
+            0 | 1 => {}
+            2 => std::thread::yield_now(),
+            _ => std::thread::sleep(std::time::Duration::from_micros((r >> 8) % 100)),
+        }
+    }
+}
+
+/// Committers created on the calling thread from now on pause at random moments (see `Jitter`).
+#[cfg(test)]
+pub fn jitter_schedules_on_this_thread() {
+    JITTER.with(|j| j.set(true));
 }
 
 impl Committers {
@@ -64,8 +111,13 @@ impl Committers {
         let busy = self.running();
         self.started.fetch_add(1, Ordering::SeqCst);
         let done = Arc::clone(&returned);
+        let jitter = self.jitter;
         let job: Job = Box::new(move || {
+            IN_COMMITTER.with(|c| c.set(true));
+            jitter.pause();
             let result = commit();
+            jitter.pause();
+            IN_COMMITTER.with(|c| c.set(false));
             lock(&completions).push(Completion { id, result, errors_before });
             done.store(true, Ordering::SeqCst);
             finished.fetch_add(1, Ordering::SeqCst);
@@ -109,6 +161,18 @@ impl Committers {
     /// Wait until every committer has returned or sleeps in the log.
     pub fn quiesce(&self, waiting: &dyn Fn() -> usize) {
         while self.finished.load(Ordering::SeqCst) + (waiting() as u64) < self.started.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Wait until every committer but the calling thread (when it is one) has returned or sleeps in the
+    /// log: called before an injection decides anything, from the thread doing a storage operation.
+    pub fn quiesce_others(&self, waiting: &dyn Fn() -> usize) {
+        self.jitter.pause();
+        let me = u64::from(IN_COMMITTER.with(std::cell::Cell::get));
+        while self.running() > me
+            && self.finished.load(Ordering::SeqCst) + (waiting() as u64) + me < self.started.load(Ordering::SeqCst)
+        {
             std::thread::yield_now();
         }
     }

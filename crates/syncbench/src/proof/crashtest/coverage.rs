@@ -43,11 +43,26 @@ pub struct Coverage {
     pub media_damage: u64,
     /// Of those, recoveries that reported the damage (refused to open).
     pub media_damage_reported: u64,
+    /// Size boundaries of the log: appends that crossed a segment's end exactly (the previous record
+    /// filled it), with a padding record, or over a rest too short for a record header.
+    pub log_segment_ends_exact: u64,
+    /// See `log_segment_ends_exact`.
+    pub log_segment_ends_padded: u64,
+    /// See `log_segment_ends_exact`.
+    pub log_segment_ends_skipped: u64,
+    /// Flushes whose batch was cut at the group's byte limit, leaving records for the next.
+    pub log_batches_capped: u64,
+    /// Recoveries whose scan of the double-write area took more than one read (a full read, then a
+    /// partial one: the crash scenarios read it a few pages at a time).
+    pub dw_scans_past_one_read: u64,
+    /// Commits other clients tried after the engine had failed (a failed sync), each refused: fail-stop
+    /// seen from every client, not only the one that saw the failure.
+    pub commits_refused_after_failure: u64,
 }
 
 impl Coverage {
     /// Every counter with its name (the names `required` lists use).
-    pub fn named(&self) -> [(&'static str, u64); 18] {
+    pub fn named(&self) -> [(&'static str, u64); 24] {
         [
             ("generations", self.generations),
             ("power_losses", self.power_losses),
@@ -67,6 +82,12 @@ impl Coverage {
             ("atomic_writes_in_flight_at_crash", self.atomic_writes_in_flight_at_crash),
             ("media_damage", self.media_damage),
             ("media_damage_reported", self.media_damage_reported),
+            ("log_segment_ends_exact", self.log_segment_ends_exact),
+            ("log_segment_ends_padded", self.log_segment_ends_padded),
+            ("log_segment_ends_skipped", self.log_segment_ends_skipped),
+            ("log_batches_capped", self.log_batches_capped),
+            ("dw_scans_past_one_read", self.dw_scans_past_one_read),
+            ("commits_refused_after_failure", self.commits_refused_after_failure),
         ]
     }
 
@@ -93,8 +114,23 @@ impl Coverage {
             wal_rule_checks,
             atomic_writes_in_flight_at_crash,
             media_damage,
-            media_damage_reported
+            media_damage_reported,
+            log_segment_ends_exact,
+            log_segment_ends_padded,
+            log_segment_ends_skipped,
+            log_batches_capped,
+            dw_scans_past_one_read,
+            commits_refused_after_failure
         );
+    }
+
+    /// Count the log's size boundaries a run crossed (`WalStats::boundaries` at its end and its start).
+    pub fn add_log_boundaries(&mut self, now: [u64; 4], since: [u64; 4]) {
+        let d = |i: usize| now[i] - since[i];
+        self.log_segment_ends_exact += d(0);
+        self.log_segment_ends_padded += d(1);
+        self.log_segment_ends_skipped += d(2);
+        self.log_batches_capped += d(3);
     }
 
     /// The `required` counters that are still zero.

@@ -22,6 +22,8 @@ pub mod points;
 pub mod wal;
 
 #[cfg(test)]
+mod determinism;
+#[cfg(test)]
 mod toylog;
 
 use coverage::Coverage;

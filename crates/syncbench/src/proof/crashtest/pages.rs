@@ -28,6 +28,9 @@ const PAGE_BYTES: usize = 8192;
 /// Pages per double-write batch; the pool holds the minimum the store accepts (2 × batch + 16 = 20
 /// frames), fewer than the pages a generation dirties between checkpoints, so evictions write pages.
 const DW_BATCH_PAGES: usize = 2;
+/// Pages per read of recovery's double-write scan: the 2012 area has 2 batch slots and 4 single ones, so
+/// a scan makes one full read and one partial one.
+const DW_SCAN_READ_PAGES: usize = 4;
 /// Log segment size: the log's minimum, so that runs create and retire segments (its default of 16 MiB
 /// would dominate every crash point and never fill).
 const WAL_SEGMENT_BYTES: u64 = 16 << 10;
@@ -125,6 +128,11 @@ impl PagesScenario {
         // Small log segments: every run and recovery creates and zero-fills them on the simulated disk.
         config.wal.segment_bytes = WAL_SEGMENT_BYTES;
         config.wal.max_group_bytes = MAX_GROUP_BYTES;
+        // The rejoin wait's deadline is wall-clock time: off, so that a seed fixes the schedule.
+        config.wal.rejoin_wait_pct = 0;
+        // Recovery reads the double-write area a few pages at a time, so that its scan crosses from one
+        // read to the next and ends on a partial one (the default megabyte holds the whole small area).
+        config.dw_scan_read_bytes = DW_SCAN_READ_PAGES * PAGE_BYTES;
         config.faults = self.faults;
         config.wal.faults = self.log_faults;
         config.dw_design = self.dw_design;
@@ -184,6 +192,7 @@ impl PagesScenario {
                 return;
             }
             injecting.run(|| {
+                committers.quiesce_others(&|| bank.store().log().waiting_commits());
                 let mut sh = lock(&shared);
                 if page_write && sh.rng.chance(1, 2) {
                     let transfer = bank.pick(|| sh.rng.next_u64());
@@ -228,6 +237,7 @@ impl PagesScenario {
             fs.set_op_hook(Some(self.hook(&bank, fs, &shared, &committers, &phase)));
         }
         let before = bank.store().stats();
+        let log_before = bank.store().log().stats();
         let result = self.transfers(&bank, fs, history, seed, &shared, &committers, &phase, coverage);
         fs.set_op_hook(None);
         let _ = bank.store().log().flush_to(bank.store().log().last_lsn());
@@ -241,7 +251,38 @@ impl PagesScenario {
         coverage.eviction_writes += after.eviction_writes - before.eviction_writes;
         coverage.submits_during_page_writes += sh.submits_during_page_writes;
         coverage.commits_overlapping_flush += committers.overlapped_flush();
-        result.and(sh.error.take().map_or(Ok(()), Err))
+        coverage.add_log_boundaries(bank.store().log().stats().boundaries, log_before.boundaries);
+        let result = result.and(sh.error.take().map_or(Ok(()), Err));
+        if result.is_err() && !fs.crashed() {
+            self.keep_committing(&bank, fs, history, seed, coverage);
+        }
+        result
+    }
+
+    /// After the engine failed, every client goes on as a database's other backends would: submits a
+    /// transfer and commits it. Each must be refused; an acknowledgement counts as one after the failure,
+    /// which `History::check_fail_stop` rejects.
+    fn keep_committing(
+        &self,
+        bank: &Bank<SimFs>,
+        fs: &SimFs,
+        history: &mut History,
+        seed: u64,
+        coverage: &mut Coverage,
+    ) {
+        let mut rng = SimRng::new(seed ^ 0xFA11);
+        for _ in 0..self.clients {
+            let transfer = bank.pick(|| rng.next_u64());
+            let errors_before = fs.stats().writeback_errors;
+            let acked = bank.submit(transfer).ok().filter(|&(id, lsn)| {
+                history.submit(id, encode(transfer));
+                bank.commit(lsn).is_ok()
+            });
+            match acked {
+                Some((id, _)) => history.ack_started_after(id, errors_before, fs),
+                None => coverage.commits_refused_after_failure += 1,
+            }
+        }
     }
 
     #[allow(clippy::too_many_arguments)] // the generation's shared pieces, passed once
@@ -389,6 +430,7 @@ impl Scenario for PagesScenario {
             .map_err(|e| e.to_string())?;
         let stats = bank.store().stats();
         coverage.dw_restored_pages += stats.dw_restored_pages;
+        coverage.dw_scans_past_one_read += u64::from(stats.dw_scan_reads > 1);
         coverage.redo_records += stats.redo_records;
         coverage.torn_tails_zeroed += u64::from(bank.store().log().stats().stale_tail_bytes_zeroed > 0);
         let (wal_dir, end) = (PathBuf::from(DIR).join("wal"), bank.store().log().last_lsn());
@@ -469,8 +511,9 @@ impl Scenario for PagesScenario {
         if self.concurrent {
             required.extend(["commits_overlapping_flush", "submits_during_page_writes"]);
         }
+        required.extend(["log_segment_ends_padded", "log_batches_capped"]);
         match self.mode {
-            Mode::Dw => required.push("dw_restored_pages"),
+            Mode::Dw => required.extend(["dw_restored_pages", "dw_scans_past_one_read"]),
             Mode::Atomic => required.push("atomic_writes_in_flight_at_crash"),
             _ => {}
         }

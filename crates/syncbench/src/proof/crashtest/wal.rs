@@ -49,6 +49,11 @@ pub struct WalScenario {
     pub redo_lag_commits: usize,
     /// Whether other clients append and commit while a flush is in flight.
     pub concurrent: bool,
+    /// Whether, after the engine failed, the other clients go on appending and committing (each must be
+    /// refused).
+    pub clients_after_failure: bool,
+    /// Size of the log's segments (small, so that runs cross segment ends often).
+    pub segment_bytes: u64,
     /// Deliberate bugs.
     pub faults: FaultSwitches,
 }
@@ -79,6 +84,8 @@ impl WalScenario {
             checkpoint_every_rounds: 8,
             redo_lag_commits: 6,
             concurrent: true,
+            clients_after_failure: true,
+            segment_bytes: SEGMENT_BYTES,
             faults,
         }
     }
@@ -86,11 +93,13 @@ impl WalScenario {
     fn config(&self, variant: usize) -> WalConfig {
         WalConfig {
             sync_method: METHODS[variant],
-            segment_bytes: SEGMENT_BYTES,
+            segment_bytes: self.segment_bytes,
             preallocate_segments: 1,
             max_spare_segments: 1,
             group_commit: true,
             max_group_bytes: MAX_GROUP_BYTES,
+            // The rejoin wait's deadline is wall-clock time: off, so that a seed fixes the schedule.
+            rejoin_wait_pct: 0,
             faults: self.faults,
             ..WalConfig::default()
         }
@@ -113,6 +122,7 @@ impl WalScenario {
                 return;
             }
             injecting.run(|| {
+                committers.quiesce_others(&|| wal.waiting_commits());
                 let mut sh = lock(&shared);
                 if sh.rng.chance(1, 3) {
                     let id = sh.next_id;
@@ -153,6 +163,7 @@ impl WalScenario {
     ) -> Result<(), String> {
         let (wal, _) = Wal::open(fs.clone(), Path::new(DIR), self.config(variant)).map_err(|e| e.to_string())?;
         let wal = Arc::new(wal);
+        let opened = wal.stats();
         let shared = Arc::new(Mutex::new(Shared {
             rng: SimRng::new(seed ^ 0x5EED),
             next_id: history.next_id(),
@@ -179,7 +190,31 @@ impl WalScenario {
         record_completions(&committers, &lsn_of, history, fs);
         coverage.appends_during_flush += sh.appends_during_flush;
         coverage.commits_overlapping_flush += committers.overlapped_flush();
-        result.and(sh.error.take().map_or(Ok(()), Err))
+        coverage.add_log_boundaries(wal.stats().boundaries(), opened.boundaries());
+        let result = result.and(sh.error.take().map_or(Ok(()), Err));
+        if result.is_err() && self.clients_after_failure && !fs.crashed() {
+            self.keep_committing(&wal, fs, history, coverage);
+        }
+        result
+    }
+
+    /// After the engine failed, every client goes on as a database's other backends would: appends a
+    /// record and commits it. Each must be refused; an acknowledgement counts as one after the failure,
+    /// which `History::check_fail_stop` rejects.
+    fn keep_committing(&self, wal: &Wal<SimFs>, fs: &SimFs, history: &mut History, coverage: &mut Coverage) {
+        for _ in 0..self.clients {
+            let id = history.next_id();
+            let payload = client_payload(id, &mut SimRng::new(id));
+            let errors_before = fs.stats().writeback_errors;
+            let acked = wal.append(KIND_CLIENT, &payload).is_ok_and(|lsn| {
+                history.submit(id, payload);
+                wal.commit(lsn).is_ok()
+            });
+            match acked {
+                true => history.ack_started_after(id, errors_before, fs),
+                false => coverage.commits_refused_after_failure += 1,
+            }
+        }
     }
 
     fn rounds(
@@ -360,7 +395,7 @@ impl Scenario for WalScenario {
     fn recover(&self, variant: usize, fs: &SimFs, coverage: &mut Coverage) -> Result<Self::State, String> {
         let (wal, records) = Wal::open(fs.clone(), Path::new(DIR), self.config(variant)).map_err(|e| e.to_string())?;
         coverage.torn_tails_zeroed += u64::from(wal.stats().stale_tail_bytes_zeroed > 0);
-        if let Some(lsn) = stale_record_after(fs, Path::new(DIR), SEGMENT_BYTES, wal.appended_lsn()) {
+        if let Some(lsn) = stale_record_after(fs, Path::new(DIR), self.segment_bytes, wal.appended_lsn()) {
             return Err(format!(
                 "recovery ended the log at LSN {} but left a valid record of an interrupted flush at LSN {lsn} \
                  (a stale tail a later crash can bring back)",
@@ -399,7 +434,7 @@ impl Scenario for WalScenario {
 
     fn damage_targets(&self, _image: &SimFs, history: &History) -> Vec<Target> {
         let end = history.acked_lsn_max.saturating_sub(DAMAGE_MARGIN_BYTES);
-        log_damage_targets(&PathBuf::from(DIR), SEGMENT_BYTES, end)
+        log_damage_targets(&PathBuf::from(DIR), self.segment_bytes, end)
     }
 
     fn required_coverage(&self) -> Vec<&'static str> {
@@ -410,6 +445,10 @@ impl Scenario for WalScenario {
             "torn_tails_zeroed",
             "media_damage",
             "media_damage_reported",
+            "log_segment_ends_exact",
+            "log_segment_ends_padded",
+            "log_segment_ends_skipped",
+            "log_batches_capped",
         ];
         if self.concurrent {
             required.extend(["commits_overlapping_flush", "appends_during_flush"]);
@@ -458,6 +497,40 @@ mod tests {
             // Coverage is enforced by explore itself from 200 points on; check the enforcement ran.
             assert!(summary.coverage.missing(&wal.required_coverage()).is_empty(), "{:?}", summary.coverage);
         }
+    }
+
+    /// Fail-stop from every client: after an injected fsync failure the other clients go on committing
+    /// and every one is refused.
+    #[test]
+    fn after_a_failed_sync_every_client_that_comes_after_is_refused() {
+        let wal = WalScenario::new(FaultSwitches::default());
+        let summary = explore(&wal, &opts(Profile::Strict, true, 60), |_| {}).unwrap();
+        assert!(summary.engine_errors > 0, "{summary:?}");
+        assert!(summary.coverage.commits_refused_after_failure >= summary.engine_errors, "{:?}", summary.coverage);
+    }
+
+    /// A log that fails only the leader of the failed flush and carries on: with one client, only the
+    /// clients that keep committing after the failure can see it.
+    #[test]
+    fn a_failure_reported_only_to_its_leader_is_caught_by_the_clients_after_it() {
+        let faults = FaultSwitches { fail_only_the_leader: true, ..FaultSwitches::default() };
+        let serial = WalScenario { concurrent: false, ..WalScenario::new(faults) };
+        let failure = explore(&serial, &opts(Profile::Strict, true, 60), |_| {}).unwrap_err();
+        assert!(failure.message.contains("after a sync had failed"), "{failure:?}");
+        let blind = WalScenario { clients_after_failure: false, ..serial };
+        explore(&blind, &opts(Profile::Strict, true, 60), |_| {}).unwrap();
+    }
+
+    /// Segments so large that no run fills one: the series fails on the boundary counters it never moved.
+    #[test]
+    fn a_series_that_never_crosses_a_segment_end_fails() {
+        let big = WalScenario { segment_bytes: 512 << 10, ..WalScenario::new(FaultSwitches::default()) };
+        let failure = explore(&big, &opts(Profile::Strict, false, 200), |_| {}).unwrap_err();
+        assert_eq!(failure.variant, "coverage");
+        for counter in ["log_segment_ends_exact", "log_segment_ends_padded", "log_segment_ends_skipped"] {
+            assert!(failure.message.contains(counter), "{failure:?}");
+        }
+        assert!(!failure.message.contains("log_batches_capped"), "{failure:?}");
     }
 
     #[test]

@@ -77,9 +77,15 @@ pub fn heading(result: &FsResult) -> String {
     format!("{} ({}, {}, {})", result.fs.name(), result.fs_type, result.mount_options, result.sync_call.name())
 }
 
-/// Everything, as text: a heading and a table (or why there is none) per file system, then the conclusion.
+/// Everything, as text: the conclusion first (the answer), then a heading and a table (or why there is
+/// none) per file system.
 pub fn render(results: &[FsResult], conclusion: &[String], markdown: bool) -> String {
     let mut out = String::new();
+    out.push_str(if markdown { "### Conclusion\n\n" } else { "Conclusion\n" });
+    for line in conclusion {
+        out.push_str(&format!("{}{line}\n", if markdown { "- " } else { "  * " }));
+    }
+    out.push('\n');
     for result in results {
         out.push_str(&if markdown { format!("### {}\n\n", heading(result)) } else { format!("{}\n", heading(result)) });
         if let Some(why) = &result.skipped {
@@ -89,10 +95,6 @@ pub fn render(results: &[FsResult], conclusion: &[String], markdown: bool) -> St
         } else if let Some(table) = table(result, markdown) {
             out.push_str(&format!("{table}\n\n"));
         }
-    }
-    out.push_str(if markdown { "### Conclusion\n\n" } else { "Conclusion\n" });
-    for line in conclusion {
-        out.push_str(&format!("{}{line}\n", if markdown { "- " } else { "  * " }));
     }
     out
 }

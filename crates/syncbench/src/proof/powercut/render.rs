@@ -5,9 +5,17 @@ use super::lab::Cell;
 use super::verify::Verification;
 use std::fmt::Write;
 
-/// verify's table, per kind, and the first losses.
+/// verify's answer first (the verdict), then its table, per kind, and the first losses.
 pub fn verification(v: &Verification) -> String {
     let mut out = String::new();
+    let verdict = match (v.failures(), v.durable) {
+        (0, _) => "every acknowledged record is present and intact".to_string(),
+        (n, true) => format!(
+            "{n} acknowledged records lost or torn: this disk (or something above it) does not keep what it acknowledged"
+        ),
+        (n, false) => format!("{n} acknowledged records lost or torn: expected, {} is not a durable method", v.method),
+    };
+    let _ = writeln!(out, "verdict: {verdict}");
     let durable = if v.durable { "durable" } else { "NOT durable: it promises nothing after a power cut" };
     let _ = writeln!(out, "run {} written with {} ({durable})", v.run, v.method);
     let _ = writeln!(
@@ -39,14 +47,6 @@ pub fn verification(v: &Verification) -> String {
     for e in &v.examples {
         let _ = writeln!(out, "  {e}");
     }
-    let verdict = match (v.failures(), v.durable) {
-        (0, _) => "every acknowledged record is present and intact".to_string(),
-        (n, true) => format!(
-            "{n} acknowledged records lost or torn: this disk (or something above it) does not keep what it acknowledged"
-        ),
-        (n, false) => format!("{n} acknowledged records lost or torn: expected, {} is not a durable method", v.method),
-    };
-    let _ = writeln!(out, "verdict: {verdict}");
     out
 }
 
@@ -107,6 +107,42 @@ pub fn lab_markdown(cells: &[Cell]) -> String {
     );
     out.extend(cells.iter().map(|c| format!("| {} |\n", lab_cells(c).join(" | "))));
     out
+}
+
+#[cfg(test)]
+mod verify_tests {
+    use super::*;
+    use crate::proof::powercut::verify::{KindResult, RecordCounts};
+
+    fn kind(kind: &str, acknowledged: u64, lost: u64, torn: u64) -> KindResult {
+        let records = RecordCounts { acknowledged, lost, torn, torn_by_next_overwrite: 1, unacknowledged_present: 2 };
+        KindResult { kind: kind.into(), checked: acknowledged, present: acknowledged - lost - torn, records }
+    }
+
+    /// The verdict is the first line, before the run and the table: a run that lost records, one that
+    /// kept them, and one with a method that promises nothing.
+    #[test]
+    fn verify_text_goldens_put_the_verdict_first() {
+        let lost = Verification {
+            run: "r1".into(),
+            method: "fdatasync".parse().unwrap(),
+            durable: true,
+            kinds: vec![kind("overwrite", 100, 2, 1), kind("append", 50, 0, 0), kind("new_file", 10, 0, 0)],
+            examples: vec!["overwrite slot 7: record 93 lost (an older record is there)".into()],
+        };
+        let kept = Verification { kinds: vec![kind("append", 50, 0, 0)], examples: Vec::new(), ..lost.clone() };
+        let write = Verification {
+            method: "write".parse().unwrap(),
+            durable: false,
+            kinds: vec![kind("append", 9, 4, 0)],
+            ..kept.clone()
+        };
+        for v in [&lost, &kept, &write] {
+            assert!(verification(v).starts_with("verdict: "), "{}", verification(v));
+        }
+        let text = [&lost, &kept, &write].map(verification).join("\n");
+        assert_golden!("syncbench__powercut__render__tests__verify_text", text);
+    }
 }
 
 #[cfg(all(test, feature = "fuse"))]
