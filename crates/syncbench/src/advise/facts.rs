@@ -24,6 +24,21 @@ pub struct Rate {
     /// A case behind the score measured a disturbed disk: the score is only a lower bound of the
     /// undisturbed rate (other I/O or CPU steal only slows syncs).
     pub lower_bound: bool,
+    /// Latency regimes behind the score: every case's fast and slow regime medians (ns, geometric mean
+    /// over the cases), or `Mixed` when some of its cases switched and others did not.
+    pub regimes: RateRegimes,
+}
+
+/// Whether a score's cases switched between latency regimes (`run`'s `regimes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum RateRegimes {
+    /// None did: the score is one regime's (or a steady device's).
+    #[default]
+    None,
+    /// Every case did: the fast and the slow regime's median commit latency, ns.
+    Both(f64, f64),
+    /// Some did: the score mixes regimes and cannot be matched regime to regime.
+    Mixed,
 }
 
 /// The input with lookups.
@@ -215,12 +230,35 @@ impl Rate {
     /// than it measured (its interval is open upwards), so nothing beats it; a disturbed rate that wins
     /// anyway wins by at least as much undisturbed.
     pub fn beats(&self, other: &Rate, margin: f64) -> bool {
+        if let Some(by_regime) = self.by_regime(other) {
+            return by_regime.is_some_and(|f| f > 1.0 + margin);
+        }
         matches!(decide(&self.estimate(), &other.estimate()), Decision::AFaster(f) if f > 1.0 + margin)
     }
 
-    /// Whether [`decide`] can tell this rate from `other` at all.
+    /// Whether [`decide`] can tell this rate from `other` at all (regime to regime when either switched).
     pub fn told_apart(&self, other: &Rate) -> bool {
+        if let Some(by_regime) = self.by_regime(other) {
+            return by_regime.is_some() || other.by_regime(self).is_some_and(|f| f.is_some());
+        }
         decide(&self.estimate(), &other.estimate()) != Decision::Undecided
+    }
+
+    /// Like with like when either score comes from cases with latency regimes (`None` when neither
+    /// does): `Some(Some(f))` when this one is faster by `f` (the smaller of the two regimes' latency
+    /// ratios) in both the fast and the slow regime, by at least
+    /// [`crate::measure::regimes::LEAD_FACTOR`] (there is no interval per regime); `Some(None)` when it is
+    /// not, or a side's score mixes regimes or has none to match: the run cannot decide from it.
+    pub fn by_regime(&self, other: &Rate) -> Option<Option<f64>> {
+        use crate::measure::regimes::LEAD_FACTOR;
+        match (self.regimes, other.regimes) {
+            (RateRegimes::None, RateRegimes::None) => None,
+            (RateRegimes::Both(fa, sa), RateRegimes::Both(fb, sb)) => {
+                let f = (fb / fa.max(1.0)).min(sb / sa.max(1.0));
+                Some((f >= LEAD_FACTOR).then_some(f))
+            }
+            _ => Some(None),
+        }
     }
 }
 
@@ -230,6 +268,16 @@ fn pick(candidates: &[Rate], default: &str, margin: f64) -> Option<Rate> {
     let Some(def) = candidates.iter().find(|r| r.method == default) else {
         return Some(best.clone());
     };
+    // With regimes the pooled best is no candidate of its own: whichever beats the default in both.
+    if candidates.iter().any(|r| r.regimes != RateRegimes::None) {
+        let winner = candidates
+            .iter()
+            .filter(|r| r.method != default)
+            .filter_map(|r| Some((r, r.by_regime(def)??)))
+            .filter(|(_, f)| *f > 1.0 + margin)
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        return Some(winner.map_or(def, |(r, _)| r).clone());
+    }
     if best.beats(def, margin) { Some(best.clone()) } else { Some(def.clone()) }
 }
 
@@ -245,6 +293,21 @@ fn rate_of(method: &str, cases: &[&CaseResult]) -> Rate {
         ci95_rel: cases.iter().map(|c| c.ci95_rel).fold(0.0, f64::max),
         evidence: cases.iter().map(|c| evidence(c)).collect(),
         lower_bound: cases.iter().any(|c| c.lower_bound),
+        regimes: regimes_of(cases),
+    }
+}
+
+/// The regimes behind a score of `cases` (see [`RateRegimes`]).
+fn regimes_of(cases: &[&CaseResult]) -> RateRegimes {
+    let with: Vec<&crate::core::schema::regimes::Regimes> =
+        cases.iter().filter_map(|c| c.regimes.as_ref()).filter(|g| g.regimes.len() == 2).collect();
+    let geo = |i: usize| {
+        (with.iter().map(|g| (g.regimes[i].latency_ns_p50.max(1) as f64).ln()).sum::<f64>() / with.len() as f64).exp()
+    };
+    match with.len() {
+        0 => RateRegimes::None,
+        n if n == cases.len() => RateRegimes::Both(geo(0), geo(1)),
+        _ => RateRegimes::Mixed,
     }
 }
 
@@ -290,7 +353,13 @@ pub fn compare_with_rest(chosen: &Rate, scored: &[Rate], default: &str, margin: 
 /// a change must gain, so the default stays." or "… 25% faster, but within the intervals (±30%, ±12%) …".
 pub fn kept_default(faster: &Rate, default: &Rate, margin: f64) -> String {
     let pct = (faster.ops_per_s / default.ops_per_s - 1.0) * 100.0;
-    if default.lower_bound && pct > margin * 100.0 {
+    if faster.by_regime(default).is_some() {
+        format!(
+            "{} measured {pct:.0}% faster over the whole run, but the disk switched between latency regimes and \
+             the same regime does not name it faster by 1.2×: the default stays.",
+            faster.method
+        )
+    } else if default.lower_bound && pct > margin * 100.0 {
         format!(
             "{} measured {pct:.0}% faster, but other I/O or CPU steal slowed {}'s cases, so its rate is only a \
              lower bound: the default stays (measure again on a quiet machine to decide).",
@@ -332,6 +401,9 @@ pub fn case_rate_text(c: &CaseResult) -> String {
 /// "a is 12% faster than b (5200/s ±3.0% vs 4600/s ±4.0%)", "within 1%", or when [`decide`] cannot tell
 /// them apart, "a and b: undecided, their 95% intervals overlap (…)": no winner from noise.
 pub fn compare(a: &Rate, b: &Rate) -> String {
+    if let Some(text) = compare_by_regime(a, b) {
+        return text;
+    }
     let pct = (a.ops_per_s / b.ops_per_s - 1.0) * 100.0;
     let numbers = format!("({} vs {})", rate_text(a), rate_text(b));
     if !a.told_apart(b) {
@@ -345,12 +417,68 @@ pub fn compare(a: &Rate, b: &Rate) -> String {
     }
 }
 
+/// [`compare`] when either score has latency regimes: the same regime against the same regime, or that
+/// the run cannot decide (a pooled rate mixes regimes: never a winner from it).
+fn compare_by_regime(a: &Rate, b: &Rate) -> Option<String> {
+    use crate::measure::regimes::latency;
+    a.by_regime(b)?;
+    let pair = |r: &Rate| match r.regimes {
+        RateRegimes::Both(f, s) => format!("{} / {}", latency(f as u64), latency(s as u64)),
+        RateRegimes::Mixed => "some cases switched, some did not".to_string(),
+        RateRegimes::None => "no regimes".to_string(),
+    };
+    let numbers = format!("(fast / slow regime median commit latency: {} vs {})", pair(a), pair(b));
+    Some(match (a.by_regime(b).flatten(), b.by_regime(a).flatten()) {
+        (Some(f), _) => format!("{} is {f:.2}× faster than {} in both latency regimes {numbers}", a.method, b.method),
+        (_, Some(f)) => format!("{} is {f:.2}× slower than {} in both latency regimes {numbers}", a.method, b.method),
+        _ => format!(
+            "{} and {}: cannot decide, the disk switched between latency regimes and the same regime does not \
+             name a winner by 1.2× {numbers}",
+            a.method, b.method
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn rate(method: &str, ops_per_s: f64, ci95_rel: f64) -> Rate {
-        Rate { method: method.into(), ops_per_s, ci95_rel, evidence: Vec::new(), lower_bound: false }
+        Rate {
+            method: method.into(),
+            ops_per_s,
+            ci95_rel,
+            evidence: Vec::new(),
+            lower_bound: false,
+            regimes: RateRegimes::None,
+        }
+    }
+
+    /// Golden: scores from cases with latency regimes are compared regime to regime — a pooled 3× that
+    /// the intervals call apart names no winner when the regimes match (the planted trap), a lead in both
+    /// regimes does, and a score that mixes regimes never does.
+    #[test]
+    fn regimes_are_compared_like_with_like_or_undecided() {
+        let with = |m: &str, ops, regimes| Rate { regimes, ..rate(m, ops, 0.05) };
+        let same = (
+            with("fdatasync", 3000.0, RateRegimes::Both(200e3, 4e6)),
+            with("fsync", 1000.0, RateRegimes::Both(200e3, 4e6)),
+        );
+        let lead = with("open_datasync", 1500.0, RateRegimes::Both(150e3, 3e6));
+        let mixed = with("pwritev2_dsync", 9000.0, RateRegimes::Mixed);
+        assert!(!same.0.beats(&same.1, 0.05) && !same.0.told_apart(&same.1), "pooled 3× from the same regimes");
+        assert!(lead.beats(&same.1, 0.05) && lead.told_apart(&same.1) && same.1.told_apart(&lead));
+        assert!(!mixed.beats(&same.1, 0.05) && !mixed.told_apart(&same.1));
+        let text =
+            [compare(&same.0, &same.1), compare(&lead, &same.1), compare(&same.1, &lead), compare(&mixed, &same.1)]
+                .join("\n");
+        insta::assert_snapshot!("advise_regimes", text);
+        let choice = pick(&[same.1.clone(), same.0.clone(), mixed.clone()], "fsync", 0.05).unwrap();
+        assert_eq!(choice.method, "fsync", "no winner over the default from pooled rates that mix regimes");
+        let choice = pick(&[same.1.clone(), same.0.clone(), lead.clone()], "fsync", 0.05).unwrap();
+        assert_eq!(choice.method, "open_datasync", "the lead in both regimes, not the pooled best");
+        let kept = kept_default(&same.0, &same.1, 0.05);
+        assert!(kept.contains("latency regimes") && kept.ends_with("the default stays."), "{kept}");
     }
 
     #[test]

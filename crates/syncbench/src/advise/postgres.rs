@@ -391,6 +391,7 @@ mod tests {
             ci95_rel: 0.5,
             evidence: Vec::new(),
             lower_bound: false,
+            regimes: Default::default(),
         };
         commit_delay(&facts, &chosen).unwrap()
     }

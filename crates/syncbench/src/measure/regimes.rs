@@ -263,7 +263,7 @@ pub fn answer_line(results: &[crate::core::schema::CaseResult], run: Option<&Run
 
 /// A leader in a regime needs this margin over the next case: without an interval per regime, closer
 /// medians are not a difference.
-const LEAD_FACTOR: f64 = 1.2;
+pub const LEAD_FACTOR: f64 = 1.2;
 
 /// Like with like: which one-write case is fastest within the fast regime and within the slow one.
 fn within_regimes(cases: &[&crate::core::schema::CaseResult]) -> String {
@@ -272,7 +272,8 @@ fn within_regimes(cases: &[&crate::core::schema::CaseResult]) -> String {
     let lacking = cases.len() - with.len();
     if with.len() < 2 {
         return format!(
-            "within a regime: cannot decide which one-write method is fastest: {} of {} cases showed both regimes,              and rates over both regimes do not compare like with like",
+            "within a regime: cannot decide which one-write method is fastest: {} of {} cases showed both regimes, \
+             and rates over both regimes do not compare like with like",
             with.len(),
             cases.len()
         );

@@ -88,6 +88,17 @@ fn markdown_golden() {
     assert_golden!("syncbench__export__tests__markdown_golden", to_markdown(&fixture()));
 }
 
+/// A section where one case has ≥ 10,000 commits gets the p99.99 column (empty for the others), as the
+/// text and JSON have it; a section without one keeps its table as before (the golden above).
+#[test]
+fn markdown_golden_with_a_p9999_column() {
+    let mut doc = fixture();
+    doc.payload.results[0].latency_ns_p9999 = Some(3_456_700);
+    let md = to_markdown(&doc);
+    assert!(md.contains("| p99.9 µs | p99.99 µs | 95% re-run |") && md.contains(" 3456.7 |"), "{md}");
+    assert_golden!("syncbench__export__tests__markdown_golden_p9999", md);
+}
+
 #[test]
 fn csv_golden() {
     assert_golden!("syncbench__export__tests__csv_golden", to_csv(&fixture().payload.results).unwrap());

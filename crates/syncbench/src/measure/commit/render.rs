@@ -42,19 +42,20 @@ pub fn to_markdown(results: &CommitResults) -> String {
     let durability = if results.durable { "" } else { " (NOT durable: no sync at all)" };
     let mut md = format!(
         "## syncbench commit: {}, {}-byte records{durability}\n\n\
-         | clients | commit_delay µs | log | commits/s | syncs/s | commits/sync | sync µs | p50 µs | p99 µs | p99.9 µs | max µs | steal % |\n\
-         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         | clients | commit_delay µs | log | commits/s | 95% re-run | syncs/s | commits/sync | sync µs | p50 µs | p99 µs | p99.9 µs | max µs | steal % |\n\
+         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         results.method_name(),
         results.record_size_bytes
     );
     for p in &results.points {
         let l = &p.latency_ns;
         md += &format!(
-            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {:.0} | {} | {:.0} | {:.2} | {:.0} | {} | {} | {} | {} | {} |\n",
             p.clients,
             delay_cell(p),
             if p.group_commit { "group" } else { "naive" },
             p.commits_per_s,
+            interval_cell(p),
             p.syncs_per_s,
             p.commits_per_sync,
             p.sync_latency_ns_mean / 1000.0,
@@ -66,6 +67,18 @@ pub fn to_markdown(results: &CommitResults) -> String {
         );
     }
     md
+}
+
+/// The interval column of the table and the Markdown: `±N%` or the factor `×/÷ N` (never a ± above
+/// 100%), `≥ (disturbed)` for a lower bound.
+fn interval_cell(p: &CommitPoint) -> String {
+    match estimate(p) {
+        _ if p.lower_bound => "≥ (disturbed)".to_string(),
+        Some(e) => e.column(),
+        // Rounds recorded but fewer than three used: t(1) would give ±1000%, a number that says nothing.
+        None if !p.rounds_commits_per_s.is_empty() => "n/a <3 rounds".to_string(),
+        None => "—".to_string(),
+    }
 }
 
 /// The steal column: the share of CPU time the hypervisor took during the point, `-` where unknown.
@@ -81,7 +94,7 @@ fn delay_cell(p: &CommitPoint) -> String {
     }
 }
 
-const CSV_HEADER: [&str; 19] = [
+const CSV_HEADER: [&str; 21] = [
     "method",
     "record_size_bytes",
     "clients",
@@ -101,6 +114,8 @@ const CSV_HEADER: [&str; 19] = [
     "latency_ns_mean",
     "duration_s",
     "cpu_steal_pct",
+    "commits_per_s_low",
+    "commits_per_s_high",
 ];
 
 pub fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
@@ -108,6 +123,10 @@ pub fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
     w.write_record(CSV_HEADER)?;
     for p in &results.points {
         let l = &p.latency_ns;
+        // The interval itself, as run's CSV has it: empty without one, the upper end empty when open
+        // (a disturbed lower bound).
+        let e = estimate(p);
+        let end = |x: f64| if x.is_finite() { format!("{x:.1}") } else { String::new() };
         w.write_record([
             results.method_name().to_string(),
             results.record_size_bytes.to_string(),
@@ -128,6 +147,8 @@ pub fn to_csv(results: &CommitResults) -> anyhow::Result<String> {
             format!("{:.0}", l.mean),
             format!("{:.3}", p.duration_s),
             p.cpu_steal_pct.map(|s| format!("{s:.1}")).unwrap_or_default(),
+            e.map(|e| end(e.low)).unwrap_or_default(),
+            e.map(|e| end(e.high)).unwrap_or_default(),
         ])?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)
@@ -178,13 +199,7 @@ pub fn to_table(results: &CommitResults) -> String {
             delay_cell(p),
             if p.group_commit { "group" } else { "naive" }.to_string(),
             format!("{:.0}", p.commits_per_s),
-            match estimate(p) {
-                _ if p.lower_bound => "≥ (disturbed)".to_string(),
-                Some(e) => e.column(),
-                // Rounds recorded but fewer than three used: t(1) would give ±1000%, a number that says nothing.
-                None if !p.rounds_commits_per_s.is_empty() => "n/a <3 rounds".to_string(),
-                None => "—".to_string(),
-            },
+            interval_cell(p),
             format!("{:.0}", p.syncs_per_s),
             format!("{:.2}", p.commits_per_sync),
             format!("{:.0}", p.sync_latency_ns_mean / 1000.0),
@@ -261,8 +276,42 @@ mod tests {
         .unwrap();
         assert_eq!(csv.lines().count(), 2);
         assert!(csv.starts_with("method,record_size_bytes,clients"));
-        assert!(csv.lines().next().unwrap().ends_with(",duration_s,cpu_steal_pct"));
-        assert!(csv.lines().nth(1).unwrap().ends_with(",2.000,12.5"), "{csv}");
+        assert!(
+            csv.lines().next().unwrap().ends_with(",duration_s,cpu_steal_pct,commits_per_s_low,commits_per_s_high")
+        );
+        assert!(csv.lines().nth(1).unwrap().ends_with(",2.000,12.5,,"), "{csv}");
+    }
+
+    /// Golden: the Markdown and CSV carry each point's interval as the table does — a ±, a factor past
+    /// 100% (never a ± above it), open upwards for a disturbed lower bound.
+    #[test]
+    fn markdown_and_csv_carry_the_interval_as_a_plus_minus_or_a_factor() {
+        let point = |clients, rate, rounds: Vec<f64>, lower_bound| CommitPoint {
+            clients,
+            group_commit: true,
+            commits: 1000,
+            commits_per_s: rate,
+            ci95_rel: Some(0.5),
+            rounds_commits_per_s: rounds,
+            lower_bound,
+            ..CommitPoint::default()
+        };
+        let results = CommitResults {
+            method: Some(crate::measure::commit::SyncMethod::Fdatasync),
+            durable: true,
+            record_size_bytes: 256,
+            points: vec![
+                point(1, 115.0, vec![110.0, 120.0, 115.0], false),
+                point(4, 400.0, vec![40.0, 4000.0, 400.0], false),
+                point(16, 900.0, vec![800.0, 1000.0, 900.0], true),
+            ],
+            ..CommitResults::default()
+        };
+        let md = to_markdown(&results);
+        let csv = to_csv(&results).unwrap();
+        assert!(md.contains(" ×/÷ ") && md.contains("≥ (disturbed)"), "{md}");
+        insta::assert_snapshot!("commit_markdown_intervals", md);
+        insta::assert_snapshot!("commit_csv_intervals", csv);
     }
 
     #[test]

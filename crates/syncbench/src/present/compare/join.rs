@@ -47,6 +47,9 @@ pub struct Cell {
     /// The case measured a disturbed disk: `ops_per_s` bounds the undisturbed rate from below.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub lower_bound: bool,
+    /// The case's latency regimes, when its commits switched between two (run's `regimes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regimes: Option<crate::core::schema::regimes::Regimes>,
 }
 
 impl Cell {
@@ -63,6 +66,7 @@ impl Cell {
                 latency_ns_p99: Some(case.latency_ns.p99),
                 note: None,
                 lower_bound: case.lower_bound,
+                regimes: case.regimes.clone(),
             }
         } else {
             Cell { present: true, note: Some(crate::present::report::figures::missing_note(case)), ..Cell::default() }

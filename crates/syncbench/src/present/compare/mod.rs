@@ -82,6 +82,9 @@ pub struct Summary {
     pub within_noise: usize,
     /// Cases not compared because one side measured a disturbed disk (a lower bound).
     pub disturbed: usize,
+    /// Cases not decided because a side switched between latency regimes (see `regime_ratio`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub undecided_regimes: usize,
     /// Shared cases without a value on one side (unsupported, failed).
     pub not_comparable: usize,
     /// Geometric mean of the ratios of durable cases (a typical speed factor), when there are any.
@@ -156,7 +159,55 @@ fn ratio_between(case: &JoinedCase, baseline: usize, candidate: usize) -> Option
         (true, false) if upper(b) < a.ops_per_s? => Ratio { direction: Direction::Slower, ..ratio },
         _ => ratio.disturbed(),
     };
+    if ratio.direction != Direction::Disturbed
+        && let Some(by_regime) = regime_ratio(a, b, ratio)
+    {
+        return Some(by_regime);
+    }
     Some(DescribedRatio { text: ratio.describe(), ratio })
+}
+
+/// Like with like when a side switched between latency regimes: the fast regime against the fast one and
+/// the slow against the slow (commits/s go as 1 / the regime's median latency), a direction only when
+/// both regimes say it by [`crate::measure::regimes::LEAD_FACTOR`] (no interval per regime exists);
+/// otherwise, or when one side has no regimes to match, undecided. `None` when neither side has regimes.
+fn regime_ratio(a: &join::Cell, b: &join::Cell, pooled: Ratio) -> Option<DescribedRatio> {
+    use crate::measure::regimes::{LEAD_FACTOR, latency};
+    let (ga, gb) = match (&a.regimes, &b.regimes) {
+        (None, None) => return None,
+        (Some(ga), Some(gb)) if ga.regimes.len() == 2 && gb.regimes.len() == 2 => (ga, gb),
+        (which, _) => {
+            let (has, lacks) = if which.is_some() { ("A", "the other") } else { ("the candidate", "A") };
+            let text = format!(
+                "cannot decide: {has} switched between latency regimes and {lacks} did not; pooled rates \
+                 mix regimes ({:.2}× pooled)",
+                pooled.ratio
+            );
+            return Some(DescribedRatio { text, ratio: Ratio { direction: Direction::Undecided, ..pooled } });
+        }
+    };
+    let per = |i: usize| {
+        let (la, lb) = (ga.regimes[i].latency_ns_p50, gb.regimes[i].latency_ns_p50);
+        let r = la.max(1) as f64 / lb.max(1) as f64;
+        let d = if r >= LEAD_FACTOR {
+            Direction::Faster
+        } else if r <= 1.0 / LEAD_FACTOR {
+            Direction::Slower
+        } else {
+            Direction::WithinNoise
+        };
+        (d, format!("{} → {} ({r:.2}×)", latency(la), latency(lb)))
+    };
+    let ((fast, fast_text), (slow, slow_text)) = (per(0), per(1));
+    let direction = if fast == slow { fast } else { Direction::Undecided };
+    let verdict = match direction {
+        Direction::Faster => "faster in both latency regimes",
+        Direction::Slower => "slower in both latency regimes",
+        Direction::WithinNoise => "within 1.2× in both latency regimes",
+        _ => "cannot decide: the latency regimes disagree",
+    };
+    let text = format!("{verdict}: fast {fast_text}, slow {slow_text} (median commit latency, like with like)");
+    Some(DescribedRatio { text, ratio: Ratio { direction, ..pooled } })
 }
 
 fn summarize(candidate: &str, cases: &[ComparedCase], index: usize) -> Summary {
@@ -169,7 +220,9 @@ fn summarize(candidate: &str, cases: &[ComparedCase], index: usize) -> Summary {
         .iter()
         .filter(|c| c.case.durable)
         .filter_map(|c| Some((*c, c.ratios[index].as_ref()?)))
-        .filter(|(_, r)| r.ratio.direction != Direction::Disturbed)
+        .filter(|(_, r)| !matches!(r.ratio.direction, Direction::Disturbed | Direction::Undecided))
+        // A pooled rate of a case with regimes mixes them: compared regime to regime, not averaged here.
+        .filter(|(c, _)| c.case.cells[0].regimes.is_none() && c.case.cells[index + 1].regimes.is_none())
         .collect();
     let geometric_mean = (!durable.is_empty())
         .then(|| (durable.iter().map(|(_, r)| r.ratio.ratio.ln()).sum::<f64>() / durable.len() as f64).exp());
@@ -201,7 +254,7 @@ fn summarize(candidate: &str, cases: &[ComparedCase], index: usize) -> Summary {
     };
     let direction =
         geometric_mean.zip(gm_ci95_rel).and_then(|(gm, rel)| Ratio::of(1.0, 0.0, gm, rel)).map(|r| r.direction);
-    let headline = headline(index + 1, durable.len(), geometric_mean, gm_ci95_rel, direction);
+    let headline = headline(index + 1, durable.len(), geometric_mean, gm_ci95_rel, direction) + &regimes_note(&shared);
     Summary {
         direction,
         durable_geometric_mean_ci95_rel: gm_ci95_rel,
@@ -211,6 +264,7 @@ fn summarize(candidate: &str, cases: &[ComparedCase], index: usize) -> Summary {
         slower: count(Direction::Slower),
         within_noise: count(Direction::WithinNoise),
         disturbed: count(Direction::Disturbed),
+        undecided_regimes: count(Direction::Undecided),
         not_comparable: shared.iter().filter(|c| c.ratios[index].is_none()).count(),
         durable_geometric_mean_ratio: geometric_mean,
         largest_gain: extreme(Direction::Faster, true),
@@ -241,10 +295,23 @@ fn headline(index: usize, n: usize, gm: Option<f64>, rel: Option<f64>, direction
             "{b} is {:.2}× slower than A over {cases} (geometric mean of commits/s {gm:.2}×, {interval})",
             1.0 / gm
         ),
-        Direction::WithinNoise | Direction::Disturbed => {
+        Direction::WithinNoise | Direction::Disturbed | Direction::Undecided => {
             format!("{b} and A are within noise of each other over {cases} (geometric mean {gm:.2}×, {interval})")
         }
     }
+}
+
+/// The typical factor leaves out cases that switched regimes: say so, rather than let it speak for them.
+fn regimes_note(shared: &[&ComparedCase]) -> String {
+    let n = shared.iter().filter(|c| c.case.durable && c.case.cells.iter().any(|cell| cell.regimes.is_some())).count();
+    if n == 0 {
+        return String::new();
+    }
+    format!("; {n} durable case(s) with latency regimes compared regime to regime, not in it")
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Refuse, before comparing, a file that holds no run results (one line, see [`crate::core::input_kind`]).
@@ -317,6 +384,50 @@ mod tests {
 
     fn run(name: &str, results: Vec<CaseResult>) -> RunFile {
         RunFile { name: name.into(), results, ..RunFile::default() }
+    }
+
+    fn regimes(fast_ns: u64, slow_ns: u64) -> crate::core::schema::regimes::Regimes {
+        use crate::core::schema::regimes::{Regime, Regimes};
+        let regime = |ns, share| Regime { latency_ns_p50: ns, time_share: share, windows: 10 };
+        Regimes { regimes: vec![regime(fast_ns, 0.6), regime(slow_ns, 0.4)], separation: 5.0, threshold_ns: 1_000_000 }
+    }
+
+    /// Golden: where a side switched between latency regimes, compare matches regime to regime and names a
+    /// direction only when both agree; a pooled rate that mixes regimes names none — even a pooled 4× that
+    /// the intervals would call faster (the planted trap: B's pooled rate is high because B spent more of
+    /// its time in the fast regime, not because it is faster in either).
+    #[test]
+    fn regimes_are_compared_like_with_like_or_undecided() {
+        let with = |method: &str, ops: f64, g: Option<crate::core::schema::regimes::Regimes>| CaseResult {
+            regimes: g,
+            ..case(method, ops, true)
+        };
+        let a = run(
+            "a",
+            vec![
+                with("fdatasync", 1000.0, Some(regimes(200_000, 4_000_000))),
+                with("fsync", 1000.0, Some(regimes(200_000, 4_000_000))),
+                with("open_sync", 1000.0, Some(regimes(200_000, 4_000_000))),
+                with("pwritev2_dsync", 1000.0, None),
+            ],
+        );
+        let b = run(
+            "b",
+            vec![
+                with("fdatasync", 4000.0, Some(regimes(200_000, 4_000_000))),
+                with("fsync", 1500.0, Some(regimes(150_000, 3_000_000))),
+                with("open_sync", 1500.0, Some(regimes(150_000, 5_000_000))),
+                with("pwritev2_dsync", 1500.0, Some(regimes(150_000, 3_000_000))),
+            ],
+        );
+        let cmp = compare(&[a, b]);
+        let direction = |i: usize| cmp.cases[i].ratios[0].as_ref().unwrap().ratio.direction;
+        assert_eq!(direction(0), Direction::WithinNoise, "same regimes: the pooled 4× is not a difference");
+        assert_eq!(direction(1), Direction::Faster);
+        assert_eq!(direction(2), Direction::Undecided, "the regimes disagree");
+        assert_eq!(direction(3), Direction::Undecided, "A's side has no regimes to match");
+        assert_eq!(cmp.summaries[0].undecided_regimes, 2);
+        assert_golden!("syncbench__compare__regimes_text", render::text(&cmp));
     }
 
     #[test]

@@ -16,6 +16,9 @@ pub enum Direction {
     /// One side measured a disturbed disk (a lower bound, its interval open upwards): no direction can be
     /// claimed, whatever the numbers.
     Disturbed,
+    /// A side switched between latency regimes: its pooled rate mixes them, and the same regime on both
+    /// sides does not say one direction (or the other side has no regimes to match).
+    Undecided,
 }
 
 /// `candidate / baseline` of commits per second, with its 95% confidence interval.
@@ -79,6 +82,7 @@ impl Ratio {
             }
             Direction::WithinNoise => format!("within noise: {}", self.estimate().text(two, "×", "95% interval")),
             Direction::Disturbed => format!("not compared: a side was disturbed ({:.2}×, a bound)", self.ratio),
+            Direction::Undecided => format!("cannot decide: latency regimes ({:.2}× pooled, mixing them)", self.ratio),
         }
     }
 }

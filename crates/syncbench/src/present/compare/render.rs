@@ -77,6 +77,13 @@ fn summary_lines(cmp: &Comparison, index: usize, s: &Summary) -> Vec<String> {
         s.slower,
         s.within_noise
     );
+    if s.undecided_regimes > 0 {
+        let _ = write!(
+            counts,
+            ", {} undecided (latency regimes: the same regime on both sides does not agree, or one side has none)",
+            s.undecided_regimes
+        );
+    }
     if s.disturbed > 0 {
         let _ = write!(counts, ", {} not compared (a side measured a disturbed disk: a lower bound)", s.disturbed);
     }
