@@ -1,0 +1,122 @@
+//! The processes `powercut db` and `powercut run` start (database servers, clients, the user's commands):
+//! each in its own process group, so that "the power went" can SIGKILL a server with every child it forked,
+//! and recorded here so that Ctrl-C or SIGTERM kills whatever is still running before the lab is torn
+//! down (a server left on the mount would keep it busy and outlive syncbench).
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+/// Process groups started and not yet reaped.
+static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Start `command` as the leader of a new process group, recorded for the signal hook.
+pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| crate::core::cleanup::on_signal(kill_all));
+    let mut live = live();
+    let child = command.process_group(0).spawn()?;
+    live.push(child.id() as i32);
+    Ok(child)
+}
+
+/// SIGKILL the whole group `child` leads, and reap `child`.
+pub fn kill(child: &mut Child) {
+    let pgid = child.id() as i32;
+    // The group may be gone already (ESRCH): that is the state wanted.
+    let _ = syncbench_sys::ptrace::send_signal(-pgid, libc::SIGKILL);
+    let _ = child.kill();
+    let _ = child.wait();
+    live().retain(|&g| g != pgid);
+}
+
+/// The leader of group `pgid` ended and was reaped: forget the group (after killing what it left behind).
+pub fn reaped(pgid: i32) {
+    let _ = syncbench_sys::ptrace::send_signal(-pgid, libc::SIGKILL);
+    live().retain(|&g| g != pgid);
+}
+
+/// SIGKILL a group by id (for drivers whose server forks and whose leader was reaped elsewhere).
+pub fn kill_group(pgid: i32) {
+    let _ = syncbench_sys::ptrace::send_signal(-pgid, libc::SIGKILL);
+}
+
+/// The signal hook: every group still recorded.
+fn kill_all() {
+    for pgid in live().drain(..) {
+        let _ = syncbench_sys::ptrace::send_signal(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Whether any process of group `pgid` is still alive (zombies count as gone), from /proc.
+pub fn group_alive(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries.flatten().any(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // After the command, which may hold spaces and parentheses: state, ppid, pgrp.
+        let fields: Vec<&str> =
+            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
+    })
+}
+
+/// Wait up to `limit` until no process of group `pgid` is alive.
+pub fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while group_alive(pgid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+/// The last `lines` lines of the file at `path` (a server log), or of `text`.
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The last lines of a log file, or why it could not be read.
+pub fn log_tail(path: &Path, lines: usize) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => tail(&String::from_utf8_lossy(&bytes), lines),
+        Err(e) => format!("(no log: {}: {e})", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_killed_group_takes_its_children_with_it() {
+        let mut child = spawn(Command::new("sh").args(["-c", "sleep 60 & sleep 60 & wait"])).unwrap();
+        let pgid = child.id() as i32;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read_to_string(e.path().join("cmdline")).is_ok_and(|c| c.starts_with("sleep"))
+                && std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| s.contains(&format!(" {pgid} ")))
+        }) && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(group_alive(pgid));
+        kill(&mut child);
+        assert!(wait_group_gone(pgid, Duration::from_secs(10)), "the sleeps outlived their group's kill");
+        assert!(!live().contains(&pgid));
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail("a", 5), "a");
+    }
+}
