@@ -168,7 +168,7 @@ fn run_cell(
 /// A new database in `db-<n>` on the mount (the old one's directory is left to the lab's teardown).
 fn fresh_data(stack: &Stack, server: &mut dyn Server, accounts: u32, n: u32) -> anyhow::Result<Data> {
     let dir = stack.mount_dir().join(format!("db-{n}"));
-    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    super::process::create_durable_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     server.create(&dir, accounts)?;
     Ok(Data { dir, acked: HashSet::new(), issued: HashMap::new() })
 }
@@ -209,7 +209,11 @@ fn one_cut(
         witness.power_off();
         let load_s = started.elapsed().as_secs_f64();
         server.kill();
-        let outcome = stack.cut(seed);
+        // Ctrl-C: no cut (the teardown is waiting for this work to end).
+        let outcome = match crate::core::cleanup::interrupted() {
+            true => Err(anyhow::anyhow!("interrupted")),
+            false => stack.cut(seed),
+        };
         stop.store(true, Ordering::SeqCst);
         let ends: Vec<ClientEnd> = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
         (ends, outcome, load_s)

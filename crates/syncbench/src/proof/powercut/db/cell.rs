@@ -158,9 +158,9 @@ impl DbCell {
         let what = self.damage_words();
         match (bad, &self.expected_loss) {
             (_, _) if n == 0 => "no cut finished".to_string(),
-            (0, None) => format!(
-                "holds: every acknowledged transfer kept in {n} cuts, every recovery and integrity check passed"
-            ),
+            (0, None) => {
+                format!("holds: every acknowledged write kept in {n} cuts, every recovery and integrity check passed")
+            }
             (0, Some(why)) => format!("no loss seen in {n} cuts, though expected: {why}"),
             (_, Some(why)) => format!("loses as expected in {bad} of {n} cuts ({pct:.0}%): {what}; {why}"),
             (_, None) => format!("FAILS in {bad} of {n} cuts ({pct:.0}%): {what}"),

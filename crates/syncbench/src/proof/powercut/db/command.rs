@@ -118,7 +118,7 @@ impl Data {
     /// A fresh directory `run-<n>` and, if there is one, the server started on it.
     fn fresh(stack: &Stack, plan: &CommandPlan, n: u32) -> anyhow::Result<Data> {
         let dir = stack.mount_dir().join(format!("run-{n}"));
-        std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        super::process::create_durable_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let mut data = Data { dir, acked: Vec::new(), server: None };
         if let Err(f) = data.start_server(plan) {
             anyhow::bail!("{}: {}", f.summary, f.log_excerpt);
@@ -249,6 +249,10 @@ fn one_cut(stack: &mut Stack, data: &mut Data, plan: &CommandPlan, rng: &mut u64
     witness.power_off();
     let load_s = started.elapsed().as_secs_f64();
     let load_failure = load_ended_badly(load, data);
+    if crate::core::cleanup::interrupted() {
+        // No cut: the teardown is waiting for this work to end.
+        anyhow::bail!("interrupted");
+    }
     let outcome = stack.cut(seed).context("power cut and reboot")?;
     let _ = done_rx.recv_timeout(Duration::from_secs(10));
     let new_keys = std::mem::take(&mut *keys.lock().unwrap_or_else(|p| p.into_inner()));
@@ -295,10 +299,20 @@ fn sleep_unless_interrupted(ms: u64) {
 
 /// Run `--verify` with the acknowledged keys on its input; record its verdict in `cut`.
 fn run_verify(plan: &CommandPlan, data: &Data, cut: &mut DbCut) -> anyhow::Result<()> {
-    let mut child = process::spawn(
+    let spawned = process::spawn(
         shell(&plan.verify, &data.dir).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()),
-    )
-    .with_context(|| format!("cannot start sh -c {:?}", plan.verify))?;
+    );
+    let mut child = match spawned {
+        Ok(child) => child,
+        // Its directory may be gone with the cut: that is the cut's damage, not a failure of the lab.
+        Err(e) => {
+            cut.integrity = Some(IntegrityResult {
+                ok: false,
+                detail: format!("--verify could not start in {}: {e}", data.dir.display()),
+            });
+            return Ok(());
+        }
+    };
     let pgid = child.id() as i32;
     let mut stdin = child.stdin.take().context("no stdin")?;
     let input: String = data.acked.iter().map(|k| format!("{k}\n")).collect();

@@ -78,6 +78,17 @@ pub fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
     true
 }
 
+/// Make the directory `dir` and make its entry durable (the directory and its parent synced): a power cut
+/// must not take the database's directory away with it.
+pub fn create_durable_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir(dir)?;
+    std::fs::File::open(dir)?.sync_all()?;
+    match dir.parent() {
+        Some(parent) => std::fs::File::open(parent)?.sync_all(),
+        None => Ok(()),
+    }
+}
+
 /// The last `lines` lines of the file at `path` (a server log), or of `text`.
 pub fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();

@@ -17,6 +17,8 @@ use std::time::Duration;
 /// The hidden planted bug: with this variable set to 1 a client acknowledges a transfer before its COMMIT
 /// has returned (the tests show the campaign catches it).
 pub const PLANT_EARLY_ACK: &str = "SYNCBENCH_PLANT_EARLY_ACK";
+/// The variable naming the `sqlite3` program to run (your own build); default: `sqlite3` on the PATH.
+pub const SQLITE3_PROGRAM: &str = "SYNCBENCH_SQLITE3";
 /// How long opening (recovery), reading back or checking may take.
 const STEP_LIMIT: Duration = Duration::from_secs(120);
 /// WAL pages between automatic checkpoints (SQLite's default is 1000): short, so that cuts also land
@@ -119,8 +121,17 @@ impl SqliteServer {
     /// The driver with `settings` (refused: an unknown key or value, or no `sqlite3` installed).
     pub fn new(settings: &[(String, String)]) -> Result<SqliteServer, String> {
         let settings = Settings::parse(settings)?;
-        let program = crate::proof::lab::prereq::find_program("sqlite3")
-            .ok_or("sqlite3 is not installed; install it (apt-get install sqlite3) or choose another --db")?;
+        let program = match std::env::var_os(SQLITE3_PROGRAM) {
+            Some(path) if !Path::new(&path).is_file() => {
+                return Err(format!(
+                    "{SQLITE3_PROGRAM}={} is not a program; give the sqlite3 to run",
+                    path.to_string_lossy()
+                ));
+            }
+            Some(path) => PathBuf::from(path),
+            None => crate::proof::lab::prereq::find_program("sqlite3")
+                .ok_or("sqlite3 is not installed; install it (apt-get install sqlite3) or choose another --db")?,
+        };
         let out = Command::new(&program)
             .arg("--version")
             .output()
