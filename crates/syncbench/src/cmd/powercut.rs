@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 /// Flags of `syncbench powercut`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  ssh db1 syncbench powercut write /data > acks     # cut db1's power while it runs, reboot, then:\n  ssh db1 syncbench powercut verify /data --acks - < acks\n  sudo syncbench powercut lab --profile hdd-7200,cheating-ssd --fs ext4,xfs --cuts 10"
+    after_help = "Examples:\n  ssh db1 syncbench powercut write /data > acks     # cut db1's power while it runs, reboot, then:\n  ssh db1 syncbench powercut verify /data --acks - < acks\n  sudo syncbench powercut lab --profile hdd-7200,cheating-ssd --fs ext4,xfs --cuts 10\n  sudo syncbench powercut db --db sqlite --set journal_mode=WAL,synchronous=FULL --profile hdd-7200,nvme-plp --cuts 25\n  sudo syncbench powercut run --profile hdd-7200 --load ./writer --verify ./checker --cuts 25"
 )]
 pub struct Args {
     /// What to do.
