@@ -4,12 +4,14 @@
 #  - safe settings: journal_mode=WAL,synchronous=FULL and journal_mode=DELETE,synchronous=FULL on hdd-7200,
 #    nvme-consumer, nvme-plp x ext4, xfs: 0 acknowledged transfers lost, 0 failed recoveries, 0 integrity
 #    failures expected;
+#  - journal_mode=DELETE,synchronous=EXTRA on the same grid (ONLY=extra; not in the default set): SQLite's
+#    documented fix for DELETE mode's last commit (the journal's unlink made durable by a directory sync);
 #  - negative controls on NEG_PROFILE (hdd-7200) ext4: WAL+NORMAL and synchronous=OFF (loss expected), and
 #    cheating-ssd ext4 with both safe settings (loss or damage expected in most cuts).
 # Usage: bench/powercut_db.sh   env: CUTS (default 25), PROFILES ("hdd-7200,nvme-consumer,nvme-plp"), FSES
 #        (ext4,xfs), NEG_PROFILE (hdd-7200), NEG_CUTS (CUTS), SEED (1), CLIENTS (8),
 #        OUT (bench/results/powercut-db-<date>), BIN (target/release/syncbench, built if missing),
-#        ONLY (a space-separated subset of: safe negative cheating).
+#        ONLY (a space-separated subset of: safe extra negative cheating; default: safe negative cheating).
 # Then bench/powercut_db_summary.py OUT/*.json prints every cell and the totals (OUT/table.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +44,9 @@ run() {
 if [[ $only == *" safe "* ]]; then
     run wal-full --set journal_mode=WAL,synchronous=FULL --profile "$profiles" --fs "$fses" --cuts "$cuts"
     run delete-full --set journal_mode=DELETE,synchronous=FULL --profile "$profiles" --fs "$fses" --cuts "$cuts"
+fi
+if [[ $only == *" extra "* ]]; then
+    run delete-extra --set journal_mode=DELETE,synchronous=EXTRA --profile "$profiles" --fs "$fses" --cuts "$cuts"
 fi
 if [[ $only == *" negative "* ]]; then
     run wal-normal --set journal_mode=WAL,synchronous=NORMAL --profile "$neg" --fs ext4 --cuts "$neg_cuts"

@@ -206,14 +206,18 @@ fn one_cut(
             })
             .collect();
         sleep_unless_interrupted(cut_after_ms);
+        // The power goes: every process frozen where it is, acks refused, the disk cut under the I/O still
+        // in flight (it fails), then the processes killed.
+        let frozen = super::process::freeze_all();
         witness.power_off();
         let load_s = started.elapsed().as_secs_f64();
-        server.kill();
         // Ctrl-C: no cut (the teardown is waiting for this work to end).
         let outcome = match crate::core::cleanup::interrupted() {
             true => Err(anyhow::anyhow!("interrupted")),
             false => stack.cut(seed),
         };
+        server.kill();
+        super::process::kill_frozen(&frozen);
         stop.store(true, Ordering::SeqCst);
         let ends: Vec<ClientEnd> = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
         (ends, outcome, load_s)

@@ -246,14 +246,18 @@ fn one_cut(stack: &mut Stack, data: &mut Data, plan: &CommandPlan, rng: &mut u64
     let started = Instant::now();
     let load = Running::start(&plan.load, &data.dir, Some(read_acks))?;
     sleep_unless_interrupted(cut_after_ms);
+    // As in `powercut db`: frozen, acks refused, the disk cut under the I/O in flight, then killed.
+    let frozen = process::freeze_all();
     witness.power_off();
     let load_s = started.elapsed().as_secs_f64();
-    let load_failure = load_ended_badly(load, data);
-    if crate::core::cleanup::interrupted() {
+    let outcome = match crate::core::cleanup::interrupted() {
         // No cut: the teardown is waiting for this work to end.
-        anyhow::bail!("interrupted");
-    }
-    let outcome = stack.cut(seed).context("power cut and reboot")?;
+        true => Err(anyhow::anyhow!("interrupted")),
+        false => stack.cut(seed).context("power cut and reboot"),
+    };
+    let load_failure = load_ended_badly(load, data);
+    process::kill_frozen(&frozen);
+    let outcome = outcome?;
     let _ = done_rx.recv_timeout(Duration::from_secs(10));
     let new_keys = std::mem::take(&mut *keys.lock().unwrap_or_else(|p| p.into_inner()));
     data.acked.extend(new_keys.iter().cloned());

@@ -54,6 +54,62 @@ fn kill_all() {
     }
 }
 
+/// Every process descended from this one, from /proc (parent links).
+fn descendants() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let parents: Vec<(i32, i32)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut found = vec![me];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(parents.iter().filter(|&&(_, ppid)| ppid == parent).map(|&(pid, _)| pid));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// The power goes: SIGSTOP every process this one started (servers, clients, commands, and what they
+/// forked), where it is. A SIGKILL would let a running fsync finish first and make its data durable; a
+/// stopped process's fsync is still in flight when the lab's cut fails it, as a real power cut would. Twice,
+/// for a child forked during the first pass. The frozen pids, for [`kill_frozen`].
+pub fn freeze_all() -> Vec<i32> {
+    for &pgid in live().iter() {
+        let _ = syncbench_sys::ptrace::send_signal(-pgid, libc::SIGSTOP);
+    }
+    let mut frozen = Vec::new();
+    for _ in 0..2 {
+        let new: Vec<i32> = descendants().into_iter().filter(|p| !frozen.contains(p)).collect();
+        freeze(&new);
+        frozen.extend(new);
+    }
+    frozen
+}
+
+fn freeze(pids: &[i32]) {
+    for &pid in pids {
+        let _ = syncbench_sys::ptrace::send_signal(pid, libc::SIGSTOP);
+    }
+}
+
+/// SIGKILL what [`freeze_all`] stopped and is still here (a driver kills what it knows; this is the rest,
+/// which would otherwise stay stopped), checked to still be a descendant so that a reused pid is spared.
+pub fn kill_frozen(frozen: &[i32]) {
+    let now = descendants();
+    for pid in frozen.iter().filter(|p| now.contains(p)) {
+        let _ = syncbench_sys::ptrace::send_signal(*pid, libc::SIGKILL);
+    }
+}
+
 /// Whether any process of group `pgid` is still alive (zombies count as gone), from /proc.
 pub fn group_alive(pgid: i32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else { return false };
@@ -123,6 +179,29 @@ mod tests {
         kill(&mut child);
         assert!(wait_group_gone(pgid, Duration::from_secs(10)), "the sleeps outlived their group's kill");
         assert!(!live().contains(&pgid));
+    }
+
+    #[test]
+    fn a_frozen_child_stays_stopped_until_killed() {
+        let mut child = spawn(Command::new("sleep").arg("60")).unwrap();
+        let pid = child.id() as i32;
+        // Not freeze_all: the other tests of this binary have children too.
+        assert!(descendants().contains(&pid));
+        let frozen = [pid];
+        freeze(&frozen);
+        let state = || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next().map(String::from))
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while state().as_deref() != Some("T") && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(state().as_deref(), Some("T"), "stopped");
+        kill_frozen(&frozen);
+        let status = child.wait().unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
+        live().retain(|&g| g != pid);
     }
 
     #[test]
