@@ -1,8 +1,9 @@
 //! The campaign: per cell (database × settings × profile × fs) one lab stack and a fresh database on its
 //! mount; per cut: load from several clients for a seeded 200–1200 ms (acks to an in-memory witness), the
-//! power goes (witness off, server SIGKILLed, the disk's cache lost, journal replay), the server recovers,
-//! and what it holds is verified against every ack of this data so far. After a failed recovery, a failed
-//! integrity check or a broken invariant, the cell goes on with a fresh database.
+//! power goes (every process frozen, witness off, the disk cut under the I/O in flight, then the processes
+//! killed; journal replay at the remount), the server recovers, and what it holds is verified against every
+//! ack of this data so far. After a failed recovery, a failed integrity check or a broken invariant, the
+//! cell goes on with a fresh database.
 
 use super::cell::{DbCell, DbCut, IntegrityResult, RecoveryFailure};
 use super::verify::verify;
