@@ -1,6 +1,8 @@
 //! `syncbench powercut`: prove that acknowledged writes survive a power cut — on real hardware with a
 //! witness (`write`, `listen`, `verify`), and on lab disks automatically (`lab`).
 
+mod db;
+
 use crate::core::exit::{Outcome, usage};
 use crate::core::method::SyncMethod;
 use crate::proof::powercut::{acks, listen, render, verify, writer};
@@ -11,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 /// Flags of `syncbench powercut`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  ssh db1 syncbench powercut write /data > acks     # cut db1's power while it runs, reboot, then:\n  ssh db1 syncbench powercut verify /data --acks - < acks\n  sudo syncbench powercut lab --profile hdd-7200,cheating-ssd --fs ext4,xfs --cuts 10"
+    after_help = "Examples:\n  ssh db1 syncbench powercut write /data > acks     # cut db1's power while it runs, reboot, then:\n  ssh db1 syncbench powercut verify /data --acks - < acks\n  sudo syncbench powercut lab --profile hdd-7200,cheating-ssd --fs ext4,xfs --cuts 10\n  sudo syncbench powercut db --db sqlite --set journal_mode=WAL,synchronous=FULL --profile hdd-7200,nvme-plp --cuts 25\n  sudo syncbench powercut run --profile hdd-7200 --load ./writer --verify ./checker --cuts 25"
 )]
 pub struct Args {
     /// What to do.
@@ -31,6 +33,12 @@ pub enum Action {
     Verify(VerifyArgs),
     /// The whole loop on emulated disks: write, cut at a seeded random moment, reboot, verify (needs root).
     Lab(LabArgs),
+    /// A real database on lab disks: load from several clients, cut, recover, verify every acknowledged
+    /// transfer, the balances and the database's own check (needs root).
+    Db(DbArgs),
+    /// Any program on lab disks: --start (a server), --load (prints `ack KEY`), cut, restart, --verify gets the
+    /// acknowledged keys (needs root).
+    Run(RunArgs),
 }
 
 /// Flags of `powercut write`.
@@ -100,6 +108,74 @@ pub struct LabArgs {
     pub markdown: Option<PathBuf>,
 }
 
+/// Flags of `powercut db`.
+#[derive(Debug, clap::Args)]
+pub struct DbArgs {
+    /// The database (its installed programs are used; a fresh database is made on each lab disk).
+    #[arg(long, value_enum)]
+    pub db: crate::proof::powercut::db::DbKind,
+    /// Settings, KEY=VALUE comma-separated (sqlite: journal_mode=WAL|DELETE, synchronous=FULL|EXTRA|NORMAL|OFF,
+    /// busy_timeout=MS); may be repeated, the last value of a key wins. Default: the database's defaults.
+    #[arg(long = "set", value_name = "KEY=VALUE[,...]")]
+    pub set: Vec<String>,
+    /// Lab profiles, comma-separated (see `syncbench lab profiles`).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub profile: Vec<String>,
+    /// File systems, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ext4,xfs")]
+    pub fs: Vec<crate::proof::lab::profile::LabFs>,
+    /// Power cuts per profile × fs.
+    #[arg(long, default_value_t = 10)]
+    pub cuts: u32,
+    /// Seed of the cut moments, what each cut keeps, and the transfers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Client connections, each a thread sending transfers.
+    #[arg(long, default_value_t = 8)]
+    pub clients: u32,
+    /// Write every cell and cut as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the table as Markdown to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+/// Flags of `powercut run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Lab profiles, comma-separated (see `syncbench lab profiles`).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub profile: Vec<String>,
+    /// File systems, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ext4")]
+    pub fs: Vec<crate::proof::lab::profile::LabFs>,
+    /// Power cuts per profile × fs.
+    #[arg(long, default_value_t = 10)]
+    pub cuts: u32,
+    /// Seed of the cut moments and of what each cut keeps.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The server, run by `sh -c` in the foreground in $SYNCBENCH_DIR (a directory on the lab mount);
+    /// started before the first load and again after each cut. Optional.
+    #[arg(long, value_name = "CMD")]
+    pub start: Option<String>,
+    /// The writer, run by `sh -c` in $SYNCBENCH_DIR: prints `ack KEY` for each write its program
+    /// acknowledged; killed when the power goes.
+    #[arg(long, value_name = "CMD")]
+    pub load: String,
+    /// The checker, run by `sh -c` in $SYNCBENCH_DIR after each cut and restart: reads the acknowledged keys
+    /// (one a line) on stdin, exits non-zero on a loss (`lost KEY` lines on stdout are counted).
+    #[arg(long, value_name = "CMD")]
+    pub verify: String,
+    /// Write every cell and cut as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the table as Markdown to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
     match args.action {
@@ -107,6 +183,8 @@ pub fn main(args: Args) -> Outcome {
         Action::Listen(a) => listen_main(a),
         Action::Verify(a) => verify_main(a),
         Action::Lab(a) => lab(a),
+        Action::Db(a) => db::db(a),
+        Action::Run(a) => db::run(a),
     }
 }
 

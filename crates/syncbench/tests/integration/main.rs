@@ -13,6 +13,7 @@ mod leftovers;
 mod one_voice;
 mod pages;
 mod powercut;
+mod powercut_db;
 mod probe;
 mod report;
 mod run;

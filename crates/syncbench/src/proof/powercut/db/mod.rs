@@ -13,6 +13,27 @@
 
 use std::path::Path;
 
+#[cfg(feature = "fuse")]
+pub mod campaign;
+pub mod cell;
+#[cfg(feature = "fuse")]
+pub mod command;
+pub mod controls;
+pub mod process;
+pub mod render;
+pub mod sqlite;
+pub mod verify;
+pub mod workload;
+
+/// The driver for `kind` with `settings` (`--set` pairs, in order): `Err` names an unknown key, a refused
+/// value or a missing server program, in one line (exit 2).
+pub fn server_for(kind: DbKind, settings: &[(String, String)]) -> Result<Box<dyn Server>, String> {
+    match kind {
+        DbKind::Sqlite => Ok(Box::new(sqlite::SqliteServer::new(settings)?)),
+        other => Err(format!("the {} driver is not in this build of syncbench", other.name())),
+    }
+}
+
 /// The databases `powercut db` can drive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]

@@ -1,0 +1,150 @@
+//! `powercut db` and `powercut run`: the checks of their flags (one line, exit 2, before anything is made),
+//! the campaign, and the table and exports, printed marked partial if Ctrl-C or SIGTERM stops it.
+
+use super::{DbArgs, RunArgs};
+use crate::core::exit::{Outcome, usage};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[cfg(not(feature = "fuse"))]
+pub fn db(_a: DbArgs) -> Outcome {
+    Err(usage(
+        "this syncbench was built without FUSE support, which powercut db needs; rebuild with the default features",
+    ))
+}
+
+#[cfg(not(feature = "fuse"))]
+pub fn run(_a: RunArgs) -> Outcome {
+    Err(usage(
+        "this syncbench was built without FUSE support, which powercut run needs; rebuild with the default features",
+    ))
+}
+
+/// Where the results go.
+#[cfg(feature = "fuse")]
+#[derive(Clone)]
+struct Exports {
+    seed: u64,
+    json: Option<PathBuf>,
+    markdown: Option<PathBuf>,
+}
+
+#[cfg(feature = "fuse")]
+impl Exports {
+    /// Print the table (unless the JSON goes to stdout) and write the exports.
+    fn write(&self, cells: &[crate::proof::powercut::db::cell::DbCell], partial: bool) -> anyhow::Result<()> {
+        use crate::proof::powercut::db::render;
+        if self.json.as_deref() != Some(std::path::Path::new("-")) {
+            print!("{}", render::table(cells, partial));
+        }
+        if let Some(dest) = &self.json {
+            crate::core::output::write_to(dest, &render::json(self.seed, cells, partial)?)?;
+        }
+        if let Some(dest) = &self.markdown {
+            crate::core::output::write_to(dest, &render::markdown(cells, partial))?;
+        }
+        Ok(())
+    }
+}
+
+/// Profiles by name, and the lab's prerequisites for these file systems; each refusal one line.
+#[cfg(feature = "fuse")]
+fn lab_inputs(
+    profiles: &[String],
+    fss: &[crate::proof::lab::profile::LabFs],
+    cuts: u32,
+    what: &str,
+) -> anyhow::Result<Vec<crate::proof::lab::profile::Profile>> {
+    let profiles = profiles
+        .iter()
+        .map(|p| crate::proof::lab::profile::by_name(p).map_err(usage))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if cuts == 0 {
+        return Err(usage("--cuts must be at least 1"));
+    }
+    let mut missing = crate::proof::lab::prereq::missing_for_command();
+    missing.extend(fss.iter().filter_map(|fs| crate::proof::lab::prereq::missing_for_case(fs.case())));
+    if !missing.is_empty() {
+        return Err(usage(format!("{what} cannot run: missing {}", missing.join("; "))));
+    }
+    Ok(profiles)
+}
+
+/// Run a campaign with the partial report on Ctrl-C, then report; exit 1 on unexpected damage.
+#[cfg(feature = "fuse")]
+fn report_campaign(
+    exports: Exports,
+    campaign: impl FnOnce(&crate::proof::powercut::db::campaign::CellStore) -> anyhow::Result<()>,
+) -> Outcome {
+    use crate::proof::powercut::db::campaign::CellStore;
+    let store = CellStore::default();
+    {
+        let (store, exports) = (store.clone(), exports.clone());
+        crate::core::cleanup::on_signal(move || {
+            if let Some(cells) = store.snapshot() {
+                let _ = exports.write(&cells, true);
+            }
+        });
+    }
+    let result = campaign(&store);
+    crate::core::cleanup::stop_if_interrupted();
+    let cells = store.finish();
+    result?;
+    exports.write(&cells, false)?;
+    Ok(if cells.iter().any(|c| c.unexpected_damage()) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+#[cfg(feature = "fuse")]
+pub fn db(a: DbArgs) -> Outcome {
+    use crate::proof::powercut::db::{self as pdb, campaign, controls, render};
+    let mut settings = Vec::new();
+    for item in &a.set {
+        settings.extend(controls::parse_settings(item).map_err(usage)?);
+    }
+    if !(1..=255).contains(&a.clients) {
+        return Err(usage(format!("--clients must be 1 to 255 (got {})", a.clients)));
+    }
+    let profiles = lab_inputs(&a.profile, &a.fs, a.cuts, "powercut db")?;
+    // The driver checks its settings and finds its programs now, before any disk is made.
+    let server = pdb::server_for(a.db, &settings).map_err(usage)?;
+    eprintln!("syncbench: {} with {}", server.version(), controls::settings_text(&settings));
+    drop(server);
+    let plan = campaign::DbPlan {
+        kind: a.db,
+        settings,
+        profiles,
+        fss: a.fs.clone(),
+        cuts: a.cuts,
+        seed: a.seed,
+        clients: a.clients,
+        accounts: pdb::workload::DEFAULT_ACCOUNTS,
+    };
+    let exports = Exports { seed: a.seed, json: a.json.clone(), markdown: a.markdown.clone() };
+    report_campaign(exports, |store| {
+        campaign::run(&plan, store, |cell, cut| eprintln!("{}", render::progress(cell, cut))).map(drop)
+    })
+}
+
+#[cfg(feature = "fuse")]
+pub fn run(a: RunArgs) -> Outcome {
+    use crate::proof::powercut::db::{command, render};
+    let profiles = lab_inputs(&a.profile, &a.fs, a.cuts, "powercut run")?;
+    for (flag, cmd) in [("--load", Some(&a.load)), ("--verify", Some(&a.verify)), ("--start", a.start.as_ref())] {
+        if cmd.is_some_and(|c| c.trim().is_empty()) {
+            return Err(usage(format!("{flag} is empty; give a shell command")));
+        }
+    }
+    let plan = command::CommandPlan {
+        profiles,
+        fss: a.fs.clone(),
+        cuts: a.cuts,
+        seed: a.seed,
+        start: a.start.clone(),
+        load: a.load.clone(),
+        verify: a.verify.clone(),
+    };
+    let exports = Exports { seed: a.seed, json: a.json.clone(), markdown: a.markdown.clone() };
+    report_campaign(exports, |store| {
+        command::run(&plan, store, |cell, cut| eprintln!("{}", render::progress(cell, cut))).map(drop)
+    })
+}

@@ -1,0 +1,264 @@
+//! The campaign: per cell (database × settings × profile × fs) one lab stack and a fresh database on its
+//! mount; per cut: load from several clients for a seeded 200–1200 ms (acks to an in-memory witness), the
+//! power goes (every process frozen, witness off, the disk cut under the I/O in flight, then the processes
+//! killed; journal replay at the remount), the server recovers, and what it holds is verified against every
+//! ack of this data so far. After a failed recovery, a failed integrity check or a broken invariant, the
+//! cell goes on with a fresh database.
+
+use super::cell::{DbCell, DbCut, IntegrityResult, RecoveryFailure};
+use super::verify::verify;
+use super::workload::{AckWitness, ClientEnd, TransferSource, drive};
+use super::{DbKind, Server, Transfer};
+use crate::core::hash::splitmix64_next as splitmix64;
+use crate::proof::lab::profile::{Honesty, LabFs, Profile};
+use crate::proof::lab::stack::{Stack, StackConfig};
+use crate::proof::powercut::lab::{CUT_AFTER_MS_MAX, CUT_AFTER_MS_MIN};
+use anyhow::Context;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct DbPlan {
+    /// The database.
+    pub kind: DbKind,
+    /// `--set` KEY=VALUE pairs, in order.
+    pub settings: Vec<(String, String)>,
+    /// Lab profiles.
+    pub profiles: Vec<Profile>,
+    /// File systems.
+    pub fss: Vec<LabFs>,
+    /// Cuts per cell.
+    pub cuts: u32,
+    /// Seed of the cut moments, the cuts and the transfers.
+    pub seed: u64,
+    /// Client threads.
+    pub clients: u32,
+    /// Accounts.
+    pub accounts: u32,
+}
+
+/// The cells so far, shared with the Ctrl-C handler (which prints and exports them, marked partial).
+#[derive(Clone, Default)]
+pub struct CellStore(Arc<Mutex<Option<Vec<DbCell>>>>);
+
+impl CellStore {
+    /// Cell `index` now stands at `cell`.
+    pub fn update(&self, index: usize, cell: &DbCell) {
+        let mut guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let cells = guard.get_or_insert_with(Vec::new);
+        match cells.get_mut(index) {
+            Some(slot) => *slot = cell.clone(),
+            None => cells.push(cell.clone()),
+        }
+    }
+    /// The cells so far (`None` once [`CellStore::finish`] took them).
+    pub fn snapshot(&self) -> Option<Vec<DbCell>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+    /// Take the cells: the command reports them itself, the Ctrl-C handler no longer does.
+    pub fn finish(&self) -> Vec<DbCell> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default()
+    }
+}
+
+/// The database the cuts run on, and what was sent to it and acknowledged since it was made.
+struct Data {
+    dir: PathBuf,
+    acked: HashSet<u64>,
+    issued: HashMap<u64, Transfer>,
+}
+
+/// Run the plan; `progress` is told of every cut. Returns early (with what is done) on Ctrl-C. A server that
+/// refuses its settings at the first `create` is a usage error (exit 2).
+pub fn run(plan: &DbPlan, store: &CellStore, mut progress: impl FnMut(&DbCell, &DbCut)) -> anyhow::Result<Vec<DbCell>> {
+    let mut rng = plan.seed;
+    let mut index = 0;
+    for profile in &plan.profiles {
+        for &fs in &plan.fss {
+            let stack_seed = splitmix64(&mut rng);
+            let done = crate::proof::lab::stack::run_exclusive(|| {
+                run_cell(plan, profile, fs, stack_seed, index, &mut rng, store, &mut progress)
+            });
+            match done {
+                Some(result) => result?,
+                None => return Ok(store.snapshot().unwrap_or_default()),
+            }
+            index += 1;
+        }
+    }
+    Ok(store.snapshot().unwrap_or_default())
+}
+
+/// Why losses are expected in this cell, if they are: a negative-control setting or a lying disk.
+fn expected_loss(plan: &DbPlan, profile: &Profile) -> Option<String> {
+    super::controls::known_unsafe(plan.kind, &plan.settings).or_else(|| {
+        (profile.params.honesty == Honesty::IgnoresFlush)
+            .then(|| format!("the disk ({}) ignores flushes", profile.name))
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_cell(
+    plan: &DbPlan,
+    profile: &Profile,
+    fs: LabFs,
+    stack_seed: u64,
+    index: usize,
+    rng: &mut u64,
+    store: &CellStore,
+    progress: &mut impl FnMut(&DbCell, &DbCut),
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), profile.params.clone()) };
+    let build = || {
+        Stack::build(config.clone())
+            .with_context(|| format!("building a {} lab disk with {}", profile.name, fs.case().name()))
+    };
+    let mut server = super::server_for(plan.kind, &plan.settings).map_err(crate::core::exit::usage)?;
+    let mut cell = DbCell {
+        db: plan.kind.name().into(),
+        version: server.version(),
+        settings: super::controls::settings_text(&plan.settings),
+        profile: profile.name.into(),
+        honesty: profile.params.honesty.name().into(),
+        fs: fs.case().name().into(),
+        expected_loss: expected_loss(plan, profile),
+        cuts: Vec::new(),
+        fresh_databases: 0,
+        elapsed_s: 0.0,
+    };
+    let mut stack = build()?;
+    let mut data = fresh_data(&stack, server.as_mut(), plan.accounts, 0)
+        .map_err(|e| crate::core::exit::usage(format!("{} would not make its database: {e:#}", plan.kind.name())))?;
+    while cell.cuts.len() < plan.cuts as usize && !crate::core::cleanup::interrupted() {
+        let cut_index = cell.cuts.len() as u32;
+        let cut = one_cut(&mut stack, server.as_mut(), &mut data, plan, (index as u32, cut_index), rng)?;
+        if crate::core::cleanup::interrupted() {
+            break;
+        }
+        progress(&cell, &cut);
+        let damaged = cut.damaged();
+        cell.cuts.push(cut);
+        cell.elapsed_s = started.elapsed().as_secs_f64();
+        store.update(index, &cell);
+        if damaged && cell.cuts.len() < plan.cuts as usize {
+            server.stop();
+            cell.fresh_databases += 1;
+            data = match fresh_data(&stack, server.as_mut(), plan.accounts, cell.fresh_databases) {
+                Ok(data) => data,
+                // The cut left a file system that takes no new database: a new disk.
+                Err(_) => {
+                    drop(std::mem::replace(&mut stack, build()?));
+                    fresh_data(&stack, server.as_mut(), plan.accounts, cell.fresh_databases)?
+                }
+            };
+        }
+    }
+    server.stop();
+    drop(server);
+    drop(stack);
+    cell.elapsed_s = started.elapsed().as_secs_f64();
+    store.update(index, &cell);
+    Ok(())
+}
+
+/// A new database in `db-<n>` on the mount (the old one's directory is left to the lab's teardown).
+fn fresh_data(stack: &Stack, server: &mut dyn Server, accounts: u32, n: u32) -> anyhow::Result<Data> {
+    let dir = stack.mount_dir().join(format!("db-{n}"));
+    super::process::create_durable_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    server.create(&dir, accounts)?;
+    Ok(Data { dir, acked: HashSet::new(), issued: HashMap::new() })
+}
+
+/// Sleep `ms`, in steps, unless Ctrl-C comes first.
+fn sleep_unless_interrupted(ms: u64) {
+    let until = Instant::now() + Duration::from_millis(ms);
+    while Instant::now() < until && !crate::core::cleanup::interrupted() {
+        std::thread::sleep(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
+    }
+}
+
+/// Load, cut, recover, verify. `Err` only when the lab itself failed.
+fn one_cut(
+    stack: &mut Stack,
+    server: &mut dyn Server,
+    data: &mut Data,
+    plan: &DbPlan,
+    (cell, cut_index): (u32, u32),
+    rng: &mut u64,
+) -> anyhow::Result<DbCut> {
+    let seed = splitmix64(rng);
+    let cut_after_ms = CUT_AFTER_MS_MIN + splitmix64(rng) % (CUT_AFTER_MS_MAX - CUT_AFTER_MS_MIN + 1);
+    let clients = (0..plan.clients).map(|_| server.connect()).collect::<anyhow::Result<Vec<_>>>()?;
+    let (witness, issued, stop) = (AckWitness::default(), Mutex::new(Vec::new()), AtomicBool::new(false));
+    let started = Instant::now();
+    let (ends, outcome, load_s) = std::thread::scope(|s| {
+        let handles: Vec<_> = clients
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut client)| {
+                let source = TransferSource::new(cell, cut_index, i as u32, plan.accounts, plan.seed);
+                let (witness, issued, stop) = (&witness, &issued, &stop);
+                s.spawn(move || drive(client.as_mut(), source, witness, issued, stop))
+            })
+            .collect();
+        sleep_unless_interrupted(cut_after_ms);
+        // The power goes: every process frozen where it is, acks refused, the disk cut under the I/O still
+        // in flight (it fails), then the processes killed.
+        let frozen = super::process::freeze_all();
+        witness.power_off();
+        let load_s = started.elapsed().as_secs_f64();
+        // Ctrl-C: no cut (the teardown is waiting for this work to end).
+        let outcome = match crate::core::cleanup::interrupted() {
+            true => Err(anyhow::anyhow!("interrupted")),
+            false => stack.cut(seed),
+        };
+        server.kill();
+        super::process::kill_frozen(&frozen);
+        stop.store(true, Ordering::SeqCst);
+        let ends: Vec<ClientEnd> = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
+        (ends, outcome, load_s)
+    });
+    let outcome = outcome.context("power cut and reboot")?;
+    let acks = witness.acks();
+    data.acked.extend(&acks);
+    let issued = issued.into_inner().unwrap_or_else(|p| p.into_inner());
+    data.issued.extend(issued.iter().map(|t| (t.id, *t)));
+    let mut cut = DbCut {
+        seed,
+        cut_after_ms,
+        acknowledged: acks.len() as u64,
+        issued: issued.len() as u64,
+        rolled_back: ends.iter().map(|e| e.rolled_back).sum(),
+        client_errors: ends.into_iter().filter_map(|e| e.error_before_cut).collect(),
+        transfers_per_s: acks.len() as f64 / load_s.max(1e-3),
+        device_lost_writes: outcome.device.lost_writes,
+        repaired_with: outcome.repaired_with,
+        ..DbCut::default()
+    };
+    recover_and_check(server, data, plan.accounts, &mut cut);
+    cut.cut_ms = started.elapsed().as_millis() as u64;
+    Ok(cut)
+}
+
+/// The server's recovery, the read-back and verification, the database's own check.
+fn recover_and_check(server: &mut dyn Server, data: &Data, accounts: u32, cut: &mut DbCut) {
+    let restart = Instant::now();
+    if let Err(failure) = server.start() {
+        cut.recovery_failure = Some(RecoveryFailure { summary: failure.summary, log_excerpt: failure.log_excerpt });
+        return;
+    }
+    cut.restart_ms = restart.elapsed().as_millis() as u64;
+    match server.read_state() {
+        Ok(state) => cut.verification = Some(verify(&state, &data.acked, &data.issued, accounts)),
+        Err(e) => cut.read_error = Some(format!("reading {} back: {e:#}", data.dir.display())),
+    }
+    cut.integrity = Some(match server.check_integrity() {
+        Ok(i) => IntegrityResult { ok: i.ok, detail: i.detail },
+        Err(e) => IntegrityResult { ok: false, detail: format!("the check could not run: {e:#}") },
+    });
+}

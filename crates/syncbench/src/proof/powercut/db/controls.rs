@@ -1,0 +1,99 @@
+//! Negative controls: settings each database documents as not keeping every acknowledged commit through a
+//! power cut. A cell with one of them is expected to lose, and its verdict says so (as does a disk that
+//! ignores flushes, whatever the settings).
+
+use super::DbKind;
+
+/// `(database, key, value, why)`: with `key = value` (case-insensitive) the database does not promise that
+/// an acknowledged commit survives a power cut. SQLite's NORMAL is unsafe only in WAL mode (see below).
+const UNSAFE: &[(DbKind, &str, &str, &str)] = &[
+    (DbKind::Sqlite, "synchronous", "off", "SQLite synchronous=OFF never syncs"),
+    (
+        DbKind::Postgres,
+        "synchronous_commit",
+        "off",
+        "PostgreSQL synchronous_commit=off acknowledges before the WAL flush",
+    ),
+    (DbKind::Postgres, "fsync", "off", "PostgreSQL fsync=off never syncs"),
+    (DbKind::Mariadb, "innodb_flush_log_at_trx_commit", "0", "InnoDB flush_log_at_trx_commit=0 flushes once a second"),
+    (DbKind::Mariadb, "innodb_flush_log_at_trx_commit", "2", "InnoDB flush_log_at_trx_commit=2 syncs once a second"),
+    (DbKind::Etcd, "unsafe-no-fsync", "true", "etcd --unsafe-no-fsync never syncs"),
+];
+
+impl DbKind {
+    /// The name on the command line and in the tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            DbKind::Postgres => "postgres",
+            DbKind::Mariadb => "mariadb",
+            DbKind::Sqlite => "sqlite",
+            DbKind::Etcd => "etcd",
+        }
+    }
+}
+
+/// Why `settings` on `kind` are known not to keep acknowledged commits, if they are.
+pub fn known_unsafe(kind: DbKind, settings: &[(String, String)]) -> Option<String> {
+    let value = |key: &str| settings.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.as_str());
+    let table = UNSAFE.iter().find(|(db, key, unsafe_value, _)| {
+        *db == kind && value(key).is_some_and(|v| v.eq_ignore_ascii_case(unsafe_value))
+    });
+    if let Some((_, _, _, why)) = table {
+        return Some((*why).to_string());
+    }
+    let wal = value("journal_mode").is_some_and(|v| v.eq_ignore_ascii_case("wal"));
+    let normal = value("synchronous").is_some_and(|v| v.eq_ignore_ascii_case("normal"));
+    (kind == DbKind::Sqlite && wal && normal)
+        .then(|| "SQLite synchronous=NORMAL in WAL mode does not sync the WAL at each commit".to_string())
+}
+
+/// Parse `KEY=VALUE[,KEY=VALUE…]` (one `--set`), in order.
+pub fn parse_settings(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split(',')
+        .filter(|item| !item.trim().is_empty())
+        .map(|item| match item.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+            _ => Err(format!("--set {item:?} is not KEY=VALUE; give e.g. --set synchronous=FULL")),
+        })
+        .collect()
+}
+
+/// The settings as one `key=value,…` text (for the tables).
+pub fn settings_text(settings: &[(String, String)]) -> String {
+    if settings.is_empty() {
+        return "defaults".to_string();
+    }
+    settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(text: &str) -> Vec<(String, String)> {
+        parse_settings(text).unwrap()
+    }
+
+    #[test]
+    fn the_documented_unsafe_settings_are_negative_controls_and_the_safe_ones_are_not() {
+        assert!(known_unsafe(DbKind::Sqlite, &set("synchronous=OFF")).is_some());
+        assert!(known_unsafe(DbKind::Sqlite, &set("journal_mode=wal,synchronous=normal")).is_some());
+        assert!(known_unsafe(DbKind::Sqlite, &set("journal_mode=DELETE,synchronous=NORMAL")).is_none());
+        assert!(known_unsafe(DbKind::Sqlite, &set("journal_mode=WAL,synchronous=FULL")).is_none());
+        assert!(known_unsafe(DbKind::Sqlite, &set("synchronous=OFF,synchronous=FULL")).is_none(), "the last wins");
+        assert!(known_unsafe(DbKind::Postgres, &set("synchronous_commit=off")).is_some());
+        assert!(known_unsafe(DbKind::Postgres, &set("synchronous_commit=on")).is_none());
+        assert!(known_unsafe(DbKind::Mariadb, &set("innodb_flush_log_at_trx_commit=2")).is_some());
+        assert!(known_unsafe(DbKind::Mariadb, &set("innodb_flush_log_at_trx_commit=1")).is_none());
+        assert!(known_unsafe(DbKind::Etcd, &[]).is_none());
+    }
+
+    #[test]
+    fn settings_parse_in_order_and_refuse_an_item_without_a_key() {
+        assert_eq!(set("a=1, b = x ,"), [("a".into(), "1".into()), ("b".into(), "x".into())]);
+        assert!(parse_settings("synchronous").unwrap_err().contains("KEY=VALUE"));
+        assert!(parse_settings("=1").is_err());
+        assert_eq!(settings_text(&set("a=1,b=2")), "a=1,b=2");
+        assert_eq!(settings_text(&[]), "defaults");
+    }
+}
