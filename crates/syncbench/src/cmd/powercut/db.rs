@@ -1,10 +1,77 @@
 //! `powercut db` and `powercut run`: the checks of their flags (one line, exit 2, before anything is made),
 //! the campaign, and the table and exports, printed marked partial if Ctrl-C or SIGTERM stops it.
 
-use super::{DbArgs, RunArgs};
 use crate::core::exit::{Outcome, usage};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// Flags of `powercut db`.
+#[derive(Debug, clap::Args)]
+pub struct DbArgs {
+    /// The database (its installed programs are used; a fresh database is made on each lab disk).
+    #[arg(long, value_enum)]
+    pub db: crate::proof::powercut::db::DbKind,
+    /// Settings, KEY=VALUE comma-separated (sqlite: journal_mode=WAL|DELETE, synchronous=FULL|EXTRA|NORMAL|OFF,
+    /// busy_timeout=MS); may be repeated, the last value of a key wins. Default: the database's defaults.
+    #[arg(long = "set", value_name = "KEY=VALUE[,...]")]
+    pub set: Vec<String>,
+    /// Lab profiles, comma-separated (see `syncbench lab profiles`).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub profile: Vec<String>,
+    /// File systems, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ext4,xfs")]
+    pub fs: Vec<crate::proof::lab::profile::LabFs>,
+    /// Power cuts per profile × fs.
+    #[arg(long, default_value_t = 10)]
+    pub cuts: u32,
+    /// Seed of the cut moments, what each cut keeps, and the transfers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Client connections, each a thread sending transfers.
+    #[arg(long, default_value_t = 8)]
+    pub clients: u32,
+    /// Write every cell and cut as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the table as Markdown to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+/// Flags of `powercut run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Lab profiles, comma-separated (see `syncbench lab profiles`).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub profile: Vec<String>,
+    /// File systems, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ext4")]
+    pub fs: Vec<crate::proof::lab::profile::LabFs>,
+    /// Power cuts per profile × fs.
+    #[arg(long, default_value_t = 10)]
+    pub cuts: u32,
+    /// Seed of the cut moments and of what each cut keeps.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The server, run by `sh -c` in the foreground in $SYNCBENCH_DIR (a directory on the lab mount);
+    /// started before the first load and again after each cut. Optional.
+    #[arg(long, value_name = "CMD")]
+    pub start: Option<String>,
+    /// The writer, run by `sh -c` in $SYNCBENCH_DIR: prints `ack KEY` for each write its program
+    /// acknowledged; killed when the power goes.
+    #[arg(long, value_name = "CMD")]
+    pub load: String,
+    /// The checker, run by `sh -c` in $SYNCBENCH_DIR after each cut and restart: reads the acknowledged keys
+    /// (one a line) on stdin, exits non-zero on a loss (`lost KEY` lines on stdout are counted).
+    #[arg(long, value_name = "CMD")]
+    pub verify: String,
+    /// Write every cell and cut as JSON to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the table as Markdown to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
 
 #[cfg(not(feature = "fuse"))]
 pub fn db(_a: DbArgs) -> Outcome {
