@@ -14,6 +14,8 @@ mod one_voice;
 mod pages;
 mod powercut;
 mod powercut_db;
+mod powercut_db_etcd;
+mod powercut_db_mariadb;
 mod probe;
 mod report;
 mod run;

@@ -11,6 +11,9 @@
 //! (which know one database each): [`Server`] and [`Client`]. A driver never sees the lab; the campaign
 //! never speaks a database's protocol.
 
+pub mod etcd;
+pub mod mariadb;
+
 use std::path::Path;
 
 #[cfg(feature = "fuse")]
