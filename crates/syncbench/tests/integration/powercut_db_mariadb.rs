@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use syncbench::proof::powercut::db::mariadb::{MariaDb, process::processes_mentioning};
+use syncbench::proof::powercut::db::mariadb::{MariaDb, supervise::processes_mentioning};
 use syncbench::proof::powercut::db::{DbState, INITIAL_BALANCE, Server, Transfer};
 
 use crate::skip;
@@ -18,7 +18,7 @@ pub fn missing(programs: &[&str]) -> Option<String> {
     if euid != Some("0") {
         return Some("not root".into());
     }
-    let find = syncbench::proof::powercut::db::mariadb::process::find_program;
+    let find = syncbench::proof::powercut::db::mariadb::supervise::find_program;
     programs.iter().find(|p| find(p).is_none()).map(|p| format!("{p} is not installed"))
 }
 

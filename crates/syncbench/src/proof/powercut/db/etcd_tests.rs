@@ -7,9 +7,15 @@ fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
 #[test]
 fn user_flags_replace_the_defaults_in_either_spelling() {
     let (flags, keys) = flags(&pairs(&[("snapshot_count", "50"), ("unsafe-no-fsync", "true")])).unwrap();
-    assert_eq!(flags, ["--snapshot-count=50", "--unsafe-no-fsync=true"]);
+    assert_eq!(
+        flags,
+        ["--heartbeat-interval=10", "--election-timeout=100", "--snapshot-count=50", "--unsafe-no-fsync=true"]
+    );
     assert_eq!(keys, ["snapshot-count", "unsafe-no-fsync"]);
-    assert_eq!(super::flags(&[]).unwrap().0, ["--snapshot-count=1000"]);
+    assert_eq!(
+        super::flags(&[]).unwrap().0,
+        ["--snapshot-count=1000", "--heartbeat-interval=10", "--election-timeout=100"]
+    );
 }
 
 #[test]

@@ -10,8 +10,8 @@
 //! the server's last start (a page InnoDB found corrupt during recovery is logged there).
 
 pub mod client;
-pub mod process;
 pub mod settings;
+pub mod supervise;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 use self::client::{DATABASE, Endpoint, MariaClient};
-use self::process::ServerProcess;
 use self::settings::Settings;
+use self::supervise::ServerProcess;
 use super::{Client, DbState, INITIAL_BALANCE, Integrity, Server, StartFailure, Transfer};
 
 /// How long a start (crash recovery included, on a slow lab disk) may take.
@@ -41,7 +41,7 @@ struct Programs {
 
 impl Programs {
     fn find() -> anyhow::Result<Programs> {
-        let find = |names: &[&str]| names.iter().find_map(|n| process::find_program(n));
+        let find = |names: &[&str]| names.iter().find_map(|n| supervise::find_program(n));
         let missing = |what: &str| {
             crate::core::exit::usage(format!(
                 "{what} is not installed: install MariaDB (Debian: apt-get install mariadb-server)"
@@ -89,7 +89,7 @@ impl MariaDb {
         let output = Command::new(&programs.server).arg("--version").output().context("running mariadbd --version")?;
         let text = String::from_utf8_lossy(&output.stdout);
         let version = parse_version(&text).with_context(|| format!("reading the version of {:?}", text.trim()))?;
-        let private = process::private_dir("mariadb")?;
+        let private = supervise::private_dir("mariadb")?;
         Ok(MariaDb {
             process: ServerProcess::new(),
             programs,
@@ -121,17 +121,23 @@ impl MariaDb {
     /// `mariadb-install-db` into the empty `data_dir`, with the cell's settings (the page size is fixed here).
     fn install(&self, data_dir: &Path) -> anyhow::Result<()> {
         let log = self.private.path().join("install.log");
-        let status = Command::new(&self.programs.install_db)
-            .args(["--no-defaults", "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"])
-            .arg(format!("--datadir={}", data_dir.display()))
-            .args(self.settings.args())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::fs::File::create(&log)?)
-            .stderr(std::fs::File::options().append(true).open(&log)?)
-            .status()
-            .context("running mariadb-install-db")?;
+        let status = supervise::run_to_end(
+            Command::new(&self.programs.install_db)
+                .args(["--no-defaults", "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"])
+                .arg(format!("--datadir={}", data_dir.display()))
+                .args(self.settings.args())
+                .stdin(std::process::Stdio::null())
+                .stdout(std::fs::File::create(&log)?)
+                .stderr(std::fs::File::options().append(true).open(&log)?),
+        )?;
         if !status.success() {
-            bail!("mariadb-install-db failed ({status}):\n{}", process::log_tail(&log, 0, EXCERPT_LINES));
+            // Its last lines are advice boilerplate: quote the errors above them.
+            let text = supervise::log_tail(&log, 0, usize::MAX);
+            let errors: Vec<&str> = text.lines().filter(|l| l.contains("ERROR") || l.contains("rror:")).collect();
+            bail!(
+                "mariadb-install-db failed ({status}):\n{}",
+                supervise::last_lines(&errors.join("\n"), EXCERPT_LINES)
+            );
         }
         Ok(())
     }
@@ -153,7 +159,7 @@ impl MariaDb {
     }
 
     fn start_failure(&self, summary: String) -> StartFailure {
-        StartFailure { summary, log_excerpt: process::log_tail(&self.error_log(), self.log_start, EXCERPT_LINES) }
+        StartFailure { summary, log_excerpt: supervise::log_tail(&self.error_log(), self.log_start, EXCERPT_LINES) }
     }
 
     /// Wait until the server answers on its socket; a server that exits first, or does not answer in
@@ -186,7 +192,7 @@ impl MariaDb {
 
     /// The `[ERROR]` lines of the error log since the current start.
     fn logged_errors(&self) -> Vec<String> {
-        let text = process::log_tail(&self.error_log(), self.log_start, usize::MAX);
+        let text = supervise::log_tail(&self.error_log(), self.log_start, usize::MAX);
         text.lines().filter(|l| l.contains("[ERROR]")).map(str::to_string).collect()
     }
 }
@@ -248,7 +254,7 @@ impl Server for MariaDb {
         // A clean stop writes every page; then fsync the whole directory, so the setup survives a cut
         // whatever the settings (innodb_flush_log_at_trx_commit=0 would otherwise lose it).
         self.stop();
-        process::sync_tree(data_dir)?;
+        supervise::sync_tree(data_dir)?;
         self.start().map_err(|f| anyhow::anyhow!("{}\n{}", f.summary, f.log_excerpt))
     }
 
@@ -260,7 +266,7 @@ impl Server for MariaDb {
         // A killed server leaves its socket and pid file (ours, in the private directory).
         let _ = std::fs::remove_file(self.socket());
         let _ = std::fs::remove_file(self.private.path().join("mariadbd.pid"));
-        self.log_start = process::file_len(&self.error_log());
+        self.log_start = supervise::file_len(&self.error_log());
         let mut command = Command::new(&self.programs.server);
         command
             .args(["--no-defaults", "--user=root", "--skip-networking"])

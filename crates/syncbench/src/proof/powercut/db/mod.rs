@@ -33,6 +33,8 @@ pub mod workload;
 pub fn server_for(kind: DbKind, settings: &[(String, String)]) -> Result<Box<dyn Server>, String> {
     match kind {
         DbKind::Sqlite => Ok(Box::new(sqlite::SqliteServer::new(settings)?)),
+        DbKind::Mariadb => Ok(Box::new(mariadb::MariaDb::new(settings).map_err(|e| format!("{e:#}"))?)),
+        DbKind::Etcd => Ok(Box::new(etcd::Etcd::new(settings).map_err(|e| format!("{e:#}"))?)),
         other => Err(format!("the {} driver is not in this build of syncbench", other.name())),
     }
 }

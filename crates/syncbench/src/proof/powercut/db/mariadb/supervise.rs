@@ -1,13 +1,14 @@
-//! The server process of a database driver: started in its own process group, SIGKILLed when the power
-//! goes, SIGTERMed for a clean stop, and never left behind — killed when the driver is dropped and, through
-//! a teardown hook, when syncbench gets Ctrl-C or SIGTERM. Also the small things both the MariaDB and the
-//! etcd driver need around it: finding a program, the private directory, the tail of a log, fsyncing a
-//! data directory. (Shared by `db::etcd`; it would sit in `db/` beside the contract if that file were ours.)
+//! The server process of a database driver (started in its own process group, SIGKILLed when the power
+//! goes, SIGTERMed for a clean stop, never left behind) and the small things the MariaDB and the etcd
+//! driver need around it: finding a program, the private directory, the tail of a log, fsyncing a data
+//! directory. Shared by `db::etcd`.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+
+use crate::proof::powercut::db::process as group;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -69,68 +70,72 @@ pub fn sync_tree(dir: &Path) -> anyhow::Result<()> {
     handle.sync_all().with_context(|| format!("fsync {}", dir.display()))
 }
 
-/// One server process at a time; none once this is dropped.
+/// Run `command` to its end in a process group of its own, recorded so that Ctrl-C or SIGTERM kills it
+/// (and what it forked: `mariadb-install-db` runs `mariadbd --bootstrap` on the lab mount).
+pub fn run_to_end(command: &mut Command) -> anyhow::Result<ExitStatus> {
+    let mut child =
+        group::spawn(command).with_context(|| format!("starting {}", command.get_program().to_string_lossy()))?;
+    let status = child.wait();
+    group::reaped(child.id() as i32);
+    Ok(status?)
+}
+
+/// One server process at a time; none once this is dropped. Started and killed through
+/// [`crate::proof::powercut::db::process`]: its own process group (a Ctrl-C at the terminal reaches
+/// syncbench, which kills it, not the server first), SIGKILLed as a group, and killed by the campaign's
+/// teardown hook on Ctrl-C or SIGTERM.
+#[derive(Default)]
 pub struct ServerProcess {
-    slot: Arc<Mutex<Option<Child>>>,
+    slot: Mutex<Option<Child>>,
 }
 
 impl ServerProcess {
-    /// An empty slot, with the teardown hook that kills its process on Ctrl-C or SIGTERM.
+    /// An empty slot.
     pub fn new() -> ServerProcess {
-        let slot = Arc::new(Mutex::new(None::<Child>));
-        let hook = Arc::clone(&slot);
-        crate::core::cleanup::on_signal(move || kill_slot(&hook));
-        ServerProcess { slot }
+        ServerProcess::default()
     }
 
-    /// Start `command` (stdin closed, stdout and stderr appended to `log`) in its own process group, so a
-    /// Ctrl-C at the terminal reaches syncbench, which then kills it, and not the server first.
+    /// Start `command` (stdin closed, stdout and stderr appended to `log`), killing any earlier one.
     pub fn spawn(&self, command: &mut Command, log: &Path) -> anyhow::Result<()> {
-        use std::os::unix::process::CommandExt;
         let out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
         let err = out.try_clone()?;
-        let mut guard = lock(&self.slot);
-        if let Some(mut old) = guard.take() {
-            let _ = old.kill();
-            let _ = old.wait();
-        }
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
+        self.kill();
+        let child = group::spawn(command.stdin(Stdio::null()).stdout(out).stderr(err))
             .with_context(|| format!("starting {}", command.get_program().to_string_lossy()))?;
-        *guard = Some(child);
+        *self.lock() = Some(child);
         Ok(())
     }
 
     /// The exit status if the process has ended (None while it runs or when there is none).
     pub fn exited(&self) -> Option<ExitStatus> {
-        lock(&self.slot).as_mut().and_then(|c| c.try_wait().ok().flatten())
+        let mut guard = self.lock();
+        let status = guard.as_mut().and_then(|c| c.try_wait().ok().flatten())?;
+        if let Some(child) = guard.take() {
+            group::reaped(child.id() as i32);
+        }
+        Some(status)
     }
 
     /// The process id of the running process.
     pub fn pid(&self) -> Option<u32> {
-        lock(&self.slot).as_ref().map(Child::id)
+        self.lock().as_ref().map(Child::id)
     }
 
-    /// SIGKILL the process and wait until it is gone.
+    /// SIGKILL the process (and its group) and wait until it is gone.
     pub fn kill(&self) {
-        kill_slot(&self.slot);
+        if let Some(mut child) = self.lock().take() {
+            group::kill(&mut child);
+        }
     }
 
     /// SIGTERM the process and wait up to `limit` for it to exit (a clean shutdown), then SIGKILL it.
     /// Whether it exited by itself in time.
     pub fn terminate(&self, limit: Duration) -> bool {
         let Some(pid) = self.pid() else { return true };
-        if self.exited().is_none() {
-            let _ = syncbench_sys::ptrace::send_signal(pid as i32, libc::SIGTERM);
-        }
+        let _ = syncbench_sys::ptrace::send_signal(pid as i32, libc::SIGTERM);
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
-            if self.exited().is_some() {
-                lock(&self.slot).take();
+            if self.exited().is_some() || self.pid().is_none() {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -138,28 +143,15 @@ impl ServerProcess {
         self.kill();
         false
     }
-}
 
-impl Default for ServerProcess {
-    fn default() -> ServerProcess {
-        ServerProcess::new()
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Child>> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill();
-    }
-}
-
-fn lock(slot: &Mutex<Option<Child>>) -> std::sync::MutexGuard<'_, Option<Child>> {
-    slot.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn kill_slot(slot: &Mutex<Option<Child>>) {
-    if let Some(mut child) = lock(slot).take() {
-        let _ = child.kill();
-        let _ = child.wait();
     }
 }
 
