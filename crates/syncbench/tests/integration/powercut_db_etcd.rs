@@ -56,3 +56,20 @@ fn refused_flags_name_their_key_and_start_nothing() {
     drop(server);
     assert_nothing_left(dir.path());
 }
+
+#[cfg(feature = "fuse")]
+mod on_the_lab {
+    use crate::powercut_db_mariadb::on_the_lab::{
+        a_few_honest_cuts_keep_everything, an_unknown_setting_is_one_line_exit_2,
+    };
+
+    #[test]
+    fn etcd_keeps_every_acknowledged_txn_through_a_few_cuts_on_an_honest_disk() {
+        a_few_honest_cuts_keep_everything("etcd", "etcd", "etcd 3.");
+    }
+
+    #[test]
+    fn etcd_unknown_flag_is_one_line_exit_2_and_leaves_nothing() {
+        an_unknown_setting_is_one_line_exit_2("etcd", "etcd", "no_such_flag");
+    }
+}

@@ -200,3 +200,115 @@ fn a_corrupted_page_fails_the_integrity_check_or_the_start() {
     drop(server);
     assert_nothing_left(dir.path());
 }
+
+/// `syncbench powercut db` with this driver on a lab disk (root, /dev/fuse, loop devices).
+#[cfg(feature = "fuse")]
+pub mod on_the_lab {
+    use std::process::Output;
+
+    use crate::skip;
+
+    /// Why the lab cannot run here with `server` installed, if it cannot.
+    pub fn missing(server: &str) -> Option<String> {
+        crate::missing_stack_prerequisite(&["losetup", "mkfs.ext4", "mount", "umount", server])
+    }
+
+    /// Run `syncbench powercut db ARGS --json F`: the output, the cells, and what was left behind that
+    /// names the run's lab (`.syncbench-lab-<pid>-`: mounts, loop devices, servers) or its private
+    /// directories in /tmp (`.syncbench-<db>-<pid>-`).
+    pub fn powercut_db(db: &str, args: &[&str]) -> (Output, Vec<serde_json::Value>, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("cells.json");
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+            .args(["powercut", "db", "--db", db])
+            .args(args)
+            .args(["--json", json.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        let cells = std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .map(|doc| doc["cells"].as_array().cloned().unwrap_or_default())
+            .unwrap_or_default();
+        let (lab, private) = (format!(".syncbench-lab-{pid}-"), format!(".syncbench-{db}-{pid}-"));
+        let mut left: Vec<String> = std::fs::read_to_string("/proc/mounts")
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(&lab))
+            .map(|l| format!("mount: {l}"))
+            .collect();
+        let losetup = std::process::Command::new("losetup").arg("-a").output().unwrap();
+        left.extend(
+            String::from_utf8_lossy(&losetup.stdout).lines().filter(|l| l.contains(&lab)).map(|l| format!("loop: {l}")),
+        );
+        left.extend(
+            syncbench::proof::powercut::db::mariadb::supervise::processes_mentioning(&lab)
+                .iter()
+                .map(|p| format!("process {p}")),
+        );
+        let tmp = std::fs::read_dir(std::env::temp_dir()).unwrap().flatten();
+        left.extend(
+            tmp.filter(|e| e.file_name().to_string_lossy().starts_with(&private))
+                .map(|e| format!("{}", e.path().display())),
+        );
+        (out, cells, left)
+    }
+
+    fn text(out: &Output) -> String {
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    }
+
+    /// A few cuts of `db` with its default settings on an honest disk: every cut kept every acknowledged
+    /// transfer, recovered, passed the integrity check; nothing is left behind.
+    pub fn a_few_honest_cuts_keep_everything(db: &str, server: &str, version_prefix: &str) {
+        if let Some(why) = missing(server) {
+            return skip(format_args!(
+                "powercut db --db {db} needs root, /dev/fuse, losetup, mkfs.ext4 and {server} ({why})"
+            ));
+        }
+        let (out, cells, left) = powercut_db(db, &["--profile", "nvme-consumer", "--fs", "ext4", "--cuts", "3"]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(left.is_empty(), "left behind: {left:?}");
+        assert_eq!(cells.len(), 1);
+        let cell = &cells[0];
+        assert!(cell["version"].as_str().unwrap().starts_with(version_prefix), "{cell}");
+        let cuts = cell["cuts"].as_array().unwrap();
+        assert_eq!(cuts.len(), 3);
+        for cut in cuts {
+            assert_eq!(cut["verification"]["lost"], 0, "{cut}");
+            assert!(cut["recovery_failure"].is_null() && cut["integrity"]["ok"] == true, "{cut}");
+        }
+        assert!(cuts.iter().map(|c| c["acknowledged"].as_u64().unwrap()).sum::<u64>() > 0, "no load ran: {cell}");
+    }
+
+    /// An unknown `--set` key: one line naming it, exit 2, no lab, no server, no private directory left.
+    pub fn an_unknown_setting_is_one_line_exit_2(db: &str, server: &str, key: &str) {
+        if let Some(why) = missing(server) {
+            return skip(format_args!(
+                "powercut db --db {db} needs root, /dev/fuse, losetup, mkfs.ext4 and {server} ({why})"
+            ));
+        }
+        let set = format!("{key}=1");
+        let (out, _, left) =
+            powercut_db(db, &["--set", &set, "--profile", "nvme-consumer", "--fs", "ext4", "--cuts", "1"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&key.replace('_', "-")), "{stderr}");
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+
+    #[test]
+    fn mariadb_keeps_every_acknowledged_transfer_through_a_few_cuts_on_an_honest_disk() {
+        a_few_honest_cuts_keep_everything("mariadb", "mariadbd", "MariaDB ");
+    }
+
+    #[test]
+    fn mariadb_unknown_setting_is_one_line_exit_2_and_leaves_nothing() {
+        an_unknown_setting_is_one_line_exit_2("mariadb", "mariadbd", "innodb_no_such_option");
+    }
+}

@@ -286,7 +286,7 @@ impl Server for Etcd {
         // A clean stop, then fsync the whole directory: the setup survives a cut whatever the settings
         // (with unsafe-no-fsync etcd itself never syncs).
         self.stop();
-        supervise::sync_tree(&data_dir.join("etcd"))?;
+        supervise::sync_tree(data_dir)?;
         self.start().map_err(|f| anyhow::anyhow!("{}\n{}", f.summary, f.log_excerpt))
     }
 

@@ -110,6 +110,14 @@ impl MariaDb {
         self.private.path().join("error.log")
     }
 
+    /// The server's own temporary directory: concurrent bootstraps sharing /tmp fail now and then
+    /// ("Unknown table 'mysql.tmp_user_sys'" after "Could not remove temporary table '/tmp/#sql-temptable-…'").
+    fn tmp_dir(&self) -> anyhow::Result<PathBuf> {
+        let dir = self.private.path().join("tmp");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(dir)
+    }
+
     fn endpoint(&self) -> Endpoint {
         Endpoint { client: self.programs.client.clone(), socket: self.socket() }
     }
@@ -121,23 +129,25 @@ impl MariaDb {
     /// `mariadb-install-db` into the empty `data_dir`, with the cell's settings (the page size is fixed here).
     fn install(&self, data_dir: &Path) -> anyhow::Result<()> {
         let log = self.private.path().join("install.log");
+        let from = supervise::file_len(&log);
+        // One open file (appending) for both streams, so that neither overwrites the other.
+        let out = std::fs::File::options().create(true).append(true).open(&log)?;
         let status = supervise::run_to_end(
             Command::new(&self.programs.install_db)
                 .args(["--no-defaults", "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"])
                 .arg(format!("--datadir={}", data_dir.display()))
+                .arg(format!("--tmpdir={}", self.tmp_dir()?.display()))
                 .args(self.settings.args())
                 .stdin(std::process::Stdio::null())
-                .stdout(std::fs::File::create(&log)?)
-                .stderr(std::fs::File::options().append(true).open(&log)?),
+                .stdout(out.try_clone()?)
+                .stderr(out),
         )?;
         if !status.success() {
             // Its last lines are advice boilerplate: quote the errors above them.
-            let text = supervise::log_tail(&log, 0, usize::MAX);
+            let text = supervise::log_tail(&log, from, usize::MAX);
             let errors: Vec<&str> = text.lines().filter(|l| l.contains("ERROR") || l.contains("rror:")).collect();
-            bail!(
-                "mariadb-install-db failed ({status}):\n{}",
-                supervise::last_lines(&errors.join("\n"), EXCERPT_LINES)
-            );
+            let quoted = if errors.is_empty() { text.clone() } else { errors.join("\n") };
+            bail!("mariadb-install-db failed ({status}):\n{}", supervise::last_lines(&quoted, EXCERPT_LINES));
         }
         Ok(())
     }
@@ -274,6 +284,7 @@ impl Server for MariaDb {
             .arg(format!("--socket={}", self.socket().display()))
             .arg(format!("--pid-file={}", self.private.path().join("mariadbd.pid").display()))
             .arg(format!("--log-error={}", self.error_log().display()))
+            .arg(format!("--tmpdir={}", self.private.path().join("tmp").display()))
             .args(self.settings.args());
         if let Err(e) = self.process.spawn(&mut command, &self.private.path().join("stderr.log")) {
             return Err(self.start_failure(format!("{e:#}")));

@@ -7,7 +7,8 @@ use std::process::Command;
 use anyhow::Context;
 
 /// Options syncbench sets itself (where the server lives and who runs it): not the user's to change.
-const RESERVED: [&str; 13] = [
+const RESERVED: [&str; 14] = [
+    "tmpdir",
     "datadir",
     "socket",
     "pid-file",
