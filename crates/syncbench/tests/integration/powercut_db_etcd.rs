@@ -53,8 +53,14 @@ fn refused_flags_name_their_key_and_start_nothing() {
     let mut server = Etcd::new(&[("unsafe-no-fsync".into(), "true".into())]).unwrap();
     server.create(dir.path(), 3).unwrap();
     assert!(server.check_integrity().unwrap().ok);
+    // A fresh database (as the campaign makes after damage) replaces the old one's files.
+    let second = tempfile::tempdir().unwrap();
+    server.create(second.path(), 3).unwrap();
+    assert!(!dir.path().join("etcd").exists(), "the old database's files are gone");
+    assert!(server.check_integrity().unwrap().ok);
     drop(server);
     assert_nothing_left(dir.path());
+    assert_nothing_left(second.path());
 }
 
 #[cfg(feature = "fuse")]

@@ -137,8 +137,14 @@ fn a_transfer_whose_statement_fails_is_never_acknowledged_and_leaves_no_trace() 
     // The client opens a new session for the next transfer.
     assert!(client.transfer(&Transfer { id: 2, from: 3, to: 2, amount: 5 }).unwrap());
     drop(client);
+    // A fresh database (as the campaign makes after damage) replaces the old one's files.
+    let second = tempfile::tempdir().unwrap();
+    server.create(second.path(), 4).unwrap();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the old database's files are gone");
+    assert_same_state(&server.read_state().unwrap(), &expected_state(4, &[]));
     drop(server);
     assert_nothing_left(dir.path());
+    assert_nothing_left(second.path());
 }
 
 #[test]

@@ -278,6 +278,13 @@ impl Server for Etcd {
     }
 
     fn create(&mut self, data_dir: &Path, accounts: u32) -> anyhow::Result<()> {
+        // The previous database of this cell is done with (the campaign starts a fresh one after damage):
+        // remove what etcd made there, or a few dozen fresh databases (64 MiB of preallocated WAL each)
+        // fill the lab disk ("no space left on device" seen after 16 on cheating-ssd).
+        if let Some(old) = self.data_dir.take() {
+            self.process.kill();
+            let _ = std::fs::remove_dir_all(old);
+        }
         self.data_dir = Some(data_dir.join("etcd"));
         self.accounts = accounts;
         self.ports = free_ports()?;

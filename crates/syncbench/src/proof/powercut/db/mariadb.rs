@@ -207,6 +207,14 @@ impl MariaDb {
     }
 }
 
+/// Remove everything in `dir` (not `dir`): best effort, a cut may have left it unreadable.
+fn remove_contents(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        let _ = if is_dir { std::fs::remove_dir_all(entry.path()) } else { std::fs::remove_file(entry.path()) };
+    }
+}
+
 /// Balances and history rows from `SELECT 'a', id, balance ...; SELECT 'h', id, src, dst, amount ...`.
 pub fn parse_state(text: &str, accounts: u32) -> anyhow::Result<DbState> {
     let mut state = DbState { balances: Vec::with_capacity(accounts as usize), history: Vec::new() };
@@ -256,6 +264,12 @@ impl Server for MariaDb {
     }
 
     fn create(&mut self, data_dir: &Path, accounts: u32) -> anyhow::Result<()> {
+        // The previous database of this cell is done with: remove what mariadb-install-db and the server
+        // made in its directory (the directory is the campaign's), so fresh databases do not fill the disk.
+        if let Some(old) = self.data_dir.take() {
+            self.process.kill();
+            remove_contents(&old);
+        }
         self.data_dir = Some(data_dir.to_path_buf());
         self.accounts = accounts;
         self.install(data_dir)?;
