@@ -96,6 +96,21 @@ pub fn refusal(stderr: &str, user_keys: &[String], flags: &[String]) -> String {
     }
 }
 
+/// What a failed start's log says: its fatal, panic and error lines first (a Go panic ends in a goroutine
+/// dump that would otherwise fill the excerpt), then its last lines.
+pub fn excerpt(log: &str) -> String {
+    let key = |l: &&str| {
+        l.starts_with("panic:")
+            || ["fatal", "panic", "error"].iter().any(|lv| l.contains(&format!("\"level\":\"{lv}\"")))
+    };
+    let important: Vec<&str> = log.lines().filter(key).collect();
+    let tail = supervise::last_lines(log, EXCERPT_LINES / 2);
+    match important.len() {
+        0 => supervise::last_lines(log, EXCERPT_LINES),
+        n => format!("{}\n…\n{tail}", important[n.saturating_sub(EXCERPT_LINES / 2)..].join("\n")),
+    }
+}
+
 /// `etcd 3.4.23` from `etcd Version: 3.4.23` (the first line of `etcd --version`).
 pub fn parse_version(text: &str) -> Option<String> {
     let number = text.lines().find_map(|l| l.trim().strip_prefix("etcd Version:"))?.trim();
@@ -188,7 +203,8 @@ impl Etcd {
     }
 
     fn start_failure(&self, summary: String) -> StartFailure {
-        StartFailure { summary, log_excerpt: supervise::log_tail(&self.log(), self.log_start, EXCERPT_LINES) }
+        let log = supervise::log_tail(&self.log(), self.log_start, usize::MAX);
+        StartFailure { summary, log_excerpt: excerpt(&log) }
     }
 
     fn command(&self, data_dir: &Path) -> Command {

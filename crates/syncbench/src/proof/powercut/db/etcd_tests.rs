@@ -58,3 +58,19 @@ fn integrity_fails_on_a_revision_behind_the_acknowledged_one_an_unhealthy_member
     let unreadable = judge(healthy(), 0, Err(anyhow::anyhow!("balance of acct/00000003: \"x\"")));
     assert!(!unreadable.ok && unreadable.detail.contains("acct/00000003"), "{}", unreadable.detail);
 }
+
+#[test]
+fn a_failed_starts_excerpt_leads_with_the_panic_not_the_goroutine_dump() {
+    let mut log = String::from(
+        "{\"level\":\"info\",\"msg\":\"starting\"}\npanic: freepages: failed to get all reachable pages\n",
+    );
+    for i in 0..40 {
+        log.push_str(&format!("\tgo.etcd.io/bbolt/db.go:{i} +0x1ea\n"));
+    }
+    let text = excerpt(&log);
+    assert!(text.starts_with("panic: freepages"), "{text}");
+    assert!(text.ends_with("db.go:39 +0x1ea"), "{text}");
+    let fatal = "{\"level\":\"fatal\",\"msg\":\"failed to commit tx\"}\nstack\n";
+    assert!(excerpt(fatal).starts_with("{\"level\":\"fatal\""));
+    assert_eq!(excerpt("a\nb\n"), "a\nb");
+}
