@@ -40,7 +40,7 @@ for step in $STEPS; do
         o_dsync) run o_dsync --set innodb_flush_method=O_DSYNC --profile "$PROFILES" --fs "$FSS" ;;
         trx0) run trx0 --set innodb_flush_log_at_trx_commit=0 --profile nvme-consumer --fs ext4 ;;
         trx2) run trx2 --set innodb_flush_log_at_trx_commit=2 --profile nvme-consumer --fs ext4 ;;
-        dw_off) run dw_off --set innodb_doublewrite=OFF --profile hdd-7200 --fs ext4 ;;
+        dw_off) run dw_off --set innodb_doublewrite=OFF --profile nvme-consumer --fs ext4 ;;
         cheating) run cheating --profile cheating-ssd --fs ext4 ;;
         *) echo "unknown step $step" >&2 ;;
     esac
