@@ -34,7 +34,7 @@ impl DbKind {
 
 /// Why `settings` on `kind` are known not to keep acknowledged commits, if they are.
 pub fn known_unsafe(kind: DbKind, settings: &[(String, String)]) -> Option<String> {
-    let value = |key: &str| settings.iter().rev().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.as_str());
+    let value = |key: &str| settings.iter().rev().find(|(k, _)| same_key(k, key)).map(|(_, v)| v.as_str());
     let table = UNSAFE.iter().find(|(db, key, unsafe_value, _)| {
         *db == kind && value(key).is_some_and(|v| v.eq_ignore_ascii_case(unsafe_value))
     });
@@ -45,6 +45,13 @@ pub fn known_unsafe(kind: DbKind, settings: &[(String, String)]) -> Option<Strin
     let normal = value("synchronous").is_some_and(|v| v.eq_ignore_ascii_case("normal"));
     (kind == DbKind::Sqlite && wal && normal)
         .then(|| "SQLite synchronous=NORMAL in WAL mode does not sync the WAL at each commit".to_string())
+}
+
+/// Keys match case-insensitively, with `-` and `_` alike (the drivers accept either: `unsafe_no_fsync` is
+/// etcd's `--unsafe-no-fsync`, `innodb-flush-log-at-trx-commit` MariaDB's variable).
+fn same_key(given: &str, key: &str) -> bool {
+    let norm = |c: u8| if c == b'-' { b'_' } else { c.to_ascii_lowercase() };
+    given.len() == key.len() && given.bytes().zip(key.bytes()).all(|(a, b)| norm(a) == norm(b))
 }
 
 /// Parse `KEY=VALUE[,KEY=VALUE…]` (one `--set`), in order.
@@ -72,6 +79,16 @@ mod tests {
 
     fn set(text: &str) -> Vec<(String, String)> {
         parse_settings(text).unwrap()
+    }
+
+    #[test]
+    fn a_negative_control_is_known_whichever_spelling_its_key_has() {
+        let set = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        assert!(known_unsafe(DbKind::Etcd, &set("unsafe_no_fsync", "true")).is_some());
+        assert!(known_unsafe(DbKind::Etcd, &set("unsafe-no-fsync", "TRUE")).is_some());
+        assert!(known_unsafe(DbKind::Mariadb, &set("innodb-flush-log-at-trx-commit", "2")).is_some());
+        assert!(known_unsafe(DbKind::Mariadb, &set("innodb_flush_log_at_trx_commit", "1")).is_none());
+        assert!(known_unsafe(DbKind::Mariadb, &set("innodb_flush_log_at_trx_commits", "2")).is_none());
     }
 
     #[test]
