@@ -16,6 +16,7 @@ mod powercut;
 mod powercut_db;
 mod powercut_db_etcd;
 mod powercut_db_mariadb;
+mod powercut_db_postgres;
 mod probe;
 mod report;
 mod run;

@@ -22,6 +22,8 @@ pub mod cell;
 #[cfg(feature = "fuse")]
 pub mod command;
 pub mod controls;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod process;
 pub mod render;
 pub mod sqlite;
