@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use syncbench::proof::powercut::db::postgres::{PostgresServer, children_of};
 use syncbench::proof::powercut::db::{INITIAL_BALANCE, Server, Transfer};
 
@@ -59,8 +59,9 @@ fn gone(pids: &[u32]) -> Vec<u32> {
     pids.iter().copied().filter(alive).collect()
 }
 
-/// 8 clients transfer until the server is killed under them; returns every acknowledged transfer.
-fn load_until_killed(server: &mut PostgresServer, run_for: Duration) -> Vec<Transfer> {
+/// 8 clients transfer until the server is killed under them; returns every acknowledged transfer and the
+/// background checkpoints done meanwhile.
+fn load_until_killed(server: &mut PostgresServer, run_for: Duration) -> (Vec<Transfer>, u64) {
     let acked = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let threads: Vec<_> = (0..CLIENTS)
@@ -87,11 +88,12 @@ fn load_until_killed(server: &mut PostgresServer, run_for: Duration) -> Vec<Tran
         .collect();
     std::thread::sleep(run_for);
     stop.store(true, Ordering::SeqCst);
+    let checkpoints = server.checkpoints();
     server.kill();
     for t in threads {
         t.join().unwrap();
     }
-    Arc::try_unwrap(acked).unwrap().into_inner().unwrap()
+    (Arc::try_unwrap(acked).unwrap().into_inner().unwrap(), checkpoints)
 }
 
 #[test]
@@ -102,14 +104,19 @@ fn postgres_keeps_every_acknowledged_transfer_across_a_kill() {
     let (_tmp, data) = lab_like_dir();
     let mut server = PostgresServer::new(&[]).unwrap();
     assert!(server.version().starts_with("PostgreSQL "), "{}", server.version());
+    let started = Instant::now();
     server.create(&data, ACCOUNTS).unwrap();
+    let create_s = started.elapsed().as_secs_f64();
     let before_kill = processes(&server);
     assert!(before_kill.len() > 3, "postmaster and its children: {before_kill:?}");
-    let acked = load_until_killed(&mut server, Duration::from_secs(4));
+    let (acked, checkpoints) = load_until_killed(&mut server, Duration::from_secs(4));
+    assert!(checkpoints > 0, "no background CHECKPOINT during the load");
     assert!(gone(&before_kill).is_empty(), "still running after kill: {:?}", gone(&before_kill));
     assert!(acked.len() > 50, "only {} transfers acknowledged in 4 s", acked.len());
 
+    let started = Instant::now();
     server.start().unwrap_or_else(|f| panic!("{}: {}", f.summary, f.log_excerpt));
+    let recovery_s = started.elapsed().as_secs_f64();
     let state = server.read_state().unwrap();
     let history: HashMap<u64, Transfer> = state.history.iter().map(|t| (t.id, *t)).collect();
     for t in &acked {
@@ -123,7 +130,12 @@ fn postgres_keeps_every_acknowledged_transfer_across_a_kill() {
     assert_eq!(state.balances, expected, "balances disagree with the history");
     let integrity = server.check_integrity().unwrap();
     assert!(integrity.ok, "{}", integrity.detail);
-    eprintln!("{} acknowledged, {} in history, {}", acked.len(), state.history.len(), integrity.detail);
+    eprintln!(
+        "create {create_s:.2} s; {} acknowledged in 4 s, {checkpoints} checkpoints; recovery {recovery_s:.2} s; {} in history; {}",
+        acked.len(),
+        state.history.len(),
+        integrity.detail
+    );
 
     let after_restart = processes(&server);
     drop(server);
@@ -176,15 +188,11 @@ fn postgres_integrity_check_sees_a_corrupted_page() {
     }
     let (_tmp, data) = lab_like_dir();
     let mut server = PostgresServer::new(&[]).unwrap();
-    let t0 = std::time::Instant::now();
     server.create(&data, ACCOUNTS).unwrap();
-    let t1 = std::time::Instant::now();
     assert!(server.check_integrity().unwrap().ok);
-    let t2 = std::time::Instant::now();
     let file = server.relation_file("accounts").unwrap();
     assert!(file.starts_with(&data), "{}", file.display());
     server.stop();
-    eprintln!("create {:?} check {:?} stop {:?}", t1 - t0, t2 - t1, t2.elapsed());
     corrupt_first_page(&file);
     server.start().unwrap_or_else(|f| panic!("{}: {}", f.summary, f.log_excerpt));
     let integrity = server.check_integrity().unwrap();

@@ -80,6 +80,8 @@ pub struct PostgresServer {
     accounts: u32,
     postmaster: Option<Child>,
     checkpointer: Option<Checkpointer>,
+    /// `SYNCBENCH_LAB_MOUNT` for every program started, when the campaign says which lab it runs on.
+    lab_mount: Option<PathBuf>,
 }
 
 /// The user the server's programs run as: `postgres` when syncbench is root, else syncbench's own.
@@ -110,7 +112,25 @@ impl PostgresServer {
             accounts: 0,
             postmaster: None,
             checkpointer: None,
+            lab_mount: None,
         })
+    }
+
+    /// Start every program with `SYNCBENCH_LAB_MOUNT=<mount>`, as `lab run` starts its command: if
+    /// syncbench dies, `syncbench cleanup` finds the postmaster as a process of that lab (the postmaster
+    /// keeps its environment; its children overwrite theirs with their process titles, and exit when it
+    /// dies).
+    pub fn set_lab_mount(&mut self, mount: &Path) {
+        self.lab_mount = Some(mount.to_path_buf());
+    }
+
+    /// A command for the server's program `name`, as its user, in the private directory.
+    fn command(&self, name: &str) -> Command {
+        let mut cmd = self.owner.command(&self.bin.join(name), self.socket_dir());
+        if let Some(mount) = &self.lab_mount {
+            cmd.env("SYNCBENCH_LAB_MOUNT", mount);
+        }
+        cmd
     }
 
     /// Why this server's settings may lose acknowledged commits or damage pages, if they may (the campaign
@@ -384,7 +404,7 @@ impl PostgresServer {
     /// tables are filled), then the settings appended to postgresql.conf and checked by `postgres -C`.
     fn initdb(&self, data_dir: &Path) -> anyhow::Result<()> {
         self.owner.chown(data_dir)?;
-        let mut cmd = self.owner.command(&self.bin.join("initdb"), self.socket_dir());
+        let mut cmd = self.command("initdb");
         cmd.args(["-k", "-A", "trust", "-U", "postgres", "--no-sync", "--no-instructions", "-E", "UTF8", "-D"]);
         cmd.arg(data_dir);
         let (ok, text) = run_program(cmd, self.socket_dir(), "initdb")?;
@@ -396,7 +416,7 @@ impl PostgresServer {
         text += &base_conf(self.socket_dir());
         text += &settings_conf(&self.settings);
         std::fs::write(&conf, text).with_context(|| format!("writing {}", conf.display()))?;
-        let mut check = self.owner.command(&self.bin.join("postgres"), self.socket_dir());
+        let mut check = self.command("postgres");
         check.arg("-D").arg(data_dir).args(["-C", "wal_sync_method"]);
         let (ok, text) = run_program(check, self.socket_dir(), "postgres-C")?;
         if !ok {
@@ -433,7 +453,7 @@ impl PostgresServer {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path)?;
         let log_start = log.metadata()?.len();
         let data_dir = self.data_dir()?.to_path_buf();
-        let mut cmd = self.owner.command(&self.bin.join("postgres"), self.socket_dir());
+        let mut cmd = self.command("postgres");
         cmd.arg("-D").arg(&data_dir).stdout(log.try_clone()?).stderr(log).process_group(0);
         self.postmaster = Some(cmd.spawn().context("starting postgres")?);
         Ok(log_start)
@@ -534,7 +554,7 @@ impl Server for PostgresServer {
     }
 
     fn check_integrity(&mut self) -> anyhow::Result<Integrity> {
-        let mut cmd = self.owner.command(&self.bin.join("pg_amcheck"), self.socket_dir());
+        let mut cmd = self.command("pg_amcheck");
         cmd.arg("-h").arg(self.socket_dir()).args(["-p", &PORT.to_string(), "-U", "postgres", "-d", "postgres"]);
         cmd.args(["--heapallindexed", "--no-strict-names"]);
         let started = Instant::now();
