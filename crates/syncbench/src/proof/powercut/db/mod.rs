@@ -37,6 +37,10 @@ pub fn server_for(kind: DbKind, settings: &[(String, String)]) -> Result<Box<dyn
         DbKind::Sqlite => Ok(Box::new(sqlite::SqliteServer::new(settings)?)),
         DbKind::Mariadb => Ok(Box::new(mariadb::MariaDb::new(settings).map_err(|e| format!("{e:#}"))?)),
         DbKind::Etcd => Ok(Box::new(etcd::Etcd::new(settings).map_err(|e| format!("{e:#}"))?)),
+        #[cfg(feature = "postgres")]
+        DbKind::Postgres => Ok(Box::new(postgres::PostgresServer::new(settings).map_err(|e| format!("{e:#}"))?)),
+        // Every database has its driver once postgres is built in.
+        #[cfg(not(feature = "postgres"))]
         other => Err(format!("the {} driver is not in this build of syncbench", other.name())),
     }
 }

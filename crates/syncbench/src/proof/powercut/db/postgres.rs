@@ -377,16 +377,16 @@ fn connect(socket_dir: &Path) -> anyhow::Result<postgres::Client> {
 fn run_program(mut cmd: Command, dir: &Path, name: &str) -> anyhow::Result<(bool, String)> {
     let out_path = dir.join(format!("{name}.out"));
     let out = std::fs::File::create(&out_path).with_context(|| format!("creating {}", out_path.display()))?;
-    cmd.stdout(out.try_clone()?).stderr(out).process_group(0);
-    let mut child = cmd.spawn().with_context(|| format!("starting {name}"))?;
+    cmd.stdout(out.try_clone()?).stderr(out);
+    let mut child = super::process::spawn(&mut cmd).with_context(|| format!("starting {name}"))?;
     let deadline = Instant::now() + PROGRAM_TIMEOUT;
     let status = loop {
         if let Some(status) = child.try_wait()? {
+            super::process::reaped(child.id() as i32);
             break Some(status);
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+            super::process::kill(&mut child);
             break None;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -454,8 +454,9 @@ impl PostgresServer {
         let log_start = log.metadata()?.len();
         let data_dir = self.data_dir()?.to_path_buf();
         let mut cmd = self.command("postgres");
-        cmd.arg("-D").arg(&data_dir).stdout(log.try_clone()?).stderr(log).process_group(0);
-        self.postmaster = Some(cmd.spawn().context("starting postgres")?);
+        cmd.arg("-D").arg(&data_dir).stdout(log.try_clone()?).stderr(log);
+        // Recorded (as its own process group) so that Ctrl-C and SIGTERM kill it; its children exit when it dies.
+        self.postmaster = Some(super::process::spawn(&mut cmd).context("starting postgres")?);
         Ok(log_start)
     }
 
@@ -464,7 +465,9 @@ impl PostgresServer {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Some(status) = self.exited_status() {
-                self.postmaster = None;
+                if let Some(pm) = self.postmaster.take() {
+                    super::process::reaped(pm.id() as i32);
+                }
                 return Err(self.start_failure(&format!("postgres exited during its start ({status})"), log_start));
             }
             match self.connect_client() {
@@ -593,6 +596,7 @@ impl Server for PostgresServer {
         let deadline = Instant::now() + STOP_TIMEOUT;
         while Instant::now() < deadline {
             if matches!(postmaster.try_wait(), Ok(Some(_))) {
+                super::process::reaped(postmaster.id() as i32);
                 self.postmaster = None;
                 return;
             }
@@ -624,6 +628,7 @@ fn history_row(row: &postgres::Row) -> anyhow::Result<Transfer> {
 fn kill_tree(postmaster: &mut Child) {
     let Ok(pid) = i32::try_from(postmaster.id()) else { return };
     if matches!(postmaster.try_wait(), Ok(Some(_))) {
+        super::process::reaped(pid);
         return;
     }
     let _ = syncbench_sys::ptrace::send_signal(pid, libc::SIGSTOP);
@@ -637,8 +642,7 @@ fn kill_tree(postmaster: &mut Child) {
             let _ = syncbench_sys::ptrace::send_signal(child, libc::SIGKILL);
         }
     }
-    let _ = syncbench_sys::ptrace::send_signal(pid, libc::SIGKILL);
-    let _ = postmaster.wait();
+    super::process::kill(postmaster);
     // A child blocked in an fsync on a dead disk dies when the call returns: wait, bounded.
     let deadline = Instant::now() + Duration::from_secs(30);
     while children.iter().any(|&c| process_state(c).is_some_and(|s| s != 'Z')) && Instant::now() < deadline {
