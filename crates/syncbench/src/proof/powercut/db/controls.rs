@@ -18,6 +18,18 @@ const UNSAFE: &[(DbKind, &str, &str, &str)] = &[
     (DbKind::Mariadb, "innodb_flush_log_at_trx_commit", "0", "InnoDB flush_log_at_trx_commit=0 flushes once a second"),
     (DbKind::Mariadb, "innodb_flush_log_at_trx_commit", "2", "InnoDB flush_log_at_trx_commit=2 syncs once a second"),
     (DbKind::Etcd, "unsafe-no-fsync", "true", "etcd --unsafe-no-fsync never syncs"),
+    (
+        DbKind::Postgres,
+        "full_page_writes",
+        "off",
+        "PostgreSQL full_page_writes=off cannot repair a page the power cut tore",
+    ),
+    (
+        DbKind::Mariadb,
+        "innodb_doublewrite",
+        "off",
+        "InnoDB innodb_doublewrite=OFF cannot repair a page the power cut tore",
+    ),
 ];
 
 impl DbKind {
@@ -35,9 +47,9 @@ impl DbKind {
 /// Why `settings` on `kind` are known not to keep acknowledged commits, if they are.
 pub fn known_unsafe(kind: DbKind, settings: &[(String, String)]) -> Option<String> {
     let value = |key: &str| settings.iter().rev().find(|(k, _)| same_key(k, key)).map(|(_, v)| v.as_str());
-    let table = UNSAFE.iter().find(|(db, key, unsafe_value, _)| {
-        *db == kind && value(key).is_some_and(|v| v.eq_ignore_ascii_case(unsafe_value))
-    });
+    let table = UNSAFE
+        .iter()
+        .find(|(db, key, unsafe_value, _)| *db == kind && value(key).is_some_and(|v| same_value(v, unsafe_value)));
     if let Some((_, _, _, why)) = table {
         return Some((*why).to_string());
     }
@@ -52,6 +64,19 @@ pub fn known_unsafe(kind: DbKind, settings: &[(String, String)]) -> Option<Strin
 fn same_key(given: &str, key: &str) -> bool {
     let norm = |c: u8| if c == b'-' { b'_' } else { c.to_ascii_lowercase() };
     given.len() == key.len() && given.bytes().zip(key.bytes()).all(|(a, b)| norm(a) == norm(b))
+}
+
+/// Values match case-insensitively, and a boolean in any spelling the servers accept (`off`, `false`, `no`,
+/// `0`; `on`, `true`, `yes`, `1`).
+fn same_value(given: &str, value: &str) -> bool {
+    const OFF: [&str; 4] = ["off", "false", "no", "0"];
+    const ON: [&str; 4] = ["on", "true", "yes", "1"];
+    let spelled = |set: [&str; 4]| set.iter().any(|w| w.eq_ignore_ascii_case(given));
+    match value {
+        "off" => spelled(OFF),
+        "true" => spelled(ON),
+        _ => given.eq_ignore_ascii_case(value),
+    }
 }
 
 /// Parse `KEY=VALUE[,KEY=VALUE…]` (one `--set`), in order.
@@ -89,6 +114,12 @@ mod tests {
         assert!(known_unsafe(DbKind::Mariadb, &set("innodb-flush-log-at-trx-commit", "2")).is_some());
         assert!(known_unsafe(DbKind::Mariadb, &set("innodb_flush_log_at_trx_commit", "1")).is_none());
         assert!(known_unsafe(DbKind::Mariadb, &set("innodb_flush_log_at_trx_commits", "2")).is_none());
+        assert!(known_unsafe(DbKind::Postgres, &set("fsync", "false")).is_some());
+        assert!(known_unsafe(DbKind::Postgres, &set("synchronous_commit", "0")).is_some());
+        assert!(known_unsafe(DbKind::Postgres, &set("synchronous_commit", "on")).is_none());
+        assert!(known_unsafe(DbKind::Postgres, &set("full_page_writes", "off")).is_some());
+        assert!(known_unsafe(DbKind::Mariadb, &set("innodb_doublewrite", "OFF")).is_some());
+        assert!(known_unsafe(DbKind::Etcd, &set("unsafe-no-fsync", "1")).is_some());
     }
 
     #[test]
