@@ -147,6 +147,7 @@ pub fn main(args: Args) -> Outcome {
     let (summary, failure) = explore_mode(&args, &opts, |_| bar.inc(1));
     bar.finish_and_clear();
     let failure = failure.map(|f| FailureJson {
+        kind: f.kind,
         reproducer: reproducer(&args, f.point),
         point: f.point,
         crash_op: f.crash_op,
@@ -203,11 +204,13 @@ fn explore_mode(args: &Args, opts: &ExploreOptions, progress: impl FnMut(u64)) -
 fn finish(args: &Args, json: &CrashtestJson<'_>) -> Outcome {
     match &json.failure {
         None => Ok(ExitCode::SUCCESS),
-        Some(f) if f.variant == "coverage" => Err(CheckFailed(format!("{}; rerun: {}", f.message, {
-            let line = reproducer(args, 0);
-            line.replace(" --point 0", &format!(" --points {}", json.summary.points))
-        }))
-        .into()),
+        Some(f) if f.kind == crate::proof::crashtest::FailureKind::Coverage => {
+            Err(CheckFailed(format!("{}; rerun: {}", f.message, {
+                let line = reproducer(args, 0);
+                line.replace(" --point 0", &format!(" --points {}", json.summary.points))
+            }))
+            .into())
+        }
         Some(f) => Err(CheckFailed(format!(
             "crash point {} ({}, power lost at storage op {}, {}-byte sectors): {}; reproduce: {}",
             f.point, f.variant, f.crash_op, f.sector_bytes, f.message, f.reproducer

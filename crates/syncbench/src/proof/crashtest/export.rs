@@ -126,14 +126,14 @@ impl Exportable for Payload<'_> {
             "",
             "Crash points that lost an acknowledged commit or broke an invariant; must be 0 (the series stops at the first).",
         );
-        let durability_failure = ct.failure.as_ref().is_some_and(|f| f.variant != "coverage");
+        let durability_failure = ct.failure.as_ref().is_some_and(|f| f.kind != super::FailureKind::Coverage);
         failed.push(labels.clone(), f64::from(u8::from(durability_failure)));
         let mut coverage = Family::new(
             "syncbench_crashtest_coverage_failed",
             "",
             "1 when the series never reached a path the scenario requires (its crash points proved less than asked).",
         );
-        let coverage_failure = ct.failure.as_ref().is_some_and(|f| f.variant == "coverage");
+        let coverage_failure = ct.failure.as_ref().is_some_and(|f| f.kind == super::FailureKind::Coverage);
         coverage.push(labels.clone(), f64::from(u8::from(coverage_failure)));
         let mut caught = Family::new(
             "syncbench_crashtest_engine_bug_caught",
@@ -153,8 +153,8 @@ impl Exportable for Payload<'_> {
 mod tests {
     use super::*;
     use crate::core::environment::Environment;
-    use crate::proof::crashtest::Summary;
     use crate::proof::crashtest::json::FailureJson;
+    use crate::proof::crashtest::{FailureKind, Summary};
     use std::time::Duration;
 
     fn summary() -> Summary {
@@ -187,6 +187,7 @@ mod tests {
 
     fn lost_commit() -> FailureJson {
         FailureJson {
+            kind: FailureKind::Durability,
             point: 17,
             crash_op: 412,
             sector_bytes: 512,
@@ -225,7 +226,7 @@ mod tests {
     #[test]
     fn a_coverage_failure_is_not_counted_as_a_failed_point() {
         let s = summary();
-        let failure = FailureJson { variant: "coverage".into(), ..lost_commit() };
+        let failure = FailureJson { kind: FailureKind::Coverage, variant: "coverage".into(), ..lost_commit() };
         let d = doc(&s, None, Some(failure));
         let text = crate::core::export::openmetrics::render(&d, &Payload::metrics(&d));
         assert!(text.contains("syncbench_crashtest_failed_points{dir=\"\",fs_type=\"simfs\",mode=\"wal\",profile=\"strict\",fsync_errors=\"false\"} 0"), "{text}");

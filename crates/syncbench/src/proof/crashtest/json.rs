@@ -31,6 +31,9 @@ pub struct CrashtestJson<'a> {
 /// A failing crash point (or a coverage failure: `variant` is `coverage`).
 #[derive(Debug, Serialize)]
 pub struct FailureJson {
+    /// Not in the JSON (a coverage failure's `variant` says `coverage` there).
+    #[serde(skip)]
+    pub kind: super::FailureKind,
     pub point: u64,
     pub crash_op: u64,
     pub sector_bytes: u64,

@@ -118,6 +118,8 @@ pub const COVERAGE_MIN_POINTS: u64 = 200;
 /// A failed crash point.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
+    /// A durability failure at a crash point, or a coverage failure (a key path never reached).
+    pub kind: FailureKind,
     /// The point index (for `--point`).
     pub point: u64,
     /// The operation the power failed at (in the failing generation; 0 for a coverage failure).
@@ -128,6 +130,16 @@ pub struct Failure {
     pub variant: String,
     /// What went wrong.
     pub message: String,
+}
+
+/// What kind of failure a crashtest found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// An acknowledged commit lost, an invariant broken, or recovery failing (at a crash point, or the
+    /// scenario failing its dry run).
+    Durability,
+    /// The run never reached a path it must cover (its JSON `variant` is `coverage`).
+    Coverage,
 }
 
 /// Totals over the points run (serialised as they are into `crashtest`'s JSON).
@@ -265,7 +277,14 @@ pub fn explore_all<S: Scenario>(
         match dry_run(scenario, variant, opts) {
             Ok(found) => timelines.push(found),
             Err(message) => {
-                let failure = Failure { point: 0, crash_op: 0, sector_bytes: 0, variant: name.clone(), message };
+                let failure = Failure {
+                    kind: FailureKind::Durability,
+                    point: 0,
+                    crash_op: 0,
+                    sector_bytes: 0,
+                    variant: name.clone(),
+                    message,
+                };
                 return (Summary::default(), Some(failure));
             }
         }
@@ -303,7 +322,14 @@ pub fn explore_all<S: Scenario>(
                 summary.points,
                 missing.join(", ")
             );
-            failure = Some(Failure { point: 0, crash_op: 0, sector_bytes: 0, variant: "coverage".into(), message });
+            failure = Some(Failure {
+                kind: FailureKind::Coverage,
+                point: 0,
+                crash_op: 0,
+                sector_bytes: 0,
+                variant: "coverage".into(),
+                message,
+            });
         }
     }
     (summary, failure)
@@ -336,6 +362,7 @@ fn run_point<S: Scenario>(
     let (config, first_op) = choose_point(scenario, opts, timeline, &mut rng, summary);
     let sector_bytes = config.sector_bytes;
     let fail = |crash_op: u64, message: String| Failure {
+        kind: FailureKind::Durability,
         point,
         crash_op,
         sector_bytes,

@@ -526,7 +526,10 @@ mod tests {
     fn a_series_that_never_crosses_a_segment_end_fails() {
         let big = WalScenario { segment_bytes: 512 << 10, ..WalScenario::new(FaultSwitches::default()) };
         let failure = explore(&big, &opts(Profile::Strict, false, 200), |_| {}).unwrap_err();
-        assert_eq!(failure.variant, "coverage");
+        assert_eq!(
+            (failure.kind, failure.variant.as_str()),
+            (crate::proof::crashtest::FailureKind::Coverage, "coverage")
+        );
         for counter in ["log_segment_ends_exact", "log_segment_ends_padded", "log_segment_ends_skipped"] {
             assert!(failure.message.contains(counter), "{failure:?}");
         }
@@ -560,7 +563,10 @@ mod tests {
             }
         }
         let failure = explore(&Demanding(serial), &opts(Profile::Strict, false, 200), |_| {}).unwrap_err();
-        assert_eq!(failure.variant, "coverage");
+        assert_eq!(
+            (failure.kind, failure.variant.as_str()),
+            (crate::proof::crashtest::FailureKind::Coverage, "coverage")
+        );
         assert!(failure.message.contains("commits_overlapping_flush"), "{failure:?}");
     }
 
