@@ -16,9 +16,9 @@ use syncbench_engine::pages::{DwDesign, Mode, dw_pipelined};
 pub struct Args {
     /// Directory to run in (default: the current directory).
     pub dir: Option<PathBuf>,
-    /// Torn-page protections to compare: none (unsafe baseline), fpw, dw, atomic.
-    #[arg(long, default_value = "none,fpw,dw")]
-    pub mode: String,
+    /// Torn-page protections to compare, comma-separated: none (unsafe baseline), fpw, dw, atomic.
+    #[arg(long, value_delimiter = ',', default_value = "none,fpw,dw", value_parser = super::names_parser(&Mode::ALL, Mode::name))]
+    pub mode: Vec<Mode>,
     /// Branches; accounts = 100,000 × scale (about 10 MiB of account pages per unit).
     #[arg(long, default_value_t = 1)]
     pub scale: u32,
@@ -47,8 +47,9 @@ pub struct Args {
     /// Double-write designs, one dw row each: 2012 (the prototype: pages double-written and synced when
     /// evicted or checkpointed) and/or pipelined (spooled into a ring ahead of evictions and of the
     /// checkpoint's home writes, synced by their own thread).
-    #[arg(long, default_value = "2012")]
-    pub dw_design: String,
+    #[arg(long, value_delimiter = ',', default_value = "2012",
+          value_parser = super::names_parser(&DwDesign::ALL, DwDesign::name))]
+    pub dw_design: Vec<DwDesign>,
     /// Size of the pipelined design's ring in the double-write area (rounded down to whole batches): a
     /// ring that holds a checkpoint cycle's copies is recycled without syncing the data files.
     #[arg(long, default_value = "256MiB")]
@@ -130,8 +131,8 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
         }
     }
     args.paths.export.validate()?;
-    let modes = parse_modes(&args.mode)?;
-    let dw_designs = parse_designs(&args.dw_design)?;
+    let modes = first_of_each(&args.mode);
+    let dw_designs = first_of_each(&args.dw_design);
     let pools_bytes = args.buffer_pool.split(',').map(pool_size).collect::<anyhow::Result<Vec<_>>>()?;
     let checkpoint_secs = args.checkpoint_secs.unwrap_or(crate::measure::pages::default_checkpoint_secs(args.quick));
     let secs = args.secs.unwrap_or(crate::measure::pages::default_secs(checkpoint_secs));
@@ -189,28 +190,15 @@ fn ring_batches(size: &str, batch_pages: usize, page_size: usize) -> anyhow::Res
     Ok(batches)
 }
 
-fn parse_modes(list: &str) -> anyhow::Result<Vec<Mode>> {
-    let mut modes = Vec::new();
-    for name in list.split(',').map(str::trim) {
-        let mode = Mode::from_name(name)
-            .ok_or_else(|| usage(format!("--mode {name:?} is unknown; use none, fpw, dw or atomic")))?;
-        if !modes.contains(&mode) {
-            modes.push(mode);
+/// The values in the order given, each once (`--mode fpw,dw,fpw` compares two).
+fn first_of_each<T: Copy + PartialEq>(values: &[T]) -> Vec<T> {
+    let mut once = Vec::new();
+    for &v in values {
+        if !once.contains(&v) {
+            once.push(v);
         }
     }
-    Ok(modes)
-}
-
-fn parse_designs(list: &str) -> anyhow::Result<Vec<DwDesign>> {
-    let mut designs = Vec::new();
-    for name in list.split(',').map(str::trim) {
-        let design = DwDesign::from_name(name)
-            .ok_or_else(|| usage(format!("--dw-design {name:?} is unknown; use 2012 or pipelined")))?;
-        if !designs.contains(&design) {
-            designs.push(design);
-        }
-    }
-    Ok(designs)
+    once
 }
 
 /// One `--buffer-pool` entry in bytes.
@@ -233,12 +221,26 @@ fn check_space(plan: &Plan) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    /// `pages`'s flags as clap parses them.
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(flags: &[&str]) -> Result<Args, String> {
+        use clap::Parser;
+        let argv = std::iter::once("pages").chain(flags.iter().copied());
+        Cli::try_parse_from(argv).map(|c| c.args).map_err(|e| e.to_string())
+    }
+
     #[test]
-    fn modes_parse_and_unknown_is_a_usage_error() {
-        assert_eq!(parse_modes("none,fpw,dw,fpw").unwrap(), vec![Mode::None, Mode::Fpw, Mode::Dw]);
-        let err = parse_modes("none,raid").unwrap_err();
-        assert!(err.downcast_ref::<crate::core::exit::UsageError>().is_some());
-        assert_eq!(parse_designs("pipelined, 2012,pipelined").unwrap(), vec![DwDesign::Pipelined, DwDesign::V2012]);
-        assert!(parse_designs("2013").unwrap_err().downcast_ref::<crate::core::exit::UsageError>().is_some());
+    fn modes_and_designs_are_listed_names_each_once() {
+        let a = parse(&["--mode", "none,fpw,dw,fpw", "--dw-design", "pipelined,2012,pipelined"]).unwrap();
+        assert_eq!(first_of_each(&a.mode), vec![Mode::None, Mode::Fpw, Mode::Dw]);
+        assert_eq!(first_of_each(&a.dw_design), vec![DwDesign::Pipelined, DwDesign::V2012]);
+        assert_eq!(parse(&[]).unwrap().mode, vec![Mode::None, Mode::Fpw, Mode::Dw]);
+        assert!(parse(&["--mode", "none,raid"]).unwrap_err().contains("'raid'"));
+        assert!(parse(&["--dw-design", "2013"]).unwrap_err().contains("'2013'"));
     }
 }
