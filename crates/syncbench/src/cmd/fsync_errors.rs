@@ -3,15 +3,16 @@
 
 use crate::core::exit::{Outcome, usage};
 use crate::core::export::ExportArgs;
-use crate::proof::lab::cases::{self, FsCase, SyncCall};
+use crate::proof::lab::cases::{FsCase, SyncCall};
 
 /// Flags of `syncbench fsync-errors`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// File systems to test, comma-separated: ext4 (data=ordered), ext4-journal (data=journal),
     /// ext4-journal-write (data=journal, the journal write fails), xfs, btrfs.
-    #[arg(long, value_name = "LIST", default_value = "ext4,ext4-journal,ext4-journal-write,xfs,btrfs")]
-    pub fs: String,
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "ext4,ext4-journal,ext4-journal-write,xfs,btrfs",
+          value_parser = super::names_parser(&FsCase::ALL, FsCase::name))]
+    pub fs: Vec<FsCase>,
     /// The sync call made after the failed writeback.
     #[arg(long, value_enum, default_value_t = SyncCall::Fsync)]
     pub sync: SyncCall,
@@ -24,7 +25,7 @@ pub struct Args {
 
 /// Run the command.
 pub fn main(args: Args) -> Outcome {
-    let fs_cases = cases::parse_list(&args.fs).map_err(usage)?;
+    let fs_cases = super::first_of_each(&args.fs);
     args.export.validate()?;
     run(&fs_cases, &args)
 }

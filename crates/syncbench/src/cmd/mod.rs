@@ -55,6 +55,17 @@ pub fn section_parser() -> impl clap::builder::TypedValueParser<Value = crate::c
     clap::builder::PossibleValuesParser::new(values.collect::<Vec<_>>())
         .map(|name| Section::parse(&name).expect("clap accepted only listed names and letters"))
 }
+/// The values in the order given, each once (`--mode fpw,dw,fpw` compares two).
+pub fn first_of_each<T: Copy + PartialEq>(values: &[T]) -> Vec<T> {
+    let mut once = Vec::new();
+    for &v in values {
+        if !once.contains(&v) {
+            once.push(v);
+        }
+    }
+    once
+}
+
 pub mod watch;
 
 #[cfg(test)]

@@ -131,8 +131,8 @@ fn validate(args: &Args) -> anyhow::Result<Plan> {
         }
     }
     args.paths.export.validate()?;
-    let modes = first_of_each(&args.mode);
-    let dw_designs = first_of_each(&args.dw_design);
+    let modes = super::first_of_each(&args.mode);
+    let dw_designs = super::first_of_each(&args.dw_design);
     let pools_bytes = args.buffer_pool.split(',').map(pool_size).collect::<anyhow::Result<Vec<_>>>()?;
     let checkpoint_secs = args.checkpoint_secs.unwrap_or(crate::measure::pages::default_checkpoint_secs(args.quick));
     let secs = args.secs.unwrap_or(crate::measure::pages::default_secs(checkpoint_secs));
@@ -190,17 +190,6 @@ fn ring_batches(size: &str, batch_pages: usize, page_size: usize) -> anyhow::Res
     Ok(batches)
 }
 
-/// The values in the order given, each once (`--mode fpw,dw,fpw` compares two).
-fn first_of_each<T: Copy + PartialEq>(values: &[T]) -> Vec<T> {
-    let mut once = Vec::new();
-    for &v in values {
-        if !once.contains(&v) {
-            once.push(v);
-        }
-    }
-    once
-}
-
 /// One `--buffer-pool` entry in bytes.
 fn pool_size(text: &str) -> anyhow::Result<usize> {
     let bytes = parse_size(text)
@@ -237,8 +226,8 @@ mod tests {
     #[test]
     fn modes_and_designs_are_listed_names_each_once() {
         let a = parse(&["--mode", "none,fpw,dw,fpw", "--dw-design", "pipelined,2012,pipelined"]).unwrap();
-        assert_eq!(first_of_each(&a.mode), vec![Mode::None, Mode::Fpw, Mode::Dw]);
-        assert_eq!(first_of_each(&a.dw_design), vec![DwDesign::Pipelined, DwDesign::V2012]);
+        assert_eq!(crate::cmd::first_of_each(&a.mode), vec![Mode::None, Mode::Fpw, Mode::Dw]);
+        assert_eq!(crate::cmd::first_of_each(&a.dw_design), vec![DwDesign::Pipelined, DwDesign::V2012]);
         assert_eq!(parse(&[]).unwrap().mode, vec![Mode::None, Mode::Fpw, Mode::Dw]);
         assert!(parse(&["--mode", "none,raid"]).unwrap_err().contains("'raid'"));
         assert!(parse(&["--dw-design", "2013"]).unwrap_err().contains("'2013'"));

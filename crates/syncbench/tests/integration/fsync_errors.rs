@@ -10,7 +10,7 @@ fn unknown_file_system_is_a_usage_error() {
         .args(["fsync-errors", "--fs", "ext4,zfs"])
         .assert()
         .code(2)
-        .stderr(contains("unknown file system \"zfs\""));
+        .stderr(contains("invalid value 'zfs' for --fs"));
 }
 
 /// An export target that cannot be written is refused before anything is mounted, in one line.

@@ -132,44 +132,9 @@ impl SyncCall {
     }
 }
 
-fn known_names() -> String {
-    FsCase::ALL.iter().map(|c| c.name()).collect::<Vec<_>>().join(",")
-}
-
-/// Parse `--fs ext4,xfs`: names separated by commas, each once.
-pub fn parse_list(text: &str) -> Result<Vec<FsCase>, String> {
-    let mut cases = Vec::new();
-    for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-        let case = FsCase::ALL
-            .into_iter()
-            .find(|c| c.name() == word)
-            .ok_or_else(|| format!("unknown file system {word:?} in --fs; choose from {}", known_names()))?;
-        if !cases.contains(&case) {
-            cases.push(case);
-        }
-    }
-    if cases.is_empty() {
-        return Err(format!("--fs is empty; name at least one of {}", known_names()));
-    }
-    Ok(cases)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_names_in_order_without_duplicates() {
-        assert_eq!(parse_list("xfs, ext4,xfs").unwrap(), vec![FsCase::Xfs, FsCase::Ext4]);
-        assert_eq!(parse_list("ext4-journal").unwrap(), vec![FsCase::Ext4Journal]);
-    }
-
-    #[test]
-    fn rejects_unknown_and_empty_lists_with_the_choices() {
-        let err = parse_list("ext4,zfs").unwrap_err();
-        assert!(err.contains("\"zfs\"") && err.contains("ext4,ext4-journal,ext4-journal-write,xfs,btrfs"), "{err}");
-        assert!(parse_list(" , ").is_err());
-    }
 
     #[test]
     fn sync_calls_report_errors() {
@@ -182,9 +147,9 @@ mod tests {
     }
 
     #[test]
-    fn names_round_trip_and_content_targeting_is_for_cow_and_the_journal_copy() {
+    fn names_are_unique_and_content_targeting_is_for_cow_and_the_journal_copy() {
         for case in FsCase::ALL {
-            assert_eq!(parse_list(case.name()).unwrap(), vec![case]);
+            assert_eq!(FsCase::ALL.iter().filter(|c| c.name() == case.name()).count(), 1, "{case:?}");
             let content = matches!(case, FsCase::Btrfs | FsCase::Ext4JournalWrite);
             assert_eq!(case.targeting() == Targeting::Content, content, "{case:?}");
         }
