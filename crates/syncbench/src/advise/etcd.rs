@@ -1,7 +1,7 @@
 //! etcd: pass/fail on its rule — the 99th percentile of write + fdatasync of 2300-byte appends to a
 //! preallocated WAL segment must be under 10 ms.
 
-use super::facts::{Facts, dur, evidence};
+use super::facts::{Facts, evidence};
 use super::{DatabaseAdvice, Evidence, Setting};
 use crate::core::schema::{BackgroundStats, CaseResult};
 
@@ -57,9 +57,9 @@ fn judge(f: &Facts<'_>, c: &CaseResult) -> (Option<bool>, Vec<Setting>, Vec<Stri
     let mut reason = format!(
         "etcd needs the 99th percentile of write + fdatasync of 2300-byte appends below 10 ms; measured on an idle \
          disk: p99 {} (p50 {}, max {}) over {} syncs in a {} file.",
-        dur(idle_p99 as f64),
-        dur(c.latency_ns.p50 as f64),
-        dur(c.latency_ns.max as f64),
+        crate::core::units::format_ms_or_us(idle_p99 as f64),
+        crate::core::units::format_ms_or_us(c.latency_ns.p50 as f64),
+        crate::core::units::format_ms_or_us(c.latency_ns.max as f64),
         c.ops,
         c.file_state
     );
@@ -76,7 +76,7 @@ fn judge(f: &Facts<'_>, c: &CaseResult) -> (Option<bool>, Vec<Setting>, Vec<Stri
             } else {
                 caveats.push(super::idle_disk_note(f.results));
             }
-            format!("{} ({verdict})", dur(idle_p99 as f64))
+            format!("{} ({verdict})", crate::core::units::format_ms_or_us(idle_p99 as f64))
         }
     };
     reason.push_str(&format!(" This storage {verdict} etcd's rule."));
@@ -86,7 +86,7 @@ fn judge(f: &Facts<'_>, c: &CaseResult) -> (Option<bool>, Vec<Setting>, Vec<Stri
              (etcd_disk_wal_fsync_duration_seconds) measured up to {ETCD_OWN_P99_FACTOR:.0}× this case's on a \
              disk whose flushes are slow, because its backend commits share the device's flushes. Check \
              that metric under the real load.",
-            dur(worst_p99 as f64)
+            crate::core::units::format_ms_or_us(worst_p99 as f64)
         ));
     }
     if c.ops < 1000 {
@@ -118,9 +118,9 @@ fn under_writes(
          backend commits and other tenants' data): p99 {} (p50 {}, max {}) over {} syncs, {:.1}× idle.",
         w.rate,
         super::mib_per_s(w.bytes_per_s),
-        dur(b99 as f64),
-        dur(b.latency_ns.p50 as f64),
-        dur(b.latency_ns.max as f64),
+        crate::core::units::format_ms_or_us(b99 as f64),
+        crate::core::units::format_ms_or_us(b.latency_ns.p50 as f64),
+        crate::core::units::format_ms_or_us(b.latency_ns.max as f64),
         b.ops,
         b99 as f64 / (idle_p99.max(1)) as f64
     ));
@@ -142,9 +142,9 @@ fn under_writes(
     }
     format!(
         "{} idle ({}), {} under writes at {} ({}) — {verdict}",
-        dur(idle_p99 as f64),
+        crate::core::units::format_ms_or_us(idle_p99 as f64),
         passes(idle_p99),
-        dur(b99 as f64),
+        crate::core::units::format_ms_or_us(b99 as f64),
         w.rate,
         passes(b99)
     )

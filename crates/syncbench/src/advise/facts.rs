@@ -316,11 +316,6 @@ pub fn per_s(x: f64) -> String {
     if x >= 100.0 { format!("{x:.0}/s") } else { format!("{x:.1}/s") }
 }
 
-/// Format nanoseconds as µs or ms for a sentence.
-pub fn dur(ns: f64) -> String {
-    if ns >= 1e6 { format!("{:.2} ms", ns / 1e6) } else { format!("{:.0} µs", ns / 1e3) }
-}
-
 /// The chosen method against every other scored one, one sentence each, and, when the default was kept
 /// although another measured faster, why — in words that agree with the numbers just given: below the
 /// margin, or beyond it but inside the measurement's intervals. Each sentence starts with a space.
@@ -420,7 +415,7 @@ pub fn compare(a: &Rate, b: &Rate) -> String {
 /// [`compare`] when either score has latency regimes: the same regime against the same regime, or that
 /// the run cannot decide (a pooled rate mixes regimes: never a winner from it).
 fn compare_by_regime(a: &Rate, b: &Rate) -> Option<String> {
-    use crate::measure::regimes::latency;
+    use crate::core::units::format_latency as latency;
     a.by_regime(b)?;
     let pair = |r: &Rate| match r.regimes {
         RateRegimes::Both(f, s) => format!("{} / {}", latency(f as u64), latency(s as u64)),

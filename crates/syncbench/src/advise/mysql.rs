@@ -2,7 +2,7 @@
 //! innodb_doublewrite), MariaDB 10.8-10.11 (innodb_flush_method over an O_DIRECT redo log) and MariaDB ≥ 11
 //! (innodb_log_file_buffering / _write_through, innodb_data_file_buffering / _write_through).
 
-use super::facts::{BLOCK_8K, Facts, Rate, compare, compare_with_rest, dur, kept_default, per_s};
+use super::facts::{BLOCK_8K, Facts, Rate, compare, compare_with_rest, kept_default, per_s};
 use super::{DatabaseAdvice, Setting, Version};
 
 const MARGIN: f64 = 0.05;
@@ -338,7 +338,7 @@ fn mariadb_data_file(f: &Facts<'_>) -> Vec<Setting> {
         wt_reason.push_str(&format!(
             " (measured: {} for one 8 KiB O_DSYNC write per commit, p50 {})",
             per_s(one.ops_per_s),
-            dur(p50 as f64)
+            crate::core::units::format_ms_or_us(p50 as f64)
         ));
     }
     wt_reason.push('.');

@@ -1,6 +1,6 @@
 //! PostgreSQL: wal_sync_method, commit_delay, full_page_writes, wal_init_zero / wal_recycle.
 
-use super::facts::{BLOCK_8K, Facts, Rate, compare_with_rest, dur};
+use super::facts::{BLOCK_8K, Facts, Rate, compare_with_rest};
 use super::{DatabaseAdvice, Setting, Version};
 use crate::core::schema::CaseResult;
 
@@ -124,10 +124,10 @@ fn commit_delay(f: &Facts<'_>, chosen: &Rate) -> Option<Setting> {
                  commit_delay stays at the default 0, which never adds latency; run advise again when the \
                  device is fast, or {verify}{guess_us}`.",
                 chosen.method,
-                dur(basis_ns),
+                crate::core::units::format_ms_or_us(basis_ns),
                 basis_ns / fastest_ns,
-                dur(fastest_ns),
-                dur(p50)
+                crate::core::units::format_ms_or_us(fastest_ns),
+                crate::core::units::format_ms_or_us(p50)
             ),
             evidence: vec![super::facts::evidence(one)],
         });
@@ -138,8 +138,8 @@ fn commit_delay(f: &Facts<'_>, chosen: &Rate) -> Option<Setting> {
         why = format!(
             " Not the mean ({}) or the median ({}): slow phases of the device pull them up, and commit_delay \
              should fit the flush when the device is fast (in a slow phase a short delay costs nothing).",
-            dur(one.latency_ns.mean),
-            dur(p50)
+            crate::core::units::format_ms_or_us(one.latency_ns.mean),
+            crate::core::units::format_ms_or_us(p50)
         );
     }
     Some(Setting {
@@ -151,8 +151,8 @@ fn commit_delay(f: &Facts<'_>, chosen: &Rate) -> Option<Setting> {
              nothing at low concurrency; with many concurrent committers it lets one flush cover more commits. \
              {verify}{half_us}`.",
             chosen.method,
-            dur(basis_ns),
-            dur(one.latency_ns.p99 as f64)
+            crate::core::units::format_ms_or_us(basis_ns),
+            crate::core::units::format_ms_or_us(one.latency_ns.p99 as f64)
         ),
         evidence: vec![super::facts::evidence(one)],
     })
@@ -192,10 +192,10 @@ fn wal_under_writes(f: &Facts<'_>, chosen: &Rate, version: Version, caveats: &mu
          p99 {} on the idle disk ({ratio:.1}× at p99).",
         writer.rate,
         super::mib_per_s(writer.bytes_per_s),
-        dur(u.p50 as f64),
-        dur(u.p99 as f64),
-        dur(i.p50 as f64),
-        dur(i.p99 as f64),
+        crate::core::units::format_ms_or_us(u.p50 as f64),
+        crate::core::units::format_ms_or_us(u.p99 as f64),
+        crate::core::units::format_ms_or_us(i.p50 as f64),
+        crate::core::units::format_ms_or_us(i.p99 as f64),
     );
     let mut under_evidence = super::facts::evidence(under);
     under_evidence.case = format!("{} (under background writes at {})", under_evidence.case, writer.rate);
@@ -207,7 +207,7 @@ fn wal_under_writes(f: &Facts<'_>, chosen: &Rate, version: Version, caveats: &mu
             reason: format!(
                 "{numbers} Write-back at this rate barely reaches the WAL's flushes here (a stall is p99 {STALL_FACTOR:.0}× \
                  idle's and at least {} longer), so the WAL need not move for checkpoints this fast.",
-                dur(STALL_MIN_NS as f64)
+                crate::core::units::format_ms_or_us(STALL_MIN_NS as f64)
             ),
             evidence,
         }];

@@ -1,6 +1,6 @@
 //! RocksDB: WriteOptions.sync, recycle_log_file_num, wal_bytes_per_sync, manual_wal_flush.
 
-use super::facts::{Facts, dur, evidence, per_s};
+use super::facts::{Facts, evidence, per_s};
 use super::{DatabaseAdvice, Setting, Version};
 use crate::core::schema::CaseResult;
 
@@ -53,8 +53,8 @@ fn sync(f: &Facts<'_>) -> Setting {
     if let Some(c) = case {
         reason.push_str(&format!(
             " Measured here: {} per synced write group (p99 {}), at most {} for one writer.",
-            dur(c.latency_ns.mean),
-            dur(c.latency_ns.p99 as f64),
+            crate::core::units::format_ms_or_us(c.latency_ns.mean),
+            crate::core::units::format_ms_or_us(c.latency_ns.p99 as f64),
             per_s(c.ops_per_s)
         ));
         ev.push(evidence(c));

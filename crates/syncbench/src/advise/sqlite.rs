@@ -8,7 +8,7 @@
 //! journal, its directory, the journal header, the database) and three with NORMAL, and creates and
 //! deletes the journal file.
 
-use super::facts::{Facts, dur, evidence, per_s};
+use super::facts::{Facts, evidence, per_s};
 use super::{DatabaseAdvice, Setting};
 
 /// A WAL frame carries one 4 KiB page (plus a 24-byte header): the 4 KiB fdatasync case is the closest.
@@ -33,9 +33,9 @@ pub fn advise(f: &Facts<'_>) -> DatabaseAdvice {
         reason.push_str(&format!(
             " Measured here: a FULL commit costs at least one 4 KiB write + fdatasync, about {} (p50 {}, p99 {}), \
              so at most about {} for one connection",
-            dur(s.latency_ns.mean),
-            dur(s.latency_ns.p50 as f64),
-            dur(s.latency_ns.p99 as f64),
+            crate::core::units::format_ms_or_us(s.latency_ns.mean),
+            crate::core::units::format_ms_or_us(s.latency_ns.p50 as f64),
+            crate::core::units::format_ms_or_us(s.latency_ns.p99 as f64),
             per_s(s.ops_per_s)
         ));
         ev.push(evidence(s));
@@ -43,7 +43,7 @@ pub fn advise(f: &Facts<'_>) -> DatabaseAdvice {
             reason.push_str(&format!(
                 "; a NORMAL commit waits for no flush: the disk adds one write ({}), and SQLite's own work per \
                  commit, which this measurement does not see, sets its rate",
-                dur(w.latency_ns.mean)
+                crate::core::units::format_ms_or_us(w.latency_ns.mean)
             ));
             ev.push(evidence(w));
         }

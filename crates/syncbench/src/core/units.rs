@@ -139,6 +139,29 @@ pub fn format_us_or_ms(ns: u64) -> String {
     if ns >= 10_000_000 { format!("{:.1} ms", ns as f64 / 1e6) } else { format!("{:.0} µs", ns as f64 / 1e3) }
 }
 
+/// A latency in ms with two decimals from 1 ms on, else in whole µs (`850 µs`, `1.25 ms`): advice sentences.
+pub fn format_ms_or_us(ns: f64) -> String {
+    if ns >= 1e6 { format!("{:.2} ms", ns / 1e6) } else { format!("{:.0} µs", ns / 1e3) }
+}
+
+/// A latency in whole µs below 1 ms, ms with one decimal below 10 ms, whole ms above (`170 µs`, `3.8 ms`,
+/// `12 ms`): regimes and tails.
+pub fn format_latency(ns: u64) -> String {
+    let us = ns as f64 / 1e3;
+    if us < 1000.0 {
+        format!("{us:.0} µs")
+    } else if us < 10_000.0 {
+        format!("{:.1} ms", us / 1e3)
+    } else {
+        format!("{:.0} ms", us / 1e3)
+    }
+}
+
+/// Whole µs as a bare number, for columns headed `µs` (`850`).
+pub fn format_us_number(ns: u64) -> String {
+    format!("{:.0}", ns as f64 / 1000.0)
+}
+
 /// Seconds as a plain number: `0.1`, `2`, `1.5`, `0.003`, `12.346` — rounded to milliseconds (to three
 /// significant digits below 1 ms), trailing zeros dropped.
 pub fn format_secs(secs: f64) -> String {
@@ -172,6 +195,9 @@ mod tests {
         assert_eq!((format_mib(512 * KIB), format_mib(GIB)), ("0.5 MiB".into(), "1024.0 MiB".into()));
         assert_eq!((format_us_or_ms(85_000), format_us_or_ms(9_500_000)), ("85 µs".into(), "9500 µs".into()));
         assert_eq!(format_us_or_ms(12_500_000), "12.5 ms");
+        assert_eq!((format_ms_or_us(850_000.0), format_ms_or_us(1_250_000.0)), ("850 µs".into(), "1.25 ms".into()));
+        assert_eq!((format_latency(170_000), format_latency(3_800_000)), ("170 µs".into(), "3.8 ms".into()));
+        assert_eq!((format_latency(12_400_000), format_us_number(850_400)), ("12 ms".into(), "850".into()));
         assert_eq!(
             (trim_number(0.0), trim_number(12.34), trim_number(0.25)),
             ("0".into(), "12.3".into(), "0.25".into())

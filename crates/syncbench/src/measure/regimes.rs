@@ -61,7 +61,11 @@ impl Regimes {
             .enumerate()
             .map(|(i, r)| {
                 let of_time = if i == 0 { " of the time" } else { "" };
-                format!("{} for {:.0}%{of_time}", latency(r.latency_ns_p50), r.time_share * 100.0)
+                format!(
+                    "{} for {:.0}%{of_time}",
+                    crate::core::units::format_latency(r.latency_ns_p50),
+                    r.time_share * 100.0
+                )
             })
             .collect();
         format!("two regimes: {}", parts.join(", "))
@@ -282,7 +286,13 @@ fn within_regimes(cases: &[&crate::core::schema::CaseResult]) -> String {
         let mut ranked: Vec<(&str, u64)> = with.iter().map(|(n, g)| (*n, g.regimes[regime].latency_ns_p50)).collect();
         ranked.sort_by_key(|r| r.1);
         let clear = ranked[1].1 as f64 >= LEAD_FACTOR * ranked[0].1 as f64;
-        let text = format!("{} {} (next {} {})", ranked[0].0, latency(ranked[0].1), ranked[1].0, latency(ranked[1].1));
+        let text = format!(
+            "{} {} (next {} {})",
+            ranked[0].0,
+            crate::core::units::format_latency(ranked[0].1),
+            ranked[1].0,
+            crate::core::units::format_latency(ranked[1].1)
+        );
         (text, clear.then_some(ranked[0].0))
     };
     let ((fast_text, fast), (slow_text, slow)) = (leader(0), leader(1));
@@ -316,18 +326,6 @@ pub fn notes(results: &[crate::core::schema::CaseResult]) -> String {
 
 /// Cases listed by [`notes`].
 const NOTES_SHOWN: usize = 8;
-
-/// `170 µs`, `3.8 ms`, `12 ms`.
-pub fn latency(ns: u64) -> String {
-    let us = ns as f64 / 1e3;
-    if us < 1000.0 {
-        format!("{us:.0} µs")
-    } else if us < 10_000.0 {
-        format!("{:.1} ms", us / 1e3)
-    } else {
-        format!("{:.0} ms", us / 1e3)
-    }
-}
 
 #[cfg(test)]
 #[path = "regimes_tests.rs"]

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::core::hash::splitmix64;
+use crate::core::units::format_latency as latency;
 use crate::measure::series::windows;
 
 /// A normal draw (Box-Muller) from the generator's state.

@@ -17,8 +17,8 @@ pub fn notes(results: &[CaseResult]) -> String {
         let _ = writeln!(
             out,
             "  {name:<40} p99.9 {:>10}  p99.99 {:>10}  ({} commits)",
-            crate::measure::regimes::latency(r.latency_ns.p999),
-            crate::measure::regimes::latency(p9999),
+            crate::core::units::format_latency(r.latency_ns.p999),
+            crate::core::units::format_latency(p9999),
             group(r.ops)
         );
     }

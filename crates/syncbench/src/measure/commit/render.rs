@@ -59,10 +59,10 @@ pub fn to_markdown(results: &CommitResults) -> String {
             p.syncs_per_s,
             p.commits_per_sync,
             p.sync_latency_ns_mean / 1000.0,
-            micros(l.p50),
-            micros(l.p99),
-            micros(l.p999),
-            micros(l.max),
+            crate::core::units::format_us_number(l.p50),
+            crate::core::units::format_us_number(l.p99),
+            crate::core::units::format_us_number(l.p999),
+            crate::core::units::format_us_number(l.max),
             steal_cell(p),
         );
     }
@@ -165,10 +165,6 @@ pub fn estimate(p: &CommitPoint) -> Option<crate::core::stats::Estimate> {
     Some(if p.lower_bound { estimate.open_upwards() } else { estimate })
 }
 
-fn micros(ns: u64) -> String {
-    format!("{:.0}", ns as f64 / 1000.0)
-}
-
 pub fn to_table(results: &CommitResults) -> String {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
@@ -203,10 +199,10 @@ pub fn to_table(results: &CommitResults) -> String {
             format!("{:.0}", p.syncs_per_s),
             format!("{:.2}", p.commits_per_sync),
             format!("{:.0}", p.sync_latency_ns_mean / 1000.0),
-            micros(l.p50),
-            micros(l.p99),
-            micros(l.p999),
-            micros(l.max),
+            crate::core::units::format_us_number(l.p50),
+            crate::core::units::format_us_number(l.p99),
+            crate::core::units::format_us_number(l.p999),
+            crate::core::units::format_us_number(l.max),
             steal_cell(p),
         ];
         if device {

@@ -172,7 +172,8 @@ fn ratio_between(case: &JoinedCase, baseline: usize, candidate: usize) -> Option
 /// both regimes say it by [`crate::measure::regimes::LEAD_FACTOR`] (no interval per regime exists);
 /// otherwise, or when one side has no regimes to match, undecided. `None` when neither side has regimes.
 fn regime_ratio(a: &join::Cell, b: &join::Cell, pooled: Ratio) -> Option<DescribedRatio> {
-    use crate::measure::regimes::{LEAD_FACTOR, latency};
+    use crate::core::units::format_latency as latency;
+    use crate::measure::regimes::LEAD_FACTOR;
     let (ga, gb) = match (&a.regimes, &b.regimes) {
         (None, None) => return None,
         (Some(ga), Some(gb)) if ga.regimes.len() == 2 && gb.regimes.len() == 2 => (ga, gb),
