@@ -355,8 +355,11 @@ impl Client for SqliteClient {
             id = t.id
         );
         let ack = format!("SELECT 'ack', {};\n", t.id);
-        // The planted bug prints the marker before the COMMIT, so the ack is read while the COMMIT runs.
-        let sql = if self.early_ack { format!("{body}{ack}COMMIT;\n") } else { format!("{body}COMMIT;\n{ack}") };
+        // The planted bug prints the marker before the transaction even starts: the ack is read while the
+        // transaction waits for the write lock behind the other clients and then commits — a window of
+        // several commits, so a cut lands in it even when a loaded machine delays the reading thread (a
+        // marker printed just before the COMMIT was read, under load, only after that COMMIT had returned).
+        let sql = if self.early_ack { format!("{ack}{body}COMMIT;\n") } else { format!("{body}COMMIT;\n{ack}") };
         let marker = format!("ack|{}", t.id);
         match self.send(&sql).and_then(|()| self.read_until(&marker)) {
             Ok(()) => Ok(true),
