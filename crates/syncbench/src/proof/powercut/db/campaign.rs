@@ -115,8 +115,9 @@ fn run_cell(
     let started = Instant::now();
     let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), profile.params.clone()) };
     let build = || {
-        Stack::build(config.clone())
-            .with_context(|| format!("building a {} lab disk with {}", profile.name, fs.case().name()))
+        let stack = Stack::build(config.clone())
+            .with_context(|| format!("building a {} lab disk with {}", profile.name, fs.case().name()))?;
+        RecordedStack::new(stack)
     };
     let mut server = super::server_for(plan.kind, &plan.settings).map_err(crate::core::exit::usage)?;
     let mut cell = DbCell {
@@ -164,6 +165,42 @@ fn run_cell(
     cell.elapsed_s = started.elapsed().as_secs_f64();
     store.update(index, &cell);
     Ok(())
+}
+
+/// A lab stack whose mount is recorded as a lab in the per-boot registry while it lives, with every process
+/// started on it marked by its mount (`process::set_lab_mount`): after a `kill -9` of syncbench, the next
+/// syncbench reports the database server still running there and `cleanup` kills it before it removes the
+/// mounts and the loop device.
+pub(super) struct RecordedStack {
+    stack: Stack,
+    _record: crate::core::registry::Recorded,
+}
+
+impl RecordedStack {
+    pub(super) fn new(stack: Stack) -> anyhow::Result<RecordedStack> {
+        let record = crate::core::registry::record_lab(stack.mount_dir())?;
+        super::process::set_lab_mount(stack.mount_dir());
+        Ok(RecordedStack { stack, _record: record })
+    }
+}
+
+impl Drop for RecordedStack {
+    fn drop(&mut self) {
+        super::process::clear_lab_mount(self.stack.mount_dir());
+    }
+}
+
+impl std::ops::Deref for RecordedStack {
+    type Target = Stack;
+    fn deref(&self) -> &Stack {
+        &self.stack
+    }
+}
+
+impl std::ops::DerefMut for RecordedStack {
+    fn deref_mut(&mut self) -> &mut Stack {
+        &mut self.stack
+    }
 }
 
 /// A new database in `db-<n>` on the mount (the old one's directory is left to the lab's teardown).

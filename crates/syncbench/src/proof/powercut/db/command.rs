@@ -198,7 +198,8 @@ fn run_cell(
             .then(|| format!("the disk ({}) ignores flushes", profile.name)),
         ..DbCell::default()
     };
-    let mut stack = Stack::build(config).with_context(|| format!("building a {} lab disk", profile.name))?;
+    let stack = Stack::build(config).with_context(|| format!("building a {} lab disk", profile.name))?;
+    let mut stack = super::campaign::RecordedStack::new(stack)?;
     let mut data =
         Data::fresh(&stack, plan, 0).map_err(|e| crate::core::exit::usage(format!("--start failed: {e:#}")))?;
     while cell.cuts.len() < plan.cuts as usize && !crate::core::cleanup::interrupted() {

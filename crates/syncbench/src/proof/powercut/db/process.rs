@@ -16,10 +16,33 @@ fn live() -> std::sync::MutexGuard<'static, Vec<i32>> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The lab mount the processes started now run on: each gets `SYNCBENCH_LAB_MOUNT=<mount>` in its
+/// environment, as `lab run` gives its command, so that after a `kill -9` of syncbench the next syncbench
+/// finds them by it (`proof::leftovers`, through the campaign's `registry::record_lab`) and `cleanup`
+/// kills them before the lab's mounts are removed.
+static LAB_MOUNT: Mutex<Option<std::path::PathBuf>> = Mutex::new(None);
+
+/// Say which lab mount the processes started from now on run on.
+pub fn set_lab_mount(mount: &Path) {
+    *LAB_MOUNT.lock().unwrap_or_else(|p| p.into_inner()) = Some(mount.to_path_buf());
+}
+
+/// The lab at `mount` is gone: processes started from now on are on none (unless another lab took its
+/// place already, as when a cell replaces a broken disk: the new one is set before the old one is dropped).
+pub fn clear_lab_mount(mount: &Path) {
+    let mut current = LAB_MOUNT.lock().unwrap_or_else(|p| p.into_inner());
+    if current.as_deref() == Some(mount) {
+        *current = None;
+    }
+}
+
 /// Start `command` as the leader of a new process group, recorded for the signal hook.
 pub fn spawn(command: &mut Command) -> std::io::Result<Child> {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| crate::core::cleanup::on_signal(kill_all));
+    if let Some(mount) = LAB_MOUNT.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        command.env("SYNCBENCH_LAB_MOUNT", mount);
+    }
     let mut live = live();
     let child = command.process_group(0).spawn()?;
     live.push(child.id() as i32);
