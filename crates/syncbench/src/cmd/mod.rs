@@ -25,8 +25,10 @@ pub fn names_parser<T: Copy + Send + Sync + 'static>(
 ) -> impl clap::builder::TypedValueParser<Value = T> {
     let all = all.to_vec();
     let names: Vec<&'static str> = all.iter().map(|&v| name(v)).collect();
-    clap::builder::PossibleValuesParser::new(names)
-        .map(move |text| all.iter().copied().find(|&v| name(v) == text).expect("clap accepted only listed names"))
+    Trimmed(
+        clap::builder::PossibleValuesParser::new(names)
+            .map(move |text| all.iter().copied().find(|&v| name(v) == text).expect("clap accepted only listed names")),
+    )
 }
 
 /// The parser of a `--method` flag that takes one of `allowed`: `--help` lists their names and a name not
@@ -40,10 +42,10 @@ pub fn method_parser(
         clap::builder::PossibleValue::new(m.name()).aliases(old)
     });
     let aliases = aliases.to_vec();
-    clap::builder::PossibleValuesParser::new(values.collect::<Vec<_>>()).map(move |name| {
+    Trimmed(clap::builder::PossibleValuesParser::new(values.collect::<Vec<_>>()).map(move |name| {
         let name = aliases.iter().find(|(old, _)| *old == name).map_or(name.as_str(), |(_, m)| m.name());
         SyncMethod::from_name(name).expect("clap accepted only listed names")
-    })
+    }))
 }
 /// A clap parser for `run`'s sections: each by its name or its letter, all listed in `--help`.
 pub fn section_parser() -> impl clap::builder::TypedValueParser<Value = crate::core::suite::Section> {
@@ -52,8 +54,33 @@ pub fn section_parser() -> impl clap::builder::TypedValueParser<Value = crate::c
     assert_eq!(Section::ALL.len(), LETTERS.len(), "a letter per section");
     let values =
         Section::ALL.iter().zip(LETTERS).map(|(s, letter)| clap::builder::PossibleValue::new(s.name()).alias(letter));
-    clap::builder::PossibleValuesParser::new(values.collect::<Vec<_>>())
-        .map(|name| Section::parse(&name).expect("clap accepted only listed names and letters"))
+    Trimmed(
+        clap::builder::PossibleValuesParser::new(values.collect::<Vec<_>>())
+            .map(|name| Section::parse(&name).expect("clap accepted only listed names and letters")),
+    )
+}
+
+/// A value parser that first drops the spaces around a value, so a list typed as `--methods "fsync,
+/// fdatasync"` (comma and space, as people write lists) parses like `fsync,fdatasync`.
+#[derive(Clone)]
+pub struct Trimmed<P>(P);
+
+impl<P: clap::builder::TypedValueParser> clap::builder::TypedValueParser for Trimmed<P> {
+    type Value = P::Value;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        let trimmed = value.to_str().map(|text| std::ffi::OsStr::new(text.trim()));
+        self.0.parse_ref(cmd, arg, trimmed.unwrap_or(value))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        self.0.possible_values()
+    }
 }
 /// The values in the order given, each once (`--mode fpw,dw,fpw` compares two).
 pub fn first_of_each<T: Copy + PartialEq>(values: &[T]) -> Vec<T> {
@@ -95,5 +122,29 @@ mod tests {
             }
         }
         assert!(too_long.is_empty(), "cmd/ files over {MAX_LINES} lines: {too_long:?}");
+    }
+
+    #[test]
+    fn a_list_typed_with_spaces_after_the_commas_parses_and_a_wrong_name_is_still_refused() {
+        use crate::core::method::SyncMethod;
+        use crate::core::suite::Section;
+        let command = || {
+            clap::Command::new("t")
+                .arg(
+                    clap::Arg::new("m")
+                        .long("methods")
+                        .value_delimiter(',')
+                        .value_parser(super::method_parser(&[SyncMethod::Fsync, SyncMethod::Fdatasync], &[])),
+                )
+                .arg(clap::Arg::new("s").long("sections").value_delimiter(',').value_parser(super::section_parser()))
+        };
+        let matches = command().try_get_matches_from(["t", "--methods", "fsync, fdatasync", "--sections", "a, b"]);
+        let matches = matches.expect("spaces after commas are accepted");
+        let methods: Vec<SyncMethod> = matches.get_many("m").unwrap().copied().collect();
+        assert_eq!(methods, [SyncMethod::Fsync, SyncMethod::Fdatasync]);
+        let sections: Vec<Section> = matches.get_many("s").unwrap().copied().collect();
+        assert_eq!(sections, [Section::ALL[0], Section::ALL[1]]);
+        let wrong = command().try_get_matches_from(["t", "--methods", "fsync, fsnyc"]).unwrap_err();
+        assert!(wrong.to_string().contains("fsnyc"), "{wrong}");
     }
 }
