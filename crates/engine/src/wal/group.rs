@@ -7,8 +7,10 @@ use std::time::Instant;
 /// Commits per flush are counted exactly up to this many; larger groups share the last bucket.
 pub const GROUP_SIZE_BUCKETS: usize = 129;
 
-/// Group-commit counters since the log was opened (subtract two readings for a window).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Group-commit counters since the log was opened (subtract two readings for a window, add windows to pool
+/// them). Serialized as they are: `syncbench commit --json` carries a window's counters.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct GroupStats {
     /// Flushes led in group-commit mode (including empty ones that only synced).
     pub flushes: u64,
@@ -108,6 +110,46 @@ impl GroupStats {
         }
     }
 
+    /// Adds another window's counters to these (the maximum is the larger one): rounds pooled.
+    pub fn add(&mut self, other: &GroupStats) {
+        if self.commits_per_flush.len() < other.commits_per_flush.len() {
+            self.commits_per_flush.resize(other.commits_per_flush.len(), 0);
+        }
+        for (total, n) in self.commits_per_flush.iter_mut().zip(&other.commits_per_flush) {
+            *total += n;
+        }
+        let sums = [
+            (&mut self.flushes, other.flushes),
+            (&mut self.records_taken, other.records_taken),
+            (&mut self.sleepers_at_start, other.sleepers_at_start),
+            (&mut self.released_away_at_start, other.released_away_at_start),
+            (&mut self.records_waiting_at_end, other.records_waiting_at_end),
+            (&mut self.append_to_flush_start_ns, other.append_to_flush_start_ns),
+            (&mut self.append_to_flush_return_ns, other.append_to_flush_return_ns),
+            (&mut self.gap_ns, other.gap_ns),
+            (&mut self.gaps, other.gaps),
+            (&mut self.wakeups, other.wakeups),
+            (&mut self.wake_to_running_ns, other.wake_to_running_ns),
+            (&mut self.lead_hand_offs, other.lead_hand_offs),
+            (&mut self.lead_duty_flushes, other.lead_duty_flushes),
+            (&mut self.rejoin_waits, other.rejoin_waits),
+            (&mut self.rejoins_complete, other.rejoins_complete),
+            (&mut self.rejoin_timeouts, other.rejoin_timeouts),
+        ];
+        for (total, n) in sums {
+            *total += n;
+        }
+        self.wake_to_running_ns_max = self.wake_to_running_ns_max.max(other.wake_to_running_ns_max);
+    }
+
+    /// The histogram without its empty top buckets (what an export keeps).
+    pub fn trimmed(mut self) -> GroupStats {
+        while self.commits_per_flush.last() == Some(&0) {
+            self.commits_per_flush.pop();
+        }
+        self
+    }
+
     /// The `q`-quantile (0..=1) of commits released per flush, from the histogram.
     pub fn commits_per_flush_quantile(&self, q: f64) -> Option<usize> {
         let total: u64 = self.commits_per_flush.iter().sum();
@@ -178,5 +220,24 @@ mod tests {
         b.flushes = 3;
         let w = b.since(&a);
         assert_eq!((w.flushes, w.commits_per_flush[3], w.commits_per_flush[5]), (2, 1, 1));
+    }
+
+    #[test]
+    fn windows_add_up_to_their_sum_and_trimming_keeps_every_group() {
+        let mut a = GroupStats::default();
+        a.count_group(3);
+        a.flushes = 1;
+        a.wake_to_running_ns_max = 7;
+        let mut b = GroupStats::default();
+        b.count_group(5);
+        b.count_group(5);
+        b.flushes = 2;
+        b.rejoin_waits = 4;
+        b.wake_to_running_ns_max = 5;
+        let mut total = a.clone().trimmed();
+        total.add(&b.trimmed());
+        assert_eq!(total.commits_per_flush, [0, 0, 0, 1, 0, 2]);
+        assert_eq!((total.flushes, total.rejoin_waits, total.wake_to_running_ns_max), (3, 4, 7));
+        assert_eq!(total.commits_per_flush_quantile(0.5), Some(5));
     }
 }
