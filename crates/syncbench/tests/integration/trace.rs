@@ -43,6 +43,19 @@ fn can_trace() -> bool {
     ok.status.success()
 }
 
+/// The `calls` program compiled into `tmp` and traced with `args`, its files in `tmp/data`: the report, the
+/// program's output, syncbench's stderr and the data directory (`None`: skipped, gcc or tracing missing).
+fn trace_calls(args: &[&str], tmp: &Path) -> Option<(Value, String, String, PathBuf)> {
+    let exe = compile(tmp, "calls", &[])?;
+    if !can_trace() {
+        return None;
+    }
+    let data = tmp.join("data");
+    std::fs::create_dir(&data).unwrap();
+    let (doc, program_out, stderr) = trace_json(args, &exe, &data);
+    Some((doc, program_out, stderr, data))
+}
+
 fn trace_json(args: &[&str], exe: &Path, data_dir: &Path) -> (Value, String, String) {
     let out = Command::cargo_bin("syncbench")
         .unwrap()
@@ -96,13 +109,7 @@ const EXPECTED: [(&str, u64); 10] = [
 #[test]
 fn counts_every_call_exactly_including_threads_and_children() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(tmp.path(), "calls", &[]) else { return };
-    if !can_trace() {
-        return;
-    }
-    let data = tmp.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    let (doc, program_out, stderr) = trace_json(&[], &exe, &data);
+    let Some((doc, program_out, stderr, _)) = trace_calls(&[], tmp.path()) else { return };
     assert_eq!(doc["schema"], "syncbench/v1");
     assert_eq!(doc["trace"]["exit_code"], 0);
     assert_eq!(doc["trace"]["processes"], 2, "parent and forked child");
@@ -142,13 +149,7 @@ fn counts_every_call_exactly_including_threads_and_children() {
 #[test]
 fn no_sync_skips_and_counts_every_call_and_strips_o_dsync() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(tmp.path(), "calls", &[]) else { return };
-    if !can_trace() {
-        return;
-    }
-    let data = tmp.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    let (doc, program_out, stderr) = trace_json(&["--no-sync"], &exe, &data);
+    let Some((doc, program_out, stderr, data)) = trace_calls(&["--no-sync"], tmp.path()) else { return };
     assert!(stderr.contains("NOTHING THIS COMMAND WRITES IS DURABLE"), "{stderr}");
     assert_eq!(doc["trace"]["no_sync"], true);
     for (name, n) in EXPECTED {
@@ -164,13 +165,7 @@ fn no_sync_skips_and_counts_every_call_and_strips_o_dsync() {
 #[test]
 fn syncs_only_leaves_writes_untraced() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(tmp.path(), "calls", &[]) else { return };
-    if !can_trace() {
-        return;
-    }
-    let data = tmp.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    let (doc, _, _) = trace_json(&["--syncs-only"], &exe, &data);
+    let Some((doc, _, _, _)) = trace_calls(&["--syncs-only"], tmp.path()) else { return };
     assert_eq!(doc["trace"]["writes_tracked"], false);
     assert_eq!(count(&doc, "fsync"), 6);
     assert_eq!(count(&doc, "fdatasync"), 11);
