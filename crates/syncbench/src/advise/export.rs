@@ -34,7 +34,7 @@ impl Exportable for AdvisePayload {
         let p = &doc.payload;
         let mut md = format!("## syncbench advise: {} ({})\n\n", escape(&p.dir), escape(&doc.environment.fs_type));
         let _ = writeln!(md, "Measurements: {}\n", escape(&p.source));
-        for (a, level) in p.advice.iter().zip(levels(p)) {
+        for (i, (a, level)) in p.advice.iter().zip(levels(p)).enumerate() {
             let verdict = match a.pass {
                 Some(true) => " — PASS",
                 Some(false) => " — FAIL",
@@ -42,6 +42,7 @@ impl Exportable for AdvisePayload {
             };
             let _ = writeln!(md, "### {} {}{verdict}\n", escape(&a.database), escape(&a.version));
             let _ = writeln!(md, "Evidence: {}\n", escape(&level.level));
+            let _ = writeln!(md, "Power cuts: {}\n", escape(&power_cuts(p, i).summary));
             if let Some(w) = &a.storage_warning {
                 let _ = writeln!(md, "> **Storage:** {}\n", escape(w));
             }
@@ -124,6 +125,12 @@ fn levels(p: &AdvisePayload) -> Vec<evidence::EvidenceLevel> {
     p.advice.iter().enumerate().map(|(i, a)| p.evidence.get(i).cloned().unwrap_or_else(|| evidence::of(a))).collect()
 }
 
+/// A database's power-cut evidence: the one saved in the payload, or (files written before it was saved)
+/// computed again from the advice.
+fn power_cuts(p: &AdvisePayload, i: usize) -> crate::advise::safety::PowerCutEvidence {
+    p.power_cuts.get(i).cloned().unwrap_or_else(|| crate::advise::safety::of(&p.advice[i]))
+}
+
 /// Each database's advice with its evidence level as a label value.
 fn with_evidence(p: &AdvisePayload) -> Vec<(&DatabaseAdvice, &'static str)> {
     let words = levels(p).into_iter().map(|l| if l.validated { "validated" } else { "not_validated" });
@@ -174,6 +181,7 @@ mod tests {
             source: "run.json".into(),
             advice,
             evidence,
+            power_cuts: Vec::new(),
             results: Vec::new(),
             background_writes: None,
         };

@@ -189,27 +189,6 @@ impl<'a> Facts<'a> {
         matches!(self.env.fs_type.as_str(), "btrfs" | "zfs" | "bcachefs")
     }
 
-    /// Untorn-write units (min, max) for a file here, from statx, when the device and file system offer them.
-    pub fn atomic_units(&self) -> Option<(u32, u32)> {
-        match (self.env.atomic_write_unit_min_bytes, self.env.atomic_write_unit_max_bytes) {
-            (Some(min), Some(max)) if max > 0 => Some((min, max)),
-            _ => None,
-        }
-    }
-
-    /// Whether a page of `page_bytes` can be written untorn here.
-    pub fn atomic_page(&self, page_bytes: u32) -> bool {
-        self.atomic_units().is_some_and(|(min, max)| min <= page_bytes && page_bytes <= max)
-    }
-
-    /// A sentence on atomic-write capability, for the torn-page settings.
-    pub fn atomic_sentence(&self) -> String {
-        match self.atomic_units() {
-            Some((min, max)) => format!("statx reports untorn writes from {min} to {max} bytes for files here"),
-            None => "statx reports no untorn-write (RWF_ATOMIC) support for files here".to_string(),
-        }
-    }
-
     /// Choose among `candidates` by score: the `default` stays unless another is faster by more than
     /// `margin` (relative) and beyond the measurement noise. Returns (choice, all scored candidates).
     pub fn choose(&self, candidates: &[Rate], default: &str, margin: f64) -> Option<Rate> {

@@ -14,7 +14,9 @@ mod mysql;
 mod postgres;
 mod render;
 mod rocksdb;
+pub mod safety;
 mod sqlite;
+mod untorn;
 pub mod versions;
 
 pub use etcd::{ETCD_P99_LIMIT_NS, ETCD_WRITE_BYTES};
@@ -72,6 +74,18 @@ impl Database {
             "etcd" => Database::Etcd,
             _ => return None,
         })
+    }
+
+    /// The name in a sentence: `PostgreSQL`, `MariaDB`, …
+    pub fn title(self) -> &'static str {
+        match self {
+            Database::Postgres => "PostgreSQL",
+            Database::Mysql => "MySQL",
+            Database::Mariadb => "MariaDB",
+            Database::Sqlite => "SQLite",
+            Database::Rocksdb => "RocksDB",
+            Database::Etcd => "etcd",
+        }
     }
 
     /// The version assumed when none is given: the current stable major.
@@ -202,6 +216,10 @@ pub struct AdvisePayload {
     /// How far each database's advice was validated against the database itself, in `advice`'s order.
     #[serde(default)]
     pub evidence: Vec<evidence::EvidenceLevel>,
+    /// What power cuts of each database showed for its settings (`syncbench powercut db`), in `advice`'s
+    /// order.
+    #[serde(default)]
+    pub power_cuts: Vec<safety::PowerCutEvidence>,
     /// The cases the advice was computed from.
     pub results: Vec<CaseResult>,
     /// PostgreSQL's and etcd's cases measured again under background writes (`--background-writes`, or
@@ -281,6 +299,7 @@ fn advise_one(facts: &Facts<'_>, target: Target) -> DatabaseAdvice {
     advice.database = target.database.name().to_string();
     advice.version = target.version.to_string();
     advice.storage_warning = storage_warning(facts);
+    safety::annotate(&mut advice);
     // What the inputs were, before what the rules say about them.
     let inputs =
         facts.partial.then(|| PARTIAL_NOTE.to_string()).into_iter().chain(disturbed_inputs_note(facts.results));

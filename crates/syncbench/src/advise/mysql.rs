@@ -7,7 +7,7 @@ use super::{DatabaseAdvice, Setting, Version};
 
 const MARGIN: f64 = 0.05;
 /// InnoDB's default page size.
-const INNODB_PAGE_BYTES: u32 = 16384;
+const INNODB_PAGE_BYTES: u64 = 16384;
 
 fn advice(settings: Vec<Setting>, caveats: Vec<String>) -> DatabaseAdvice {
     DatabaseAdvice {
@@ -214,7 +214,12 @@ fn use_fdatasync(f: &Facts<'_>) -> Option<Setting> {
 }
 
 fn doublewrite(f: &Facts<'_>, version: Version, mariadb: bool) -> Setting {
-    let atomic = f.atomic_page(INNODB_PAGE_BYTES);
+    let untorn = super::untorn::sentence(f.env, INNODB_PAGE_BYTES);
+    let db = if mariadb { super::Database::Mariadb } else { super::Database::Mysql };
+    let torn = super::safety::torn_page_tests(db, version, "innodb_doublewrite");
+    // Off only where the whole stack is known to write a page untorn: statx's promise for files here (a
+    // device's or a lab disk's unit alone is not the file system's), or copy-on-write (no page is
+    // overwritten in place).
     let (value, reason) = if f.copy_on_write() {
         (
             "OFF",
@@ -224,13 +229,12 @@ fn doublewrite(f: &Facts<'_>, version: Version, mariadb: bool) -> Setting {
                 f.env.fs_type
             ),
         )
-    } else if atomic && mariadb {
+    } else if super::untorn::file_promises(f.env, INNODB_PAGE_BYTES) && mariadb {
         (
             "OFF",
             format!(
-                "{}, covering InnoDB's 16 KiB page; MariaDB's OFF means \"assume page writes are atomic\". Confirm \
-                 the whole stack (device, file system, no RAID/volume layer splitting writes) before relying on it.",
-                f.atomic_sentence()
+                "{untorn}; MariaDB's OFF means \"assume page writes are atomic\". Confirm the whole stack (device, \
+                 file system, no RAID/volume layer splitting writes) before relying on it. {torn}"
             ),
         )
     } else {
@@ -239,7 +243,12 @@ fn doublewrite(f: &Facts<'_>, version: Version, mariadb: bool) -> Setting {
         } else {
             ""
         };
-        ("ON", format!("A power cut can tear a 16 KiB page: {}.{detect}", f.atomic_sentence()))
+        let why = if mariadb || !super::untorn::file_promises(f.env, INNODB_PAGE_BYTES) {
+            "A power cut can tear a 16 KiB page"
+        } else {
+            "MySQL does not ask for untorn (RWF_ATOMIC) page writes, so a power cut can still tear a 16 KiB page"
+        };
+        ("ON", format!("{why}: {untorn}.{detect} {torn}"))
     };
     Setting { name: "innodb_doublewrite".into(), value: value.into(), reason, evidence: Vec::new() }
 }

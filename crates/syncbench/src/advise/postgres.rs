@@ -27,7 +27,7 @@ pub fn advise(f: &Facts<'_>, version: Version) -> DatabaseAdvice {
     if let Some((_, chosen)) = &sync {
         settings.extend(wal_under_writes(f, chosen, version, &mut caveats));
     }
-    settings.push(full_page_writes(f));
+    settings.push(full_page_writes(f, version));
     settings.extend(wal_init_and_recycle(f));
     DatabaseAdvice {
         database: String::new(),
@@ -251,21 +251,25 @@ fn wal_under_writes(f: &Facts<'_>, chosen: &Rate, version: Version, caveats: &mu
 /// The 10th percentile of the flush within this factor of the fastest flush: the run pinned the fast phase.
 const PINNED_FACTOR: f64 = 2.0;
 
-fn full_page_writes(f: &Facts<'_>) -> Setting {
+fn full_page_writes(f: &Facts<'_>, version: Version) -> Setting {
+    let untorn = super::untorn::sentence(f.env, BLOCK_8K);
     let reason = if f.copy_on_write() {
         format!(
             "PostgreSQL has no atomic-write support. On a copy-on-write file system ({}) pages are never \
              overwritten in place, so torn pages cannot occur and off may be safe (the PostgreSQL docs name \
-             ZFS); keep on unless you have verified that. {}.",
-            f.env.fs_type,
-            f.atomic_sentence()
+             ZFS); keep on unless you have verified that. {untorn}.",
+            f.env.fs_type
         )
     } else {
         format!(
             "PostgreSQL has no atomic-write support, so a power cut can tear an 8 KiB page and only the full-page \
-             image in WAL repairs it. {}{}.",
-            f.atomic_sentence(),
-            if f.atomic_page(8192) { " — a future PostgreSQL could use this; today it cannot" } else { "" }
+             image in WAL repairs it. {untorn}{}. {}",
+            if super::untorn::file_promises(f.env, BLOCK_8K) {
+                " — a future PostgreSQL could use this; today it cannot"
+            } else {
+                ""
+            },
+            super::safety::torn_page_tests(super::Database::Postgres, version, "full_page_writes")
         )
     };
     Setting { name: "full_page_writes".into(), value: "on".into(), reason, evidence: Vec::new() }

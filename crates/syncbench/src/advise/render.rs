@@ -45,6 +45,7 @@ pub fn body(advice: &[DatabaseAdvice]) -> String {
         };
         let _ = writeln!(out, "{} {}{pass}", title(&a.database), a.version);
         let _ = writeln!(out, "  evidence: {}", super::evidence::of(a).level);
+        let _ = writeln!(out, "  power cuts: {}", super::safety::of(a).summary);
         if let Some(w) = a.storage_warning.as_ref().filter(|w| advice.len() == 1 || !shared_warning.contains(w)) {
             let _ = writeln!(out, "  !! {w}");
         }

@@ -585,3 +585,53 @@ fn a_partial_run_and_disturbed_cases_are_named_first() {
     assert!(!caveats.iter().any(|c| c.contains("Measured on an idle disk")), "{caveats:?}");
     assert!(caveats.iter().any(|c| c.contains("not on an idle disk: 150.0 MiB of other writes")), "{caveats:?}");
 }
+
+/// The versions the power cuts ran (PostgreSQL 15.18, MariaDB 10.11, SQLite 3.40, etcd 3.4): every setting
+/// cites the cuts that ran it, and the unsafe values theirs.
+#[test]
+fn advice_cites_the_power_cuts_of_the_versions_that_ran_golden() {
+    let f = fixture("disk_7200rpm");
+    let t = [
+        Target { database: Database::Postgres, version: Version::new(15, 18) },
+        Target { database: Database::Mariadb, version: Version::new(10, 11) },
+        Target { database: Database::Sqlite, version: Version::new(3, 40) },
+        Target { database: Database::Etcd, version: Version::new(3, 4) },
+    ];
+    let text = to_text(&run_fixture(&f, &t));
+    assert!(text.contains("PostgreSQL 15.18\n  evidence: validated against pgbench"), "{text}");
+    assert!(text.contains("  power cuts: advise's settings kept every acknowledged commit in 200 cuts"), "{text}");
+    assert!(text.contains("innodb_flush_log_at_trx_commit=2 lost acknowledged commits in 18 of 25 cuts"), "{text}");
+    assert!(text.contains("innodb_doublewrite=OFF failed recovery in 2 of 25 cuts, ON in 0 of 25"), "{text}");
+    assert!(text.contains("journal_mode=WAL,synchronous=NORMAL lost acknowledged commits in 25 of 25 cuts"), "{text}");
+    assert!(text.contains("unsafe-no-fsync=true lost acknowledged commits in 25 of 25 cuts"), "{text}");
+    assert!(!text.contains("no power-cut evidence for PostgreSQL"), "{text}");
+    insta::assert_snapshot!("advice_power_cuts_disk_7200rpm", text);
+}
+
+/// A lab disk's untorn unit (from the lab's state, via the probe) is stated against the page, and never
+/// turns a torn-page protection off: the device's unit is not the file system's promise.
+#[test]
+fn a_lab_disk_states_its_untorn_unit_and_keeps_torn_page_protection_on() {
+    let t = [
+        Target { database: Database::Postgres, version: Version::new(15, 18) },
+        Target { database: Database::Mariadb, version: Version::new(10, 11) },
+    ];
+    for (untorn, said) in [
+        (512, "(profile nvme-plp) tears at 512 B boundaries, inside a 8 KiB page"),
+        (4096, "(profile nvme-plp) tears at 4 KiB boundaries, inside a 16 KiB page"),
+        (16384, "(profile nvme-plp) writes 16 KiB units untorn, at least the 16 KiB page"),
+        (65536, "(profile nvme-plp) writes 64 KiB units untorn, at least the 8 KiB page"),
+    ] {
+        let mut f = fixture("disk_7200rpm");
+        f.env.emulated_disk = Some(crate::core::environment::EmulatedDisk {
+            profile: "nvme-plp".into(),
+            untorn_unit_bytes: Some(untorn),
+            ..Default::default()
+        });
+        let advice = run_fixture(&f, &t);
+        assert_eq!(setting(&advice, "postgres", "full_page_writes"), "on");
+        assert_eq!(setting(&advice, "mariadb", "innodb_doublewrite"), "ON");
+        let reasons: Vec<&str> = advice.iter().flat_map(|a| &a.settings).map(|s| s.reason.as_str()).collect();
+        assert!(reasons.iter().any(|r| r.contains(said)), "{untorn}: {reasons:#?}");
+    }
+}

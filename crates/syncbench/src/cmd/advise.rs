@@ -162,10 +162,18 @@ pub fn main(args: Args) -> Outcome {
         + &under_writes.as_ref().map_or(String::new(), failed_under_writes);
     crate::core::export::print_human(&args.export, &text)?;
     let evidence = advice.iter().map(crate::advise::evidence::of).collect();
+    let power_cuts = advice.iter().map(crate::advise::safety::of).collect();
     let failed = advice.iter().any(|a| a.pass == Some(false));
     let under_writes_failed = under_writes.as_ref().and_then(|u| u.error()).map(str::to_string);
-    let payload =
-        AdvisePayload { dir, source, advice: advice.clone(), evidence, results, background_writes: under_writes };
+    let payload = AdvisePayload {
+        dir,
+        source,
+        advice: advice.clone(),
+        evidence,
+        power_cuts,
+        results,
+        background_writes: under_writes,
+    };
     crate::core::export::write_all(&Envelope::new(started_at, environment, verdicts, payload), &args.export)?;
     // Exit 1 when etcd's rule failed or the part under writes did (its line on stderr).
     let code = crate::measure::background::exit_code(under_writes_failed.as_deref());

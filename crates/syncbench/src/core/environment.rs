@@ -168,6 +168,10 @@ pub struct EmulatedDisk {
     pub rotational: bool,
     /// Where the lab is mounted (for `syncbench lab cut`).
     pub mount: String,
+    /// The device model's untorn unit (`syncbench lab --untorn`): a write cut short by a power cut reached
+    /// the medium in whole aligned units of this size. `None` in files written before it was recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untorn_unit_bytes: Option<u64>,
 }
 
 /// Virtualization, when detected.

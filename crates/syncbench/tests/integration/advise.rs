@@ -110,6 +110,49 @@ fn json_advice_has_the_documented_shape() {
     assert!(v["results"].as_array().unwrap().len() >= 5);
 }
 
+/// `--json` carries each database's power-cut evidence (`power_cuts`, in `advice`'s order) and each
+/// setting's citation in its reason; a database no cut ran says so.
+#[test]
+fn json_advice_carries_the_power_cut_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = saved_run(dir.path(), 3000.0);
+    let out = syncbench()
+        .args(["advise", "--json", "-", "--for", "postgres:15.18,mariadb:10.11,mysql:8.4", "--from"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("PostgreSQL 15.18\n  evidence: "), "{text}");
+    assert!(text.contains("  power cuts: advise's settings kept every acknowledged commit in "), "{text}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cuts = v["power_cuts"].as_array().unwrap();
+    let names: Vec<&str> = cuts.iter().map(|c| c["database"].as_str().unwrap()).collect();
+    assert_eq!(names, ["postgres", "mariadb", "mysql"]);
+    let maria = &cuts[1];
+    assert_eq!(maria["applies"], true);
+    let trx =
+        maria["settings"].as_array().unwrap().iter().find(|s| s["name"] == "innodb_flush_log_at_trx_commit").unwrap();
+    assert_eq!(trx["value"], "1");
+    assert_eq!(trx["advised"]["damaged"], 0);
+    assert!(trx["advised"]["cuts"].as_u64().unwrap() >= 150, "{trx}");
+    let lost: Vec<(&str, u64)> = trx["other_values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["settings"][0].as_str().unwrap(), o["lost_ack_cuts"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(lost, [("innodb_flush_log_at_trx_commit=0", 23), ("innodb_flush_log_at_trx_commit=2", 18)]);
+    assert!(trx["advised"]["results"][0].as_str().unwrap().starts_with("bench/results/"), "{trx}");
+    let reason =
+        v["advice"][1]["settings"].as_array().unwrap().iter().find(|s| s["name"] == trx["name"]).unwrap()["reason"]
+            .as_str()
+            .unwrap();
+    assert!(reason.contains(trx["text"].as_str().unwrap()), "{reason}");
+    assert_eq!(cuts[2]["summary"], "no power-cut evidence for MySQL");
+    assert_eq!(cuts[2]["settings"][0]["advised"], serde_json::Value::Null);
+}
+
 #[test]
 fn failing_etcd_rule_exits_1() {
     let dir = tempfile::tempdir().unwrap();

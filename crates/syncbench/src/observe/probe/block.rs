@@ -176,6 +176,8 @@ pub fn lab_disk(root: &Root, backing_file: &str) -> Option<EmulatedDisk> {
                 flush_us: params["flush_ns"].as_u64().unwrap_or(0) / 1000,
                 write_us: params["write_ns"].as_u64().unwrap_or(0) / 1000,
                 mount: state["mount"].as_str().unwrap_or("").to_string(),
+                // A lab older than `--untorn` tore at sectors (the device model's default).
+                untorn_unit_bytes: Some(params["untorn_bytes"].as_u64().unwrap_or(512)),
             }
         })
     })
@@ -184,6 +186,30 @@ pub fn lab_disk(root: &Root, backing_file: &str) -> Option<EmulatedDisk> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lab_disk_is_found_by_its_image_with_its_untorn_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let state = |name: &str, params: &str| {
+            let lab = root.path(&format!("run/syncbench-lab/{name}"));
+            std::fs::create_dir_all(&lab).unwrap();
+            let text = format!(
+                r#"{{"image":"/var/tmp/{name}.img","profile":"nvme-plp","mount":"/mnt/{name}","params":{params}}}"#
+            );
+            std::fs::write(lab.join("state.json"), text).unwrap();
+        };
+        state("a", r#"{"honesty":"write-through","flush_ns":30000,"write_ns":20000,"untorn_bytes":16384}"#);
+        state("b", r#"{"honesty":"honest","flush_ns":30000,"write_ns":20000}"#);
+        let a = lab_disk(&root, "/var/tmp/a.img").unwrap();
+        assert_eq!(
+            (a.profile.as_str(), a.honesty.as_str(), a.untorn_unit_bytes),
+            ("nvme-plp", "write-through", Some(16384))
+        );
+        // A lab from before `--untorn` tore at sectors.
+        assert_eq!(lab_disk(&root, "/var/tmp/b.img").unwrap().untorn_unit_bytes, Some(512));
+        assert!(lab_disk(&root, "/var/tmp/c.img").is_none());
+    }
 
     #[test]
     fn transports_from_sysfs_paths() {

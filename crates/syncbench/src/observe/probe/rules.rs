@@ -770,6 +770,7 @@ mod tests {
             write_us: 20,
             rotational,
             mount: "/mnt/lab".into(),
+            untorn_unit_bytes: None,
         };
         Environment { emulated_disk: Some(disk), ..ext4(vec![]) }
     }

@@ -121,6 +121,7 @@ fn lab(profile: &str, flush_us: u64) -> Environment {
         write_us: 20,
         rotational: false,
         mount: "/mnt/lab".into(),
+        untorn_unit_bytes: None,
     };
     Environment {
         dir: "/mnt/lab/fs".into(),
