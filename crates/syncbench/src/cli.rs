@@ -23,7 +23,8 @@ pub enum Command {
     Run(crate::cmd::run::Args),
     /// Show the file system, mount, device chain and caches under DIR, and the verdict.
     Probe(crate::cmd::probe::Args),
-    /// Recommend durability settings for PostgreSQL, MySQL, MariaDB, SQLite, RocksDB and etcd.
+    /// Recommend durability settings for PostgreSQL, MySQL, MariaDB, SQLite, RocksDB and etcd, each with the
+    /// measurement and the recorded power cuts (`powercut db`) behind it.
     Advise(crate::cmd::advise::Args),
     /// Group commit with the reference write-ahead log: commits/s as clients grow.
     Commit(crate::cmd::commit::Args),

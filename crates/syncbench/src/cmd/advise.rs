@@ -26,8 +26,8 @@ pub struct Args {
         default_value = "postgres,mysql,mariadb,sqlite,rocksdb,etcd"
     )]
     pub databases: Vec<String>,
-    /// --json, --csv (one row per setting and measurement behind it), --markdown (a table of settings per
-    /// database), --openmetrics (an info gauge per setting: database, setting, value, evidence level; and
+    /// --json (with `power_cuts`: each setting's recorded power cuts), --csv (one row per setting and
+    /// measurement behind it), --markdown (a table of settings per database), --openmetrics (an info gauge per setting: database, setting, value, evidence level; and
     /// etcd's pass); `-` for stdout (the text then goes to stderr). Checked before measuring.
     #[command(flatten)]
     pub export: crate::core::export::ExportArgs,
