@@ -18,6 +18,13 @@ fn problems(records: &[PowercutRecord], torn: &[TornPageTest]) -> Vec<String> {
                 say(format!("{what} {count:?} does not fit {} damaged cuts", r.damaged));
             }
         }
+        let lying = |p: &&str| {
+            crate::proof::lab::profile::by_name(p)
+                .is_ok_and(|p| p.params.honesty == crate::proof::lab::profile::Honesty::IgnoresFlush)
+        };
+        if r.profiles.iter().any(lying) && !r.profiles.iter().all(lying) {
+            say("mixes lying and honest profiles: one record each".into());
+        }
         for (key, value) in r.settings {
             if !DEFAULTS.iter().any(|(db, k, _, _)| *db == r.database && k.eq_ignore_ascii_case(key)) {
                 say(format!("{key} has no default in DEFAULTS"));
@@ -97,6 +104,7 @@ fn the_checker_catches_planted_wrong_entries() {
         PowercutRecord { ran: "99.1", ..good },
         PowercutRecord { results: &["bench/results/powercut-db-2026-11-28/no-such-run.json"], ..good },
         PowercutRecord { file_systems: &["zfs"], ..good },
+        PowercutRecord { profiles: &["nvme-plp", "cheating-ssd"], ..good },
     ];
     for (i, r) in planted.iter().enumerate() {
         let found = problems(std::slice::from_ref(r), &[]);
