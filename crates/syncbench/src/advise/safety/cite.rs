@@ -296,12 +296,14 @@ fn summary(db: Database, version: Version, e: &PowerCutEvidence, any: bool) -> S
     if !any {
         return format!("no power-cut evidence for {}", db.title());
     }
-    let mut out =
-        if e.applies { String::new() } else { format!("no power-cut evidence for {} {version}; ", db.title()) };
-    match &e.advised {
-        Some(c) => out.push_str(&format!("advise's settings {}", cite(db, c, e.applies.then_some(version)))),
-        None => out.push_str("no power-cut evidence for advise's settings together"),
-    }
+    let mut out = match (&e.advised, e.applies) {
+        (Some(c), true) => format!("advise's settings {}", cite(db, c, Some(version))),
+        (Some(c), false) => {
+            format!("no power-cut evidence for {} {version}; advise's settings {}", db.title(), cite(db, c, None))
+        }
+        (None, true) => "no power-cut evidence for advise's settings together".to_string(),
+        (None, false) => format!("no power-cut evidence for {} {version}", db.title()),
+    };
     if let Some(c) = &e.lying_disk {
         out.push_str(&format!(
             "; with them, on a disk that acknowledges flushes it never makes (lab disks {}; {}), the database {}: \
