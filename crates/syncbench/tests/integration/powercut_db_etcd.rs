@@ -66,12 +66,18 @@ fn refused_flags_name_their_key_and_start_nothing() {
 #[cfg(feature = "fuse")]
 mod on_the_lab {
     use crate::powercut_db_mariadb::on_the_lab::{
-        a_few_honest_cuts_keep_everything, an_unknown_setting_is_one_line_exit_2,
+        a_few_honest_cuts_keep_everything, a_planted_early_ack_is_caught, an_unknown_setting_is_one_line_exit_2,
+        missing,
     };
 
     #[test]
     fn etcd_keeps_every_acknowledged_txn_through_a_few_cuts_on_an_honest_disk() {
-        a_few_honest_cuts_keep_everything("etcd", "etcd", "etcd 3.");
+        a_few_honest_cuts_keep_everything("etcd", missing("etcd"), "etcd 3.");
+    }
+
+    #[test]
+    fn etcd_a_planted_early_ack_is_caught() {
+        a_planted_early_ack_is_caught("etcd", missing("etcd"));
     }
 
     #[test]

@@ -223,12 +223,22 @@ pub mod on_the_lab {
     /// names the run's lab (`.syncbench-lab-<pid>-`: mounts, loop devices, servers) or its private
     /// directories in /tmp (`.syncbench-<db>-<pid>-`).
     pub fn powercut_db(db: &str, args: &[&str]) -> (Output, Vec<serde_json::Value>, Vec<String>) {
+        powercut_db_with_env(db, args, &[])
+    }
+
+    /// [`powercut_db`] with `env` added to syncbench's environment.
+    pub fn powercut_db_with_env(
+        db: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (Output, Vec<serde_json::Value>, Vec<String>) {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("cells.json");
         let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
             .args(["powercut", "db", "--db", db])
             .args(args)
             .args(["--json", json.to_str().unwrap()])
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -269,12 +279,11 @@ pub mod on_the_lab {
     }
 
     /// A few cuts of `db` with its default settings on an honest disk: every cut kept every acknowledged
-    /// transfer, recovered, passed the integrity check; nothing is left behind.
-    pub fn a_few_honest_cuts_keep_everything(db: &str, server: &str, version_prefix: &str) {
-        if let Some(why) = missing(server) {
-            return skip(format_args!(
-                "powercut db --db {db} needs root, /dev/fuse, losetup, mkfs.ext4 and {server} ({why})"
-            ));
+    /// transfer, recovered, passed the integrity check; nothing is left behind. `missing`: why the lab or
+    /// the server cannot run here, if it cannot.
+    pub fn a_few_honest_cuts_keep_everything(db: &str, missing: Option<String>, version_prefix: &str) {
+        if let Some(why) = missing {
+            return skip(format_args!("powercut db --db {db} needs the lab and {db} ({why})"));
         }
         let (out, cells, left) = powercut_db(db, &["--profile", "nvme-consumer", "--fs", "ext4", "--cuts", "3"]);
         assert!(out.status.success(), "{}", text(&out));
@@ -289,6 +298,26 @@ pub mod on_the_lab {
             assert!(cut["recovery_failure"].is_null() && cut["integrity"]["ok"] == true, "{cut}");
         }
         assert!(cuts.iter().map(|c| c["acknowledged"].as_u64().unwrap()).sum::<u64>() > 0, "no load ran: {cell}");
+    }
+
+    /// The planted bug (`SYNCBENCH_PLANT_EARLY_ACK=1`: each client acknowledges a transfer before sending
+    /// it, and commits it only in its next call) on the disk and settings of
+    /// [`a_few_honest_cuts_keep_everything`], which keep every ack without the plant: the campaign must
+    /// report lost acknowledged transfers, fail the run, and still leave nothing behind. `missing`: why
+    /// the lab or the server cannot run here, if it cannot.
+    pub fn a_planted_early_ack_is_caught(db: &str, missing: Option<String>) {
+        if let Some(why) = missing {
+            return skip(format_args!("powercut db --db {db} with a planted early ack needs the lab and {db} ({why})"));
+        }
+        let args = ["--profile", "nvme-consumer", "--fs", "ext4", "--cuts", "3"];
+        let (out, cells, left) = powercut_db_with_env(db, &args, &[("SYNCBENCH_PLANT_EARLY_ACK", "1")]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(left.is_empty(), "left behind: {left:?}");
+        let cuts = cells[0]["cuts"].as_array().unwrap();
+        let lost: Vec<u64> = cuts.iter().map(|c| c["verification"]["lost"].as_u64().unwrap_or(0)).collect();
+        // Every client holds one acknowledged transfer it has not committed at every cut: each cut loses.
+        assert!(lost.len() == 3 && lost.iter().all(|&l| l > 0), "lost per cut {lost:?}: {}", text(&out));
+        assert!(text(&out).contains("FAILS") && text(&out).contains("was acknowledged but has no history row"));
     }
 
     /// An unknown `--set` key: one line naming it, exit 2, no lab, no server, no private directory left.
@@ -310,7 +339,12 @@ pub mod on_the_lab {
 
     #[test]
     fn mariadb_keeps_every_acknowledged_transfer_through_a_few_cuts_on_an_honest_disk() {
-        a_few_honest_cuts_keep_everything("mariadb", "mariadbd", "MariaDB ");
+        a_few_honest_cuts_keep_everything("mariadb", missing("mariadbd"), "MariaDB ");
+    }
+
+    #[test]
+    fn mariadb_a_planted_early_ack_is_caught() {
+        a_planted_early_ack_is_caught("mariadb", missing("mariadbd"));
     }
 
     #[test]

@@ -202,3 +202,25 @@ fn postgres_integrity_check_sees_a_corrupted_page() {
     let read = server.read_state();
     assert!(read.is_err(), "a corrupted page read back without error");
 }
+
+/// `syncbench powercut db --db postgres` on a lab disk (root, /dev/fuse, loop devices): a few honest cuts
+/// keep every acknowledged transfer; with the planted early ack the same cuts lose some and fail the run.
+#[cfg(feature = "fuse")]
+mod on_the_lab {
+    use crate::powercut_db_mariadb::on_the_lab::{a_few_honest_cuts_keep_everything, a_planted_early_ack_is_caught};
+
+    /// Why the lab or PostgreSQL cannot run here (its programs are not on the PATH in Debian's packages).
+    fn missing() -> Option<String> {
+        crate::missing_stack_prerequisite(&["losetup", "mkfs.ext4", "mount", "umount"]).or_else(super::missing)
+    }
+
+    #[test]
+    fn postgres_keeps_every_acknowledged_transfer_through_a_few_cuts_on_an_honest_disk() {
+        a_few_honest_cuts_keep_everything("postgres", missing(), "PostgreSQL ");
+    }
+
+    #[test]
+    fn postgres_a_planted_early_ack_is_caught() {
+        a_planted_early_ack_is_caught("postgres", missing());
+    }
+}

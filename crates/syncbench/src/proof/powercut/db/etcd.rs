@@ -328,7 +328,8 @@ impl Server for Etcd {
     }
 
     fn connect(&self) -> anyhow::Result<Box<dyn Client>> {
-        Ok(Box::new(client::EtcdClient::new(self.client_addr(), Arc::clone(&self.acked_revision))))
+        let client = client::EtcdClient::new(self.client_addr(), Arc::clone(&self.acked_revision));
+        Ok(super::plant::maybe_early_ack(Box::new(client)))
     }
 
     fn read_state(&mut self) -> anyhow::Result<DbState> {

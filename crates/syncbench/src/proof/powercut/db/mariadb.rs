@@ -307,7 +307,7 @@ impl Server for MariaDb {
     }
 
     fn connect(&self) -> anyhow::Result<Box<dyn Client>> {
-        Ok(Box::new(MariaClient::connect(self.endpoint())?))
+        Ok(super::plant::maybe_early_ack(Box::new(MariaClient::connect(self.endpoint())?)))
     }
 
     fn read_state(&mut self) -> anyhow::Result<DbState> {

@@ -22,6 +22,7 @@ pub mod cell;
 #[cfg(feature = "fuse")]
 pub mod command;
 pub mod controls;
+pub mod plant;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod process;

@@ -534,7 +534,7 @@ impl Server for PostgresServer {
     }
 
     fn connect(&self) -> anyhow::Result<Box<dyn Client>> {
-        Ok(Box::new(PostgresClient::new(self.connect_client()?)?))
+        Ok(super::plant::maybe_early_ack(Box::new(PostgresClient::new(self.connect_client()?)?)))
     }
 
     fn read_state(&mut self) -> anyhow::Result<DbState> {

@@ -14,9 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-/// The hidden planted bug: with this variable set to 1 a client acknowledges a transfer before its COMMIT
-/// has returned (the tests show the campaign catches it).
-pub const PLANT_EARLY_ACK: &str = "SYNCBENCH_PLANT_EARLY_ACK";
+/// The hidden planted bug (see [`super::plant`]); SQLite's clients print the ack before BEGIN.
+pub use super::plant::PLANT_EARLY_ACK;
 /// The variable naming the `sqlite3` program to run (your own build); default: `sqlite3` on the PATH.
 pub const SQLITE3_PROGRAM: &str = "SYNCBENCH_SQLITE3";
 /// How long opening (recovery), reading back or checking may take.
@@ -219,8 +218,7 @@ impl Server for SqliteServer {
     }
 
     fn connect(&self) -> anyhow::Result<Box<dyn Client>> {
-        let early_ack = std::env::var(PLANT_EARLY_ACK).is_ok_and(|v| v == "1");
-        Ok(Box::new(SqliteClient::open(self.shared.clone(), early_ack)?))
+        Ok(Box::new(SqliteClient::open(self.shared.clone(), super::plant::early_ack_planted())?))
     }
 
     fn read_state(&mut self) -> anyhow::Result<DbState> {
