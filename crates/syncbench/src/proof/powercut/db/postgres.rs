@@ -80,8 +80,6 @@ pub struct PostgresServer {
     accounts: u32,
     postmaster: Option<Child>,
     checkpointer: Option<Checkpointer>,
-    /// `SYNCBENCH_LAB_MOUNT` for every program started, when the campaign says which lab it runs on.
-    lab_mount: Option<PathBuf>,
 }
 
 /// The user the server's programs run as: `postgres` when syncbench is root, else syncbench's own.
@@ -112,25 +110,14 @@ impl PostgresServer {
             accounts: 0,
             postmaster: None,
             checkpointer: None,
-            lab_mount: None,
         })
     }
 
-    /// Start every program with `SYNCBENCH_LAB_MOUNT=<mount>`, as `lab run` starts its command: if
-    /// syncbench dies, `syncbench cleanup` finds the postmaster as a process of that lab (the postmaster
-    /// keeps its environment; its children overwrite theirs with their process titles, and exit when it
-    /// dies).
-    pub fn set_lab_mount(&mut self, mount: &Path) {
-        self.lab_mount = Some(mount.to_path_buf());
-    }
-
-    /// A command for the server's program `name`, as its user, in the private directory.
+    /// A command for the server's program `name`, as its user, in the private directory. The campaign's
+    /// `process::spawn` gives it `SYNCBENCH_LAB_MOUNT`, so `syncbench cleanup` finds a postmaster that
+    /// outlived syncbench.
     fn command(&self, name: &str) -> Command {
-        let mut cmd = self.owner.command(&self.bin.join(name), self.socket_dir());
-        if let Some(mount) = &self.lab_mount {
-            cmd.env("SYNCBENCH_LAB_MOUNT", mount);
-        }
-        cmd
+        self.owner.command(&self.bin.join(name), self.socket_dir())
     }
 
     /// Why this server's settings may lose acknowledged commits or damage pages, if they may (the campaign
