@@ -5,15 +5,21 @@
 #
 #   sudo bench/powercut_db_postgres.sh [safe|methods|controls|summary]...   (default: all; the
 #   time breakdown of every JSON in OUT is printed at the end and kept in OUT/postgres-summary.txt)
+#   A control alone: synchronous_commit-off, fsync-off or cheating-ssd. `safe` runs one campaign per
+#   profile (postgres-safe-PROFILE, both fs), so a partial grid still leaves its results and two shells can
+#   split the profiles (PROFILES=hdd-7200 in one, PROFILES=nvme-consumer,nvme-plp in the other).
 #
 # Environment: BIN (default target/release/syncbench), CUTS (25), SEED (1),
-# OUT (bench/results/powercut-db-DATE). Needs root, /dev/fuse, PostgreSQL (.ci/deps/powercut_db_postgres.txt).
+# OUT (bench/results/powercut-db-DATE), PROFILES (safe: hdd-7200,nvme-consumer,nvme-plp),
+# METHOD_FSS (methods: ext4,xfs). Needs root, /dev/fuse, PostgreSQL (.ci/deps/powercut_db_postgres.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/syncbench}
 CUTS=${CUTS:-25}
 SEED=${SEED:-1}
 OUT=${OUT:-bench/results/powercut-db-$(date -u +%F)}
+PROFILES=${PROFILES:-hdd-7200,nvme-consumer,nvme-plp}
+METHOD_FSS=${METHOD_FSS:-ext4,xfs}
 mkdir -p "$OUT"
 [ -x "$BIN" ] || cargo build --release -p syncbench
 
@@ -50,23 +56,35 @@ run() {
     grep -E '^(version|PostgreSQL)' "$OUT/postgres-$name.txt" || true
 }
 
+# control NAME: one negative control (each expected to lose), 25 cuts on one profile.
+control() {
+    case $1 in
+    synchronous_commit-off) run synchronous_commit-off --set synchronous_commit=off --profile nvme-consumer --fs ext4 ;;
+    fsync-off) run fsync-off --set fsync=off --profile nvme-consumer --fs ext4 ;;
+    cheating-ssd) run cheating-ssd --profile cheating-ssd --fs ext4 ;;
+    esac
+}
+
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); $("$BIN" --version)"
 for part in "${@:-safe methods controls}"; do
     for p in $part; do
         case $p in
-        safe) run safe --profile hdd-7200,nvme-consumer,nvme-plp --fs ext4,xfs ;;
-        methods)
-            for m in fdatasync open_datasync fsync open_sync; do
-                run "wal_sync_method-$m" --set "wal_sync_method=$m" --profile nvme-consumer --fs ext4
+        safe)
+            for profile in ${PROFILES//,/ }; do
+                run "safe-$profile" --profile "$profile" --fs ext4,xfs
             done
             ;;
-        controls)
-            run synchronous_commit-off --set synchronous_commit=off --profile nvme-consumer --fs ext4
-            run fsync-off --set fsync=off --profile nvme-consumer --fs ext4
-            run cheating-ssd --profile cheating-ssd --fs ext4
+        methods)
+            for fs in ${METHOD_FSS//,/ }; do
+                for m in fdatasync open_datasync fsync open_sync; do
+                    run "wal_sync_method-$m-$fs" --set "wal_sync_method=$m" --profile nvme-consumer --fs "$fs"
+                done
+            done
             ;;
+        controls) for c in synchronous_commit-off fsync-off cheating-ssd; do control "$c"; done ;;
+        synchronous_commit-off | fsync-off | cheating-ssd) control "$p" ;;
         summary) ;;
-        *) echo "unknown part $p (safe, methods, controls, summary)" >&2; exit 2 ;;
+        *) echo "unknown part $p (safe, methods, controls, synchronous_commit-off, fsync-off, cheating-ssd, summary)" >&2; exit 2 ;;
         esac
     done
 done
