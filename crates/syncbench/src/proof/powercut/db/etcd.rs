@@ -303,6 +303,8 @@ impl Server for Etcd {
         }
         self.data_dir = Some(data_dir.join("etcd"));
         self.accounts = accounts;
+        // A new database's revisions start again at 1: the old one's acks say nothing about it.
+        self.acked_revision.store(0, Ordering::SeqCst);
         self.ports = free_ports()?;
         self.start().map_err(|f| anyhow::anyhow!("{}\n{}", f.summary, f.log_excerpt))?;
         self.load_accounts(accounts)?;
