@@ -122,16 +122,21 @@ const SQLITE: &str = "3.40.1";
 use Database::{Etcd, Mariadb, Postgres, Sqlite};
 use Design::KillFirst;
 
-/// Every recorded `powercut db` result (docs/benchmarks.md, 2026-11-28). Re-runs from the branches
-/// `dbgrid` and `torn` replace or join these rows: one struct each (see the module doc).
+/// Every recorded `powercut db` result (docs/benchmarks.md, 2026-11-28 and 2026-11-29; the 29th's
+/// freeze-cut-kill re-runs replaced the first design's rows). Re-runs from the branch `torn` join these
+/// rows: one struct each (see the module doc).
 pub const POWERCUTS: &[PowercutRecord] = &[
     // PostgreSQL 15.18 (bench/powercut_db_postgres.sh; postgres-NOTES.txt).
     PowercutRecord {
         database: Postgres,
         ran: PG,
         cuts: 150,
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/postgres-safe.json"],
+        date: "2026-11-29",
+        results: &[
+            "bench/results/powercut-db-2026-11-29/postgres-safe-hdd-7200.json",
+            "bench/results/powercut-db-2026-11-29/postgres-safe-nvme-consumer.json",
+            "bench/results/powercut-db-2026-11-29/postgres-safe-nvme-plp.json",
+        ],
         ..CLEAN
     },
     PowercutRecord {
@@ -139,10 +144,12 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         ran: PG,
         settings: &[("wal_sync_method", "fdatasync")],
         profiles: NVME_CONSUMER,
-        file_systems: EXT4,
-        cuts: 25,
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/postgres-wal_sync_method-fdatasync.json"],
+        cuts: 50,
+        date: "2026-11-29",
+        results: &[
+            "bench/results/powercut-db-2026-11-29/postgres-wal_sync_method-fdatasync-ext4.json",
+            "bench/results/powercut-db-2026-11-29/postgres-wal_sync_method-fdatasync-xfs.json",
+        ],
         ..CLEAN
     },
     PowercutRecord {
@@ -150,10 +157,12 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         ran: PG,
         settings: &[("wal_sync_method", "open_datasync")],
         profiles: NVME_CONSUMER,
-        file_systems: EXT4,
-        cuts: 25,
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/postgres-wal_sync_method-open_datasync.json"],
+        cuts: 50,
+        date: "2026-11-29",
+        results: &[
+            "bench/results/powercut-db-2026-11-29/postgres-wal_sync_method-open_datasync-ext4.json",
+            "bench/results/powercut-db-2026-11-29/postgres-wal_sync_method-open_datasync-xfs.json",
+        ],
         ..CLEAN
     },
     PowercutRecord {
@@ -161,10 +170,12 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         ran: PG,
         settings: &[("wal_sync_method", "fsync")],
         profiles: NVME_CONSUMER,
-        file_systems: EXT4,
-        cuts: 25,
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/postgres-wal_sync_method-fsync.json"],
+        cuts: 50,
+        date: "2026-11-29",
+        results: &[
+            "bench/results/powercut-db-2026-11-29/postgres-wal_sync_method-fsync-ext4.json",
+            "bench/results/powercut-db-2026-11-29/postgres-wal_sync_method-fsync-xfs.json",
+        ],
         ..CLEAN
     },
     PowercutRecord {
@@ -172,10 +183,12 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         ran: PG,
         settings: &[("wal_sync_method", "open_sync")],
         profiles: NVME_CONSUMER,
-        file_systems: EXT4,
-        cuts: 25,
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/postgres-wal_sync_method-open_sync.json"],
+        cuts: 50,
+        date: "2026-11-29",
+        results: &[
+            "bench/results/powercut-db-2026-11-29/postgres-wal_sync_method-open_sync-ext4.json",
+            "bench/results/powercut-db-2026-11-29/postgres-wal_sync_method-open_sync-xfs.json",
+        ],
         ..CLEAN
     },
     PowercutRecord {
@@ -203,17 +216,6 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         ran: PG,
         settings: &[("synchronous_commit", "off")],
         cuts: 25,
-        damaged: 21,
-        lost_ack_cuts: Some(21),
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/postgres-synchronous_commit-off.json"],
-        ..DAMAGED
-    },
-    PowercutRecord {
-        database: Postgres,
-        ran: PG,
-        settings: &[("synchronous_commit", "off")],
-        cuts: 25,
         damaged: 24,
         results: &["bench/results/powercut-db-2026-11-28/postgres-after-restack-synchronous_commit-off.json"],
         ..DAMAGED
@@ -224,8 +226,11 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         settings: &[("fsync", "off")],
         cuts: 25,
         damaged: 25,
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/postgres-fsync-off.json"],
+        lost_ack_cuts: Some(24),
+        failed_recoveries: Some(1),
+        integrity_failures: Some(0),
+        date: "2026-11-29",
+        results: &["bench/results/powercut-db-2026-11-29/postgres-fsync-off.json"],
         ..DAMAGED
     },
     PowercutRecord {
@@ -234,12 +239,14 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         profiles: CHEATING,
         cuts: 25,
         damaged: 25,
-        failed_recoveries: Some(24),
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/postgres-cheating-ssd.json"],
+        lost_ack_cuts: Some(0),
+        failed_recoveries: Some(25),
+        integrity_failures: Some(0),
+        date: "2026-11-29",
+        results: &["bench/results/powercut-db-2026-11-29/postgres-cheating-ssd.json"],
         ..DAMAGED
     },
-    // MariaDB 10.11.19 (bench/powercut_db_mariadb.sh; README-mariadb-etcd.md, mariadb-summary.txt).
+    // MariaDB 10.11.19 (bench/powercut_db_server.sh mariadb; README-mariadb-etcd.md, mariadb-summary.txt).
     PowercutRecord {
         database: Mariadb,
         ran: MARIA,
@@ -260,12 +267,12 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         ran: MARIA,
         settings: &[("innodb_flush_log_at_trx_commit", "0")],
         cuts: 25,
-        damaged: 23,
-        lost_ack_cuts: Some(23),
+        damaged: 20,
+        lost_ack_cuts: Some(20),
         failed_recoveries: Some(0),
         integrity_failures: Some(0),
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/mariadb-trx0.json"],
+        date: "2026-11-29",
+        results: &["bench/results/powercut-db-2026-11-29/mariadb-trx0.json"],
         ..DAMAGED
     },
     PowercutRecord {
@@ -273,12 +280,12 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         ran: MARIA,
         settings: &[("innodb_flush_log_at_trx_commit", "2")],
         cuts: 25,
-        damaged: 18,
-        lost_ack_cuts: Some(18),
+        damaged: 21,
+        lost_ack_cuts: Some(21),
         failed_recoveries: Some(0),
         integrity_failures: Some(0),
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/mariadb-trx2.json"],
+        date: "2026-11-29",
+        results: &["bench/results/powercut-db-2026-11-29/mariadb-trx2.json"],
         ..DAMAGED
     },
     PowercutRecord {
@@ -290,11 +297,11 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         lost_ack_cuts: Some(0),
         failed_recoveries: Some(25),
         integrity_failures: Some(0),
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/mariadb-cheating.json"],
+        date: "2026-11-29",
+        results: &["bench/results/powercut-db-2026-11-29/mariadb-cheating.json"],
         ..DAMAGED
     },
-    // etcd 3.4.23 (bench/powercut_db_etcd.sh; README-mariadb-etcd.md).
+    // etcd 3.4.23 (bench/powercut_db_server.sh etcd; README-mariadb-etcd.md).
     PowercutRecord {
         database: Etcd,
         ran: ETCD,
@@ -309,8 +316,10 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         cuts: 25,
         damaged: 25,
         lost_ack_cuts: Some(25),
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/etcd-no_fsync.json"],
+        failed_recoveries: Some(0),
+        integrity_failures: Some(25),
+        date: "2026-11-29",
+        results: &["bench/results/powercut-db-2026-11-29/etcd-no_fsync.json"],
         ..DAMAGED
     },
     PowercutRecord {
@@ -319,10 +328,11 @@ pub const POWERCUTS: &[PowercutRecord] = &[
         profiles: CHEATING,
         cuts: 25,
         damaged: 25,
-        lost_ack_cuts: Some(20),
-        failed_recoveries: Some(5),
-        design: KillFirst,
-        results: &["bench/results/powercut-db-2026-11-28/etcd-cheating.json"],
+        lost_ack_cuts: Some(0),
+        failed_recoveries: Some(1),
+        integrity_failures: Some(24),
+        date: "2026-11-29",
+        results: &["bench/results/powercut-db-2026-11-29/etcd-cheating.json"],
         ..DAMAGED
     },
     // SQLite 3.40.1 (bench/powercut_db.sh; seeds 1 and 2 pooled where both ran).

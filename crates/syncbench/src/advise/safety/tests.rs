@@ -145,50 +145,44 @@ fn postgres_defaults_are_cited_with_their_cuts_and_the_controls_against_them() {
     assert!(e.applies);
     let wal = &e.settings[0];
     let cited = wal.advised.as_ref().unwrap();
-    // defaults (150, kill first) + wal_sync_method=fdatasync (25, kill first) + defaults (25, freeze-cut-kill);
+    // defaults (150) + wal_sync_method=fdatasync (50) + defaults (25, 2026-11-28), all freeze-cut-kill;
     // not the syncfs run (another recovery_init_sync_method) nor any control.
-    assert_eq!((cited.cuts, cited.damaged, cited.kill_first_cuts), (200, 0, 175));
+    assert_eq!((cited.cuts, cited.damaged, cited.kill_first_cuts), (225, 0, 0));
     assert_eq!(cited.settings, ["defaults", "wal_sync_method=fdatasync"]);
     assert_eq!(
         wal.text,
-        "Power cuts: kept every acknowledged commit in 200 cuts on lab disks hdd-7200, nvme-consumer, nvme-plp × \
-         ext4, xfs (PostgreSQL 15.18, syncbench powercut db 2026-11-28; 175 of them killed the server before the \
-         cut, a weaker cut); other values: wal_sync_method=open_datasync kept every acknowledged commit in 25 cuts \
-         on lab disks nvme-consumer × ext4 (PostgreSQL 15.18, syncbench powercut db 2026-11-28; the server killed \
-         before each cut, a weaker cut); wal_sync_method=fsync kept every acknowledged commit in 25 cuts on lab \
-         disks nvme-consumer × ext4 (PostgreSQL 15.18, syncbench powercut db 2026-11-28; the server killed before \
-         each cut, a weaker cut); wal_sync_method=open_sync kept every acknowledged commit in 25 cuts on lab disks \
-         nvme-consumer × ext4 (PostgreSQL 15.18, syncbench powercut db 2026-11-28; the server killed before each \
-         cut, a weaker cut)."
+        "Power cuts: kept every acknowledged commit in 225 cuts on lab disks hdd-7200, nvme-consumer, nvme-plp × \
+         ext4, xfs (PostgreSQL 15.18, syncbench powercut db 2026-11-29, 2026-11-28); other values: \
+         wal_sync_method=open_datasync kept every acknowledged commit in 50 cuts on lab disks nvme-consumer × \
+         ext4, xfs (PostgreSQL 15.18, syncbench powercut db 2026-11-29); wal_sync_method=fsync kept every \
+         acknowledged commit in 50 cuts on lab disks nvme-consumer × ext4, xfs (PostgreSQL 15.18, syncbench \
+         powercut db 2026-11-29); wal_sync_method=open_sync kept every acknowledged commit in 50 cuts on lab \
+         disks nvme-consumer × ext4, xfs (PostgreSQL 15.18, syncbench powercut db 2026-11-29)."
     );
-    assert_eq!(e.settings[1].advised.as_ref().map(|c| c.cuts), Some(200), "commit_delay=0 is the default");
+    assert_eq!(e.settings[1].advised.as_ref().map(|c| c.cuts), Some(225), "commit_delay=0 is the default");
     let others: Vec<(&str, u32, u32)> =
         e.other_settings.iter().map(|c| (c.settings[0].as_str(), c.damaged, c.cuts)).collect();
     assert_eq!(
         others,
-        [("recovery_init_sync_method=syncfs", 0, 10), ("synchronous_commit=off", 45, 50), ("fsync=off", 25, 25)]
+        [("recovery_init_sync_method=syncfs", 0, 10), ("synchronous_commit=off", 24, 25), ("fsync=off", 25, 25)]
     );
     let lying = e.lying_disk.as_ref().unwrap();
-    assert_eq!((lying.damaged, lying.cuts, lying.failed_recoveries), (25, 25, Some(24)));
-    assert!(e.summary.contains("synchronous_commit=off was damaged in 45 of 50 cuts"), "{}", e.summary);
-    assert!(
-        e.summary.contains("the database was damaged in 25 of 25 cuts (24 failed recoveries): no setting"),
-        "{}",
-        e.summary
-    );
+    assert_eq!((lying.damaged, lying.cuts, lying.failed_recoveries), (25, 25, Some(25)));
+    assert!(e.summary.contains("synchronous_commit=off was damaged in 24 of 25 cuts"), "{}", e.summary);
+    assert!(e.summary.contains("the database failed recovery in 25 of 25 cuts: no setting"), "{}", e.summary);
 }
 
 #[test]
 fn a_value_no_cut_ran_has_no_power_cut_evidence() {
     let e = of(&pg("15.18", "open_datasync", "58"));
     assert_eq!(e.settings[1].text, "Power cuts: no power-cut evidence for commit_delay = 58.");
-    // open_datasync: its own 25 cuts; fdatasync (set on purpose) is the other value, not the defaults runs.
+    // open_datasync: its own 50 cuts; fdatasync (set on purpose) is the other value, not the defaults runs.
     let wal = &e.settings[0];
-    assert_eq!(wal.advised.as_ref().map(|c| c.cuts), Some(25));
+    assert_eq!(wal.advised.as_ref().map(|c| c.cuts), Some(50));
     let others: Vec<&str> = wal.other_values.iter().map(|c| c.settings[0].as_str()).collect();
     assert_eq!(others, ["wal_sync_method=fdatasync", "wal_sync_method=fsync", "wal_sync_method=open_sync"]);
     // full_page_writes=on with open_datasync: only the cuts that ran both.
-    assert_eq!(e.settings[2].advised.as_ref().map(|c| c.cuts), Some(25));
+    assert_eq!(e.settings[2].advised.as_ref().map(|c| c.cuts), Some(50));
     for db in ["mysql", "rocksdb"] {
         let e = of(&advice(db, "8.4", &[("innodb_flush_method", "O_DIRECT")]));
         assert_eq!(e.settings[0].text, "Power cuts: no power-cut evidence for innodb_flush_method = O_DIRECT.");
@@ -209,7 +203,7 @@ fn evidence_applies_to_the_release_series_that_ran() {
     assert!(!newer.applies);
     assert!(
         newer.settings[0].text.starts_with(
-            "Power cuts: no power-cut evidence for PostgreSQL 17.0; this value kept every acknowledged commit in 200 cuts"
+            "Power cuts: no power-cut evidence for PostgreSQL 17.0; this value kept every acknowledged commit in 225 cuts"
         ),
         "{}",
         newer.settings[0].text
@@ -275,9 +269,9 @@ fn a_planted_wrong_record_is_never_evidence_for_the_advice() {
     let leaked: &'static [PowercutRecord] = Box::leak(Box::new(planted));
     with_planted.extend(leaked.iter());
     let e = cite::of_records(&pg("15.18", "fdatasync", "0"), with_planted);
-    assert_eq!(e.settings[0].advised.as_ref().map(|c| c.cuts), Some(200));
-    assert_eq!(e.advised.as_ref().map(|c| c.cuts), Some(200));
-    assert!(e.other_settings.iter().any(|c| c.cuts == 1049), "the planted control pools with its own kind");
+    assert_eq!(e.settings[0].advised.as_ref().map(|c| c.cuts), Some(225));
+    assert_eq!(e.advised.as_ref().map(|c| c.cuts), Some(225));
+    assert!(e.other_settings.iter().any(|c| c.cuts == 1024), "the planted control pools with its own kind");
     assert_eq!(e.lying_disk.as_ref().map(|c| c.cuts), Some(802));
 }
 
