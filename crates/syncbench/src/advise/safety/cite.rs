@@ -363,12 +363,14 @@ fn outcome(c: &Cited) -> String {
         return format!("failed recovery in {of}");
     }
     let kinds = [
-        (c.lost_ack_cuts, "with acknowledged commits lost"),
-        (c.failed_recoveries, "failed recoveries"),
-        (c.integrity_failures, "integrity failures"),
+        (c.lost_ack_cuts, "with acknowledged commits lost", "with acknowledged commits lost"),
+        (c.failed_recoveries, "failed recovery", "failed recoveries"),
+        (c.integrity_failures, "integrity failure", "integrity failures"),
     ];
-    let parts: Vec<String> =
-        kinds.iter().filter_map(|(n, what)| n.filter(|n| *n > 0).map(|n| format!("{n} {what}"))).collect();
+    let parts: Vec<String> = kinds
+        .iter()
+        .filter_map(|(n, one, many)| n.filter(|n| *n > 0).map(|n| format!("{n} {}", if n == 1 { one } else { many })))
+        .collect();
     match parts.is_empty() {
         true => format!("was damaged in {of}"),
         false => format!("was damaged in {of} ({})", parts.join(", ")),
