@@ -1,6 +1,7 @@
 //! `syncbench cleanup`: remove what a killed syncbench left in the kernel — mounts (tracefs, the lab's
 //! FUSE image server and file system), loop devices, lab servers and the commands a dead `lab run` started,
-//! and the directories it made for them — as recorded in `/run/syncbench` (see [`crate::proof::leftovers`]).
+//! and the directories it made for them — as recorded in `/run/syncbench` (see [`crate::proof::leftovers`]) —
+//! and the ftrace instances of dead syncbench processes (named `syncbench-PID-N`).
 //! Nothing else: an object that no longer matches its record stays.
 
 use crate::core::exit::Outcome;
@@ -25,7 +26,12 @@ pub fn main(args: Args) -> Outcome {
         println!("cleanup: {} left behind by syncbench processes that are gone", found.len());
         return Ok(ExitCode::SUCCESS);
     }
-    finish("cleanup", registry::remove_leftovers())
+    let mut results = registry::remove_leftovers();
+    // The ftrace instances of killed `run`/`commit`/`pages` (not in the record: their names say whose).
+    if let Ok(tracefs) = crate::core::registry::open_tracefs() {
+        results.extend(crate::observe::blockdev::requests::remove_stale_instances(&tracefs));
+    }
+    finish("cleanup", results)
 }
 
 /// Print what each removal did; the exit code says whether everything went.
