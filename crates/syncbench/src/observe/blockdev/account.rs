@@ -169,11 +169,13 @@ impl Accountant {
         // The counters' window inside the tracepoints' (switched on before the counters are read, off
         // after), as `trace` does: every request the counters count is seen, so the request counts can be
         // checked against them. Loading the programs is outside both.
-        let lab_before = self.lab_counts();
         let (trace, refused) = match &self.tracefs {
             Some(t) => open_trace(t),
             None => (None, None),
         };
+        // The lab's window holds the kernel's too, tightly: taken after the reader is prepared (creating an
+        // ftrace instance allocates its rings), so a previous case's late I/O does not land between.
+        let lab_before = self.lab_counts();
         let trace = trace.and_then(|mut t| t.resume().is_ok().then_some(t));
         let before = stat::Snapshot::take(&self.disks);
         Window { refused, before, trace, lab_before }
