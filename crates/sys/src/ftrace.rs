@@ -310,6 +310,19 @@ mod tests {
     }
 
     #[test]
+    fn stale_instances_are_those_of_processes_that_are_gone_and_named_as_ours() {
+        let root = tempfile::tempdir().unwrap();
+        let dead = u32::MAX - 1; // above any pid_max: no such process
+        let own = std::process::id();
+        for name in [format!("x-{dead}-0"), format!("x-{own}-1"), format!("x-{dead}-y"), "x-".into(), "other".into()] {
+            std::fs::create_dir_all(root.path().join("instances").join(name)).unwrap();
+        }
+        let stale = stale_instances(root.path(), "x-");
+        assert_eq!(stale, vec![root.path().join("instances").join(format!("x-{dead}-0"))]);
+        assert!(stale_instances(&root.path().join("absent"), "x-").is_empty());
+    }
+
+    #[test]
     fn page_size_and_lost_counts_come_from_tracefs_text() {
         let header_page = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
         assert_eq!(page_bytes(header_page), 4096);

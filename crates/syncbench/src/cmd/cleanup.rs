@@ -5,6 +5,7 @@
 //! Nothing else: an object that no longer matches its record stays.
 
 use crate::core::exit::Outcome;
+use crate::observe::blockdev::requests;
 use crate::proof::leftovers as registry;
 use std::process::ExitCode;
 
@@ -23,13 +24,22 @@ pub fn main(args: Args) -> Outcome {
         for leftover in &found {
             println!("{}", leftover.describe());
         }
-        println!("cleanup: {} left behind by syncbench processes that are gone", found.len());
+        let tracefs = crate::core::registry::open_tracefs().ok();
+        let instances = tracefs.as_ref().map(|t| requests::stale_instances(t)).unwrap_or_default();
+        for dir in &instances {
+            println!(
+                "left by a syncbench process that is gone: ftrace instance {0}; remove with: rmdir {0}",
+                dir.display()
+            );
+        }
+        let total = found.len() + instances.len();
+        println!("cleanup: {total} left behind by syncbench processes that are gone");
         return Ok(ExitCode::SUCCESS);
     }
     let mut results = registry::remove_leftovers();
     // The ftrace instances of killed `run`/`commit`/`pages` (not in the record: their names say whose).
     if let Ok(tracefs) = crate::core::registry::open_tracefs() {
-        results.extend(crate::observe::blockdev::requests::remove_stale_instances(&tracefs));
+        results.extend(requests::remove_stale_instances(&tracefs));
     }
     finish("cleanup", results)
 }

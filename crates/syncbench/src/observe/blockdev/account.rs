@@ -556,4 +556,26 @@ mod tests {
         let lowest = r.lowest().unwrap();
         assert!(lowest.stat.write_bytes >= 8192, "{r:?}");
     }
+
+    #[test]
+    fn a_traced_window_is_read_by_an_ftrace_instance_that_is_gone_after_it() {
+        let dir = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+        if !syncbench_sys::test_support::is_root_or_skip() || std::env::var_os(TRACER_ENV).is_some() {
+            return;
+        }
+        let acct = Accountant::for_dir(dir.path(), true);
+        let Some(tracefs) = acct.tracefs.as_deref() else { return assert!(acct.is_empty(), "no tracefs") };
+        let w = acct.open();
+        let instance = w.trace.as_ref().and_then(|t| t.ftrace_dir()).expect("an ftrace instance").to_path_buf();
+        assert!(instance.starts_with(tracefs.root().join("instances")) && instance.is_dir(), "{instance:?}");
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        std::fs::File::open(&path).unwrap().sync_all().unwrap();
+        let r = acct.close(w, 1, 8192).report();
+        assert_eq!(r.trace_reader.as_deref(), Some("ftrace"), "{r:?}");
+        let (device, q) = r.traced().expect("request lines");
+        assert!(q.writes.count + q.flush_carriers >= device.stat.writes, "{r:?}");
+        assert!(q.flushes.count >= device.stat.flushes, "{r:?}");
+        assert!(!instance.exists(), "the instance outlived its window: {instance:?}");
+    }
 }

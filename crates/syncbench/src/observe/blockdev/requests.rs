@@ -302,11 +302,15 @@ impl Drop for FtraceRings {
     }
 }
 
+/// The ftrace instances of syncbench processes that are gone.
+pub fn stale_instances(tracefs: &Tracefs) -> Vec<PathBuf> {
+    ftrace::stale_instances(tracefs.root(), FTRACE_PREFIX)
+}
+
 /// Remove the ftrace instances of syncbench processes that are gone (killed before their `Drop` and signal
 /// hook ran): one line per instance, removed or not.
 pub fn remove_stale_instances(tracefs: &Tracefs) -> Vec<Result<String, String>> {
-    let stale = ftrace::stale_instances(tracefs.root(), FTRACE_PREFIX);
-    stale
+    stale_instances(tracefs)
         .iter()
         .map(|dir| {
             ftrace::remove(dir);
@@ -397,6 +401,14 @@ impl BlockTrace {
             Source::Perf(events) => events.enable(),
             Source::Bpf(programs) => programs.set_on(true),
             Source::Ftrace(rings) => rings.instance.set_on(true),
+        }
+    }
+
+    /// Where the ftrace instance recording the requests lives, if one does.
+    pub fn ftrace_dir(&self) -> Option<&std::path::Path> {
+        match &self.source {
+            Source::Ftrace(rings) => Some(rings.instance.dir()),
+            _ => None,
         }
     }
 
