@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # `run --quick`'s request lines (block tracepoints) against /sys/block, per case (issue #33, "Device
-# columns"), as root: ROUNDS rounds, each one run with the eBPF programs (the default) and one with perf
-# events (SYNCBENCH_TRACER=perf), alternating which goes first. With LOAD set, that command runs in the
+# columns"), as root: ROUNDS rounds, each one run per reader in READERS (default "ftrace bpf perf": the
+# ftrace instance, the default; the eBPF programs; perf events, as SYNCBENCH_TRACER picks them), the order
+# rotated each round. With LOAD set, that command runs in the
 # background for the whole bench (e.g. LOAD='cargo build --release' in another checkout) and is stopped
 # at the end. Writes OUT/ROUND-READER.json and .txt, and OUT/summary.txt: per run, the lowest ratio of
 # traced (+ reported lost) to counted requests over the cases with at least 10 of the kind, and the cases
 # under 95 %.
-# Usage: bench/request_lines.sh DIR OUT [ROUNDS]   env: BIN (default: this repo's release build), LOAD
+# Usage: bench/request_lines.sh DIR OUT [ROUNDS]   env: BIN (default: this repo's release build), LOAD, READERS
 set -euo pipefail
 usage="usage: bench/request_lines.sh DIR OUT [ROUNDS]"
 . "$(dirname "$0")/lib.sh"
@@ -25,7 +26,9 @@ if [ -n "${LOAD:-}" ]; then
 fi
 echo "bin: $bin ($("$bin" --version))  dir: $dir  LOAD: ${LOAD:-none}  date: $(date -u +%FT%TZ)" | tee "$out/summary.txt"
 for r in $(seq 1 "$rounds"); do
-  order="bpf perf"; [ $((r % 2)) -eq 0 ] && order="perf bpf"
+  read -r -a readers <<< "${READERS:-ftrace bpf perf}"
+  shift_by=$(( (r - 1) % ${#readers[@]} ))
+  order="${readers[*]:shift_by} ${readers[*]:0:shift_by}"
   for reader in $order; do
     load=$(cut -d' ' -f1 /proc/loadavg)
     SYNCBENCH_TRACER=$reader "$bin" run "$dir" --quick --json "$out/$r-$reader.json" > "$out/$r-$reader.txt" 2>&1
@@ -49,7 +52,7 @@ for c in doc["results"]:
         worst = min(worst, ratio)
         if ratio < 0.95:
             low.append(f"{c['section']} {c['label'].strip()} {kind} {seen}+{lost}/{counted}")
-print(f"round {r} {reader:4} load {load:>5}: {cases} cases, lowest {worst:.3f}, under 95%: {len(low)} {'; '.join(low[:4])}")
+print(f"round {r} {reader:6} load {load:>5}: {cases} cases, lowest {worst:.3f}, under 95%: {len(low)} {'; '.join(low[:4])}")
 PY
   done
 done

@@ -16,6 +16,8 @@ mod aligned;
 pub mod bpf;
 mod fiemap;
 #[cfg(target_os = "linux")]
+pub mod ftrace;
+#[cfg(target_os = "linux")]
 pub mod kevents;
 #[cfg(target_os = "linux")]
 pub mod perf;

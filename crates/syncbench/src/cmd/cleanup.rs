@@ -1,9 +1,11 @@
 //! `syncbench cleanup`: remove what a killed syncbench left in the kernel — mounts (tracefs, the lab's
 //! FUSE image server and file system), loop devices, lab servers and the commands a dead `lab run` started,
-//! and the directories it made for them — as recorded in `/run/syncbench` (see [`crate::proof::leftovers`]).
+//! and the directories it made for them — as recorded in `/run/syncbench` (see [`crate::proof::leftovers`]) —
+//! and the ftrace instances of dead syncbench processes (named `syncbench-PID-N`).
 //! Nothing else: an object that no longer matches its record stays.
 
 use crate::core::exit::Outcome;
+use crate::observe::blockdev::requests;
 use crate::proof::leftovers as registry;
 use std::process::ExitCode;
 
@@ -22,10 +24,24 @@ pub fn main(args: Args) -> Outcome {
         for leftover in &found {
             println!("{}", leftover.describe());
         }
-        println!("cleanup: {} left behind by syncbench processes that are gone", found.len());
+        let tracefs = crate::core::registry::open_tracefs().ok();
+        let instances = tracefs.as_ref().map(|t| requests::stale_instances(t)).unwrap_or_default();
+        for dir in &instances {
+            println!(
+                "left by a syncbench process that is gone: ftrace instance {0}; remove with: rmdir {0}",
+                dir.display()
+            );
+        }
+        let total = found.len() + instances.len();
+        println!("cleanup: {total} left behind by syncbench processes that are gone");
         return Ok(ExitCode::SUCCESS);
     }
-    finish("cleanup", registry::remove_leftovers())
+    let mut results = registry::remove_leftovers();
+    // The ftrace instances of killed `run`/`commit`/`pages` (not in the record: their names say whose).
+    if let Ok(tracefs) = crate::core::registry::open_tracefs() {
+        results.extend(requests::remove_stale_instances(&tracefs));
+    }
+    finish("cleanup", results)
 }
 
 /// Print what each removal did; the exit code says whether everything went.

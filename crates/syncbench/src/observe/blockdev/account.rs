@@ -5,9 +5,10 @@
 //! the last — never inside the timed loop. As root the block tracepoints record every request during the
 //! window too (the kernel's cost per request is a ring write; nothing is read until the window closes):
 //! flags (PREFLUSH, FUA, SYNC) and the device-side latency, so a commit splits into time at the device and
-//! time in the kernel and file system. They are read by the eBPF programs `trace` uses
-//! ([`super::inkernel`]), or by perf events when the kernel refuses those (or `SYNCBENCH_TRACER=perf`
-//! asks): perf writes no sample for some completions (docs/trace.md, "The disks"), so request counts
+//! time in the kernel and file system. They are read by a private ftrace instance (its own rings; the
+//! eBPF programs `trace` uses, [`super::inkernel`], miss the completions that interrupt the project VM's
+//! agent, docs/trace.md "The disks"), else by those programs, else by perf events (or as
+//! `SYNCBENCH_TRACER` asks): perf writes no sample for some completions, so request counts
 //! read by perf, with records lost or skipped runs not counted, or short of the counters', are marked
 //! incomplete (`DeviceAccounting::requests_incomplete`) and the columns then take the kernel's
 //! counters. On a `syncbench lab` disk the emulated device's own counters are read
@@ -31,8 +32,12 @@ const RING_PAGES: usize = 1024;
 /// The eBPF programs' one ring (32 MiB: ~260,000 requests, an issue and a completion of 64 bytes each,
 /// whichever CPU and disk they are on; nothing reads it until the window closes).
 const RING_BYTES: u32 = 32 << 20;
-/// The environment variable that picks the block tracepoints' reader: `perf` forces the perf events,
-/// `bpf` the eBPF programs only (no fallback), anything else or unset: eBPF, perf when refused.
+/// KiB per CPU of the ftrace instance's rings (4 MiB: ~35,000 requests on one CPU, an issue and a completion
+/// of ~60 bytes each; nothing reads them until the window closes).
+const FTRACE_KB: u32 = 4096;
+/// The environment variable that picks the block tracepoints' reader: `ftrace` an ftrace instance only,
+/// `bpf` the eBPF programs only, `perf` the perf events, `bpf-then-perf` eBPF with perf when refused;
+/// anything else or unset: an ftrace instance, else eBPF, else perf.
 pub const TRACER_ENV: &str = "SYNCBENCH_TRACER";
 
 /// Counts of one disk per commit.
@@ -146,6 +151,11 @@ impl Accountant {
             let root = root.to_path_buf();
             crate::core::cleanup::on_signal(move || syncbench_sys::tracefs::detach(&root));
         }
+        // Registered after the tracefs detach: hooks run last-registered first, so the instances go first.
+        static INSTANCES_HOOK: std::sync::Once = std::sync::Once::new();
+        if tracefs.is_some() {
+            INSTANCES_HOOK.call_once(|| crate::core::cleanup::on_signal(super::requests::remove_live_instances));
+        }
         Accountant { lab_mount: lab_mount_of(&disks), disks, tracefs }
     }
 
@@ -159,11 +169,13 @@ impl Accountant {
         // The counters' window inside the tracepoints' (switched on before the counters are read, off
         // after), as `trace` does: every request the counters count is seen, so the request counts can be
         // checked against them. Loading the programs is outside both.
-        let lab_before = self.lab_counts();
         let (trace, refused) = match &self.tracefs {
             Some(t) => open_trace(t),
             None => (None, None),
         };
+        // The lab's window holds the kernel's too, tightly: taken after the reader is prepared (creating an
+        // ftrace instance allocates its rings), so a previous case's late I/O does not land between.
+        let lab_before = self.lab_counts();
         let trace = trace.and_then(|mut t| t.resume().is_ok().then_some(t));
         let before = stat::Snapshot::take(&self.disks);
         Window { refused, before, trace, lab_before }
@@ -287,16 +299,23 @@ impl Recorded {
     }
 }
 
-/// The block tracepoints' reader for a window, loaded but not recording: the eBPF programs, or perf
+/// The block tracepoints' reader for a window, loaded but not recording: an ftrace instance (the only
+/// reader that sees every completion on the project VM: docs/trace.md, "The disks"), the eBPF programs, or perf
 /// events when the kernel refuses them (with why) or [`TRACER_ENV`] asks; `None` when neither opens.
 fn open_trace(tracefs: &Tracefs) -> (Option<BlockTrace>, Option<String>) {
     let perf = || BlockTrace::prepare_perf(tracefs, RING_PAGES).ok();
+    let bpf_or_perf = || match BlockTrace::prepare_bpf(tracefs, RING_BYTES) {
+        Ok(t) => (Some(t), None),
+        Err(e) => (perf(), Some(e.to_string())),
+    };
     match std::env::var(TRACER_ENV).as_deref() {
         Ok("perf") => (perf(), Some(format!("{TRACER_ENV}=perf"))),
         Ok("bpf") => (BlockTrace::prepare_bpf(tracefs, RING_BYTES).ok(), None),
-        _ => match BlockTrace::prepare_bpf(tracefs, RING_BYTES) {
+        Ok("ftrace") => (BlockTrace::prepare_ftrace(tracefs, FTRACE_KB).ok(), None),
+        Ok("bpf-then-perf") => bpf_or_perf(),
+        _ => match BlockTrace::prepare_ftrace(tracefs, FTRACE_KB) {
             Ok(t) => (Some(t), None),
-            Err(e) => (perf(), Some(e.to_string())),
+            Err(_) => bpf_or_perf(),
         },
     }
 }
@@ -536,5 +555,27 @@ mod tests {
         let r = acct.close(w, 1, 8192).report();
         let lowest = r.lowest().unwrap();
         assert!(lowest.stat.write_bytes >= 8192, "{r:?}");
+    }
+
+    #[test]
+    fn a_traced_window_is_read_by_an_ftrace_instance_that_is_gone_after_it() {
+        let dir = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+        if !syncbench_sys::test_support::is_root_or_skip() || std::env::var_os(TRACER_ENV).is_some() {
+            return;
+        }
+        let acct = Accountant::for_dir(dir.path(), true);
+        let Some(tracefs) = acct.tracefs.as_deref() else { return assert!(acct.is_empty(), "no tracefs") };
+        let w = acct.open();
+        let instance = w.trace.as_ref().and_then(|t| t.ftrace_dir()).expect("an ftrace instance").to_path_buf();
+        assert!(instance.starts_with(tracefs.root().join("instances")) && instance.is_dir(), "{instance:?}");
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        std::fs::File::open(&path).unwrap().sync_all().unwrap();
+        let r = acct.close(w, 1, 8192).report();
+        assert_eq!(r.trace_reader.as_deref(), Some("ftrace"), "{r:?}");
+        let (device, q) = r.traced().expect("request lines");
+        assert!(q.writes.count + q.flush_carriers >= device.stat.writes, "{r:?}");
+        assert!(q.flushes.count >= device.stat.flushes, "{r:?}");
+        assert!(!instance.exists(), "the instance outlived its window: {instance:?}");
     }
 }

@@ -8,6 +8,10 @@ use super::inkernel::{self, BlockPrograms};
 use crate::core::stats::Samples;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use syncbench_sys::ftrace;
 pub use syncbench_sys::kevents::Lost;
 use syncbench_sys::kevents::{BlockRequest, KernelEvent};
 use syncbench_sys::perf::{self, Scope, Tracepoint, Tracepoints};
@@ -246,6 +250,9 @@ pub enum Mechanism {
     Bpf,
     /// perf events on every CPU.
     Perf,
+    /// A private ftrace instance's rings (see `syncbench_sys::ftrace`): the reader that sees every hit on
+    /// the project VM, where no BPF program runs while the VM agent's threads are current.
+    Ftrace,
 }
 
 impl Mechanism {
@@ -254,6 +261,7 @@ impl Mechanism {
         match self {
             Mechanism::Bpf => "eBPF programs on the block tracepoints",
             Mechanism::Perf => "perf_event block tracepoints",
+            Mechanism::Ftrace => "an ftrace instance on the block tracepoints",
         }
     }
 
@@ -262,6 +270,7 @@ impl Mechanism {
         match self {
             Mechanism::Bpf => "bpf",
             Mechanism::Perf => "perf",
+            Mechanism::Ftrace => "ftrace",
         }
     }
 }
@@ -269,6 +278,57 @@ impl Mechanism {
 enum Source {
     Perf(Tracepoints),
     Bpf(BlockPrograms),
+    Ftrace(FtraceRings),
+}
+
+/// An ftrace instance, what was read from it so far (handled in time order when the window closes), and
+/// the first read that failed (reported by [`BlockTrace::finish_raw`]: the counts would be short).
+struct FtraceRings {
+    instance: ftrace::Instance,
+    held: Vec<ftrace::Record>,
+    failed: Option<io::Error>,
+}
+
+/// Names of this process's ftrace instances start with it (and `syncbench cleanup` finds them by it).
+pub const FTRACE_PREFIX: &str = "syncbench-";
+static FTRACE_SEQ: AtomicU64 = AtomicU64::new(0);
+/// Instances to remove if a signal ends the process before their `Drop` runs.
+static LIVE_INSTANCES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+impl Drop for FtraceRings {
+    fn drop(&mut self) {
+        let dir = self.instance.dir();
+        LIVE_INSTANCES.lock().unwrap_or_else(|p| p.into_inner()).retain(|d| d != dir);
+    }
+}
+
+/// The ftrace instances of syncbench processes that are gone.
+pub fn stale_instances(tracefs: &Tracefs) -> Vec<PathBuf> {
+    ftrace::stale_instances(tracefs.root(), FTRACE_PREFIX)
+}
+
+/// Remove the ftrace instances of syncbench processes that are gone (killed before their `Drop` and signal
+/// hook ran): one line per instance, removed or not.
+pub fn remove_stale_instances(tracefs: &Tracefs) -> Vec<Result<String, String>> {
+    stale_instances(tracefs)
+        .iter()
+        .map(|dir| {
+            ftrace::remove(dir);
+            match dir.exists() {
+                false => Ok(format!("removed ftrace instance {}", dir.display())),
+                true => {
+                    Err(format!("could not remove ftrace instance {} (rmdir it when nothing reads it)", dir.display()))
+                }
+            }
+        })
+        .collect()
+}
+
+/// Remove every ftrace instance this process still has (a signal hook: `Drop` will not run).
+pub fn remove_live_instances() {
+    for dir in LIVE_INSTANCES.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+        ftrace::remove(&dir);
+    }
 }
 
 /// Block requests being recorded on every CPU.
@@ -320,11 +380,35 @@ impl BlockTrace {
         Ok(BlockTrace { source: Source::Bpf(programs), layout, disks: BTreeMap::new() })
     }
 
+    /// A private ftrace instance recording the two tracepoints into rings of `buffer_kb` KiB per CPU, not
+    /// recording until [`BlockTrace::resume`] (a write to its `tracing_on`). Removed when dropped, and
+    /// by the signal hook [`remove_live_instances`] if the process is stopped first.
+    pub fn prepare_ftrace(tracefs: &Tracefs, buffer_kb: u32) -> io::Result<BlockTrace> {
+        let (_, _, layout) = layout(tracefs)?;
+        // A killed syncbench's instance would record every request for as long as the machine runs.
+        let _ = remove_stale_instances(tracefs);
+        let name = format!("{FTRACE_PREFIX}{}-{}", std::process::id(), FTRACE_SEQ.fetch_add(1, Ordering::Relaxed));
+        let events = [("block", "block_rq_issue"), ("block", "block_rq_complete")];
+        let instance = ftrace::Instance::create(tracefs.root(), &name, &events, buffer_kb)?;
+        LIVE_INSTANCES.lock().unwrap_or_else(|p| p.into_inner()).push(instance.dir().to_path_buf());
+        let rings = FtraceRings { instance, held: Vec::new(), failed: None };
+        Ok(BlockTrace { source: Source::Ftrace(rings), layout, disks: BTreeMap::new() })
+    }
+
     /// Start recording.
     pub fn resume(&mut self) -> io::Result<()> {
         match &mut self.source {
             Source::Perf(events) => events.enable(),
             Source::Bpf(programs) => programs.set_on(true),
+            Source::Ftrace(rings) => rings.instance.set_on(true),
+        }
+    }
+
+    /// Where the ftrace instance recording the requests lives, if one does.
+    pub fn ftrace_dir(&self) -> Option<&std::path::Path> {
+        match &self.source {
+            Source::Ftrace(rings) => Some(rings.instance.dir()),
+            _ => None,
         }
     }
 
@@ -333,6 +417,7 @@ impl BlockTrace {
         match self.source {
             Source::Perf(_) => Mechanism::Perf,
             Source::Bpf(_) => Mechanism::Bpf,
+            Source::Ftrace(..) => Mechanism::Ftrace,
         }
     }
 
@@ -353,6 +438,17 @@ impl BlockTrace {
             Source::Perf(events) => events.drain_ordered(all).iter().for_each(|s| handle(s.time_ns, &s.raw)),
             // One ring in commit order: an issue is committed before its request can complete.
             Source::Bpf(programs) => programs.drain(all, handle),
+            // Per-CPU rings: what is read is held until the window closes, then paired in time order
+            // (a stable sort keeps each CPU's order for equal times). A failed read shows as a shortfall.
+            Source::Ftrace(rings) => {
+                if let Err(e) = rings.instance.drain(&mut rings.held) {
+                    rings.failed.get_or_insert(e);
+                }
+                if all {
+                    rings.held.sort_by_key(|r| r.time_ns);
+                    std::mem::take(&mut rings.held).iter().for_each(|r| handle(r.time_ns, &r.raw));
+                }
+            }
         }
     }
 
@@ -361,6 +457,7 @@ impl BlockTrace {
         match &mut self.source {
             Source::Perf(events) => events.disable(),
             Source::Bpf(programs) => programs.set_on(false),
+            Source::Ftrace(rings) => rings.instance.set_on(false),
         }
     }
 
@@ -369,6 +466,11 @@ impl BlockTrace {
         match &self.source {
             Source::Perf(events) => Ok(Lost { dropped: events.lost(), skipped: Some(0) }),
             Source::Bpf(programs) => programs.lost(),
+            // The rings count what they had no room for; no hit is skipped as BPF programs' runs are.
+            Source::Ftrace(rings) => match &rings.failed {
+                Some(e) => Err(io::Error::new(e.kind(), format!("reading the ftrace rings: {e}"))),
+                None => Ok(Lost { dropped: rings.instance.lost()?, skipped: Some(0) }),
+            },
         }
     }
 
