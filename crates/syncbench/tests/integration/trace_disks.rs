@@ -107,7 +107,9 @@ fn flush_requests_count_every_flush_the_disk_completed_in_the_window() {
     let device = devices.iter().find(|d| d["disk"] == disk.name.as_str());
     let requests = &device.unwrap_or_else(|| panic!("no device {} in the report: {text}", disk.name))["requests"];
     let count = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v} in {text}"));
-    assert_eq!(doc["trace"]["block_mechanism"], "eBPF programs on the block tracepoints", "{text}");
+    // The default reader is an ftrace instance: on this VM no eBPF program runs for a completion that
+    // interrupts the VM agent's threads, and nothing counts those misses (docs/trace.md, "The disks").
+    assert_eq!(doc["trace"]["block_mechanism"], "an ftrace instance on the block tracepoints", "{text}");
     assert_eq!(doc["trace"]["lost_events"], 0, "{text}");
     // At least: other programs' requests in the tracer's wider window count too. The kernel skips a block
     // program when its tracepoint fires in an interrupt while another eBPF program runs on that CPU (the

@@ -34,7 +34,7 @@ const RING_PAGES: usize = 1024;
 const RING_BYTES: u32 = 32 << 20;
 /// KiB per CPU of the ftrace instance's rings (4 MiB: ~35,000 requests on one CPU, an issue and a completion
 /// of ~60 bytes each; nothing reads them until the window closes).
-const FTRACE_KB: u32 = 4096;
+pub const FTRACE_KB: u32 = 4096;
 /// The environment variable that picks the block tracepoints' reader: `ftrace` an ftrace instance only,
 /// `bpf` the eBPF programs only, `perf` the perf events, `bpf-then-perf` eBPF with perf when refused;
 /// anything else or unset: an ftrace instance, else eBPF, else perf.

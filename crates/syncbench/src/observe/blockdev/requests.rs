@@ -281,6 +281,11 @@ enum Source {
     Ftrace(FtraceRings),
 }
 
+/// How far behind the newest record read a record must be before it is paired during a window: the
+/// per-CPU rings are drained one after another, so a later ring can hold records a little older than
+/// an earlier ring's newest (a drain takes milliseconds; a second is ample).
+const PAIRING_SLACK_NS: u64 = 1_000_000_000;
+
 /// An ftrace instance, what was read from it so far (handled in time order when the window closes), and
 /// the first read that failed (reported by [`BlockTrace::finish_raw`]: the counts would be short).
 struct FtraceRings {
@@ -444,10 +449,16 @@ impl BlockTrace {
                 if let Err(e) = rings.instance.drain(&mut rings.held) {
                     rings.failed.get_or_insert(e);
                 }
-                if all {
-                    rings.held.sort_by_key(|r| r.time_ns);
-                    std::mem::take(&mut rings.held).iter().for_each(|r| handle(r.time_ns, &r.raw));
-                }
+                rings.held.sort_by_key(|r| r.time_ns);
+                // A long trace cannot hold every record to the end: those older than the newest by
+                // more than PAIRING_SLACK_NS are paired now. Every ring was drained to the same moment,
+                // so no record still in a ring is that much older than one already read.
+                let newest = rings.held.last().map_or(0, |r| r.time_ns);
+                let ready = match all {
+                    true => rings.held.len(),
+                    false => rings.held.partition_point(|r| r.time_ns.saturating_add(PAIRING_SLACK_NS) < newest),
+                };
+                rings.held.drain(..ready).for_each(|r| handle(r.time_ns, &r.raw));
             }
         }
     }

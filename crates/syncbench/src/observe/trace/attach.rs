@@ -19,6 +19,7 @@ use super::follow::{self, Follow, Selection};
 use super::inkernel::{self, InKernel};
 use super::stats::Recorder;
 use super::tracer::Unseen;
+use crate::observe::blockdev::account::FTRACE_KB;
 use crate::observe::blockdev::requests::{BlockTrace, Lost, RequestReport};
 use crate::observe::blockdev::{Disk, disk, stat};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -87,7 +88,8 @@ pub struct AttachOptions {
 /// What records an attached trace's calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
-    /// eBPF programs (`inkernel`), or perf events when they cannot be loaded (one line on stderr says why).
+    /// eBPF programs (`inkernel`) on the syscall tracepoints and an ftrace instance on the block ones; perf
+    /// events for what cannot be loaded (one line on stderr says why).
     Default,
     /// eBPF programs only (`--tracer bpf`): an error when they cannot be loaded.
     Bpf,
@@ -518,18 +520,23 @@ pub fn attach(options: AttachOptions, stop: Arc<AtomicBool>, ready: impl FnOnce(
     })
 }
 
-/// The block tracepoints' reader: eBPF programs, or perf events with `--tracer perf` or when the kernel
-/// refuses the programs (then with why, for [`fallback_line`]; an error with `--tracer bpf`).
+/// The block tracepoints' reader: a private ftrace instance (as `run`'s device columns: on some VMs no
+/// eBPF program runs for a completion that interrupts certain threads, and nothing counts the miss; the
+/// instance's rings record it), else eBPF programs, else perf events (then with why, for
+/// [`fallback_line`]); eBPF only with `--tracer bpf` (an error if refused), perf with `--tracer perf`.
 fn open_blocks(tracefs: &Tracefs, options: &AttachOptions) -> io::Result<(BlockTrace, Option<io::Error>)> {
     match options.backend {
         Backend::Perf => Ok((BlockTrace::start(tracefs)?, None)),
         Backend::Bpf => BlockTrace::start_bpf(tracefs)
             .map(|b| (b, None))
             .map_err(|e| io::Error::new(e.kind(), format!("--tracer bpf (block tracepoints): {e}"))),
-        Backend::Default => match BlockTrace::start_bpf(tracefs) {
-            Ok(b) => Ok((b, None)),
-            Err(e) => Ok((BlockTrace::start(tracefs)?, Some(e))),
-        },
+        Backend::Default => {
+            let ftrace = BlockTrace::prepare_ftrace(tracefs, FTRACE_KB).and_then(|mut b| b.resume().map(|()| b));
+            match ftrace.or_else(|_| BlockTrace::start_bpf(tracefs)) {
+                Ok(b) => Ok((b, None)),
+                Err(e) => Ok((BlockTrace::start(tracefs)?, Some(e))),
+            }
+        }
     }
 }
 
