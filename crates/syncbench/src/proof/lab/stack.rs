@@ -400,6 +400,17 @@ impl Stack {
     /// [`Stack::cut`] does. If none comes in time, the cut happens then and `aim.met` is false. The files'
     /// sizes compared after the reboot are those from when the wait began.
     pub fn cut_aimed(&mut self, seed: u64, aim: CutAim) -> anyhow::Result<CutOutcome> {
+        self.cut_aimed_then(seed, aim, || ())
+    }
+
+    /// [`Stack::cut_aimed`], calling `at_power_off` the moment the device lost power, before the reboot (a
+    /// database campaign freezes its processes there: the load ran on while the cut waited for its write).
+    pub fn cut_aimed_then(
+        &mut self,
+        seed: u64,
+        aim: CutAim,
+        at_power_off: impl FnOnce(),
+    ) -> anyhow::Result<CutOutcome> {
         let started = Instant::now();
         let sizes_before = file_sizes(&self.mount_dir);
         let spec = AimSpec { min_write_bytes: aim.min_write_bytes, within: aim.within.clone() };
@@ -418,6 +429,7 @@ impl Stack {
             }
         };
         let waited_ms = started.elapsed().as_millis() as u64;
+        at_power_off();
         let report = fired.context("writing the destaged data to the image")?;
         let mut outcome = self.reboot(started, report, &sizes_before)?;
         outcome.aim = Some(AimOutcome { aim, met, waited_ms });
