@@ -5,13 +5,14 @@
 //! ack of this data so far. After a failed recovery, a failed integrity check or a broken invariant, the
 //! cell goes on with a fresh database.
 
-use super::cell::{DbCell, DbCut, IntegrityResult, RecoveryFailure};
+use super::aim::{AimAt, FileMap};
+use super::cell::{AimedCut, DbCell, DbCut, IntegrityResult, RecoveryFailure};
 use super::verify::verify;
 use super::workload::{AckWitness, ClientEnd, TransferSource, drive};
 use super::{DbKind, Server, Transfer};
 use crate::core::hash::splitmix64_next as splitmix64;
-use crate::proof::lab::profile::{Honesty, LabFs, Profile};
-use crate::proof::lab::stack::{Stack, StackConfig};
+use crate::proof::lab::profile::{DeviceParams, Honesty, LabFs, Profile};
+use crate::proof::lab::stack::{CutAim, CutOutcome, Stack, StackConfig};
 use crate::proof::powercut::lab::{CUT_AFTER_MS_MAX, CUT_AFTER_MS_MIN};
 use anyhow::Context;
 use std::collections::{HashMap, HashSet};
@@ -39,6 +40,10 @@ pub struct DbPlan {
     pub clients: u32,
     /// Accounts.
     pub accounts: u32,
+    /// The device's untorn unit instead of the profiles' (`--untorn`).
+    pub untorn_bytes: Option<u64>,
+    /// Aim each cut at a write in flight (`--aim`), else cut at the seeded moment.
+    pub aim: Option<AimAt>,
 }
 
 /// The cells so far, shared with the Ctrl-C handler (which prints and exports them, marked partial).
@@ -93,9 +98,11 @@ pub fn run(plan: &DbPlan, store: &CellStore, mut progress: impl FnMut(&DbCell, &
     Ok(store.snapshot().unwrap_or_default())
 }
 
-/// Why losses are expected in this cell, if they are: a negative-control setting or a lying disk.
-fn expected_loss(plan: &DbPlan, profile: &Profile) -> Option<String> {
-    super::controls::known_unsafe(plan.kind, &plan.settings).or_else(|| {
+/// Why losses are expected in this cell, if they are: a negative-control setting or a lying disk. Torn-page
+/// protection turned off is expected to lose only where the device's untorn unit is smaller than a page.
+fn expected_loss(plan: &DbPlan, profile: &Profile, untorn_bytes: u64) -> Option<String> {
+    let pages_untorn = untorn_bytes >= super::aim::page_bytes(plan.kind, &plan.settings);
+    super::controls::known_unsafe_on(plan.kind, &plan.settings, pages_untorn).or_else(|| {
         (profile.params.honesty == Honesty::IgnoresFlush)
             .then(|| format!("the disk ({}) ignores flushes", profile.name))
     })
@@ -113,7 +120,9 @@ fn run_cell(
     progress: &mut impl FnMut(&DbCell, &DbCut),
 ) -> anyhow::Result<()> {
     let started = Instant::now();
-    let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), profile.params.clone()) };
+    let params = cell_params(profile, plan.untorn_bytes);
+    let untorn_bytes = params.untorn_bytes;
+    let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), params) };
     let build = || {
         let stack = Stack::build(config.clone())
             .with_context(|| format!("building a {} lab disk with {}", profile.name, fs.case().name()))?;
@@ -127,7 +136,9 @@ fn run_cell(
         profile: profile.name.into(),
         honesty: profile.params.honesty.name().into(),
         fs: fs.case().name().into(),
-        expected_loss: expected_loss(plan, profile),
+        expected_loss: expected_loss(plan, profile, untorn_bytes),
+        untorn_bytes,
+        aim: plan.aim.map(|_| aim_words(super::aim::page_bytes(plan.kind, &plan.settings))),
         cuts: Vec::new(),
         fresh_databases: 0,
         elapsed_s: 0.0,
@@ -165,6 +176,63 @@ fn run_cell(
     cell.elapsed_s = started.elapsed().as_secs_f64();
     store.update(index, &cell);
     Ok(())
+}
+
+/// The profile's device, with `untorn_bytes` as its untorn unit if given.
+pub(super) fn cell_params(profile: &Profile, untorn_bytes: Option<u64>) -> DeviceParams {
+    let mut params = profile.params.clone();
+    if let Some(bytes) = untorn_bytes {
+        params.untorn_bytes = bytes;
+    }
+    params
+}
+
+/// What an aim at writes of `min_write_bytes` is, in the tables.
+pub(super) fn aim_words(min_write_bytes: u64) -> String {
+    format!("data writes >= {}", crate::core::units::format_size(min_write_bytes))
+}
+
+/// The power goes: aimed at the next write of at least `aim_bytes` not continuing a recent one (the load
+/// running on until it comes, at most [`super::aim::AIM_MAX_WAIT`]), else at once. `at_power_off` runs the
+/// moment the device lost power, before the reboot: it freezes the processes and stops the witness. An ack
+/// that arrives between the device's cut and `at_power_off` is still held to account: every request after the
+/// cut fails, so its commit was flushed before it. Ctrl-C: no cut (the teardown waits for this work to end).
+pub(super) fn power_cut(
+    stack: &mut Stack,
+    seed: u64,
+    aim_bytes: Option<u64>,
+    at_power_off: impl FnOnce(),
+) -> anyhow::Result<CutOutcome> {
+    if crate::core::cleanup::interrupted() {
+        at_power_off();
+        anyhow::bail!("interrupted");
+    }
+    match aim_bytes {
+        Some(min_write_bytes) => {
+            let aim = CutAim { min_write_bytes, max_wait: super::aim::AIM_MAX_WAIT, within: None };
+            stack.cut_aimed_then(seed, aim, at_power_off)
+        }
+        None => {
+            at_power_off();
+            stack.cut(seed)
+        }
+    }
+}
+
+/// What an aimed cut waited for and hit: the write it tore or kept, looked up among the files under `dir`.
+pub(super) fn aimed_cut(kind: Option<super::DbKind>, outcome: &CutOutcome, dir: &std::path::Path) -> Option<AimedCut> {
+    let aim = outcome.aim.as_ref()?;
+    let write = outcome.device.aimed_at.as_ref().filter(|_| aim.met);
+    let landing = write.zip(kind).map(|(w, kind)| FileMap::of(dir).landing(kind, w.offset, w.len_bytes));
+    Some(AimedCut {
+        met: aim.met,
+        waited_ms: aim.waited_ms,
+        write_offset: write.map(|w| w.offset),
+        write_bytes: write.map(|w| w.len_bytes),
+        torn: write.is_some_and(|w| w.torn),
+        landed_in: landing.as_ref().and_then(|l| l.role),
+        file: landing.and_then(|l| l.file),
+    })
 }
 
 /// A lab stack whose mount is recorded as a lab in the per-boot registry while it lives, with every process
@@ -233,6 +301,7 @@ fn one_cut(
     let clients = (0..plan.clients).map(|_| server.connect()).collect::<anyhow::Result<Vec<_>>>()?;
     let (witness, issued, stop) = (AckWitness::default(), Mutex::new(Vec::new()), AtomicBool::new(false));
     let started = Instant::now();
+    let aim_bytes = plan.aim.map(|_| super::aim::page_bytes(plan.kind, &plan.settings));
     let (ends, outcome, load_s) = std::thread::scope(|s| {
         let handles: Vec<_> = clients
             .into_iter()
@@ -246,14 +315,12 @@ fn one_cut(
         sleep_unless_interrupted(cut_after_ms);
         // The power goes: every process frozen where it is, acks refused, the disk cut under the I/O still
         // in flight (it fails), then the processes killed.
-        let frozen = super::process::freeze_all();
-        witness.power_off();
-        let load_s = started.elapsed().as_secs_f64();
-        // Ctrl-C: no cut (the teardown is waiting for this work to end).
-        let outcome = match crate::core::cleanup::interrupted() {
-            true => Err(anyhow::anyhow!("interrupted")),
-            false => stack.cut(seed),
-        };
+        let (mut frozen, mut load_s) = (Vec::new(), 0.0);
+        let outcome = power_cut(stack, seed, aim_bytes, || {
+            frozen = super::process::freeze_all();
+            witness.power_off();
+            load_s = started.elapsed().as_secs_f64();
+        });
         server.kill();
         super::process::kill_frozen(&frozen);
         stop.store(true, Ordering::SeqCst);
@@ -274,6 +341,7 @@ fn one_cut(
         client_errors: ends.into_iter().filter_map(|e| e.error_before_cut).collect(),
         transfers_per_s: acks.len() as f64 / load_s.max(1e-3),
         device_lost_writes: outcome.device.lost_writes,
+        aim: aimed_cut(Some(plan.kind), &outcome, &data.dir),
         repaired_with: outcome.repaired_with,
         ..DbCut::default()
     };

@@ -45,6 +45,10 @@ pub struct CommandPlan {
     pub load: String,
     /// The checker.
     pub verify: String,
+    /// The device's untorn unit instead of the profiles' (`--untorn`).
+    pub untorn_bytes: Option<u64>,
+    /// Aim each cut at a write of at least this many bytes in flight (`--aim data-writes --page SIZE`).
+    pub aim_bytes: Option<u64>,
 }
 
 /// A command running in its own process group, its output kept (the last 64 KiB) for a failure's excerpt.
@@ -164,7 +168,8 @@ pub fn run(
         for &fs in &plan.fss {
             let stack_seed = splitmix64(&mut rng);
             let done = crate::proof::lab::stack::run_exclusive(|| {
-                let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), profile.params.clone()) };
+                let params = super::campaign::cell_params(profile, plan.untorn_bytes);
+                let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), params) };
                 run_cell(plan, profile, fs, config, (index, &mut rng), store, &mut progress)
             });
             match done {
@@ -196,6 +201,8 @@ fn run_cell(
         fs: fs.case().name().into(),
         expected_loss: (profile.params.honesty == Honesty::IgnoresFlush)
             .then(|| format!("the disk ({}) ignores flushes", profile.name)),
+        untorn_bytes: config.params.untorn_bytes,
+        aim: plan.aim_bytes.map(super::campaign::aim_words),
         ..DbCell::default()
     };
     let stack = Stack::build(config).with_context(|| format!("building a {} lab disk", profile.name))?;
@@ -248,14 +255,13 @@ fn one_cut(stack: &mut Stack, data: &mut Data, plan: &CommandPlan, rng: &mut u64
     let load = Running::start(&plan.load, &data.dir, Some(read_acks))?;
     sleep_unless_interrupted(cut_after_ms);
     // As in `powercut db`: frozen, acks refused, the disk cut under the I/O in flight, then killed.
-    let frozen = process::freeze_all();
-    witness.power_off();
-    let load_s = started.elapsed().as_secs_f64();
-    let outcome = match crate::core::cleanup::interrupted() {
-        // No cut: the teardown is waiting for this work to end.
-        true => Err(anyhow::anyhow!("interrupted")),
-        false => stack.cut(seed).context("power cut and reboot"),
-    };
+    let (mut frozen, mut load_s) = (Vec::new(), 0.0);
+    let outcome = super::campaign::power_cut(stack, seed, plan.aim_bytes, || {
+        frozen = process::freeze_all();
+        witness.power_off();
+        load_s = started.elapsed().as_secs_f64();
+    })
+    .context("power cut and reboot");
     let load_failure = load_ended_badly(load, data);
     process::kill_frozen(&frozen);
     let outcome = outcome?;
@@ -268,6 +274,7 @@ fn one_cut(stack: &mut Stack, data: &mut Data, plan: &CommandPlan, rng: &mut u64
         acknowledged: new_keys.len() as u64,
         transfers_per_s: new_keys.len() as f64 / load_s.max(1e-3),
         device_lost_writes: outcome.device.lost_writes,
+        aim: super::campaign::aimed_cut(None, &outcome, &data.dir),
         repaired_with: outcome.repaired_with,
         client_errors: load_failure.into_iter().collect(),
         ..DbCut::default()
