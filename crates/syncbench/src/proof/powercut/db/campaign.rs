@@ -80,13 +80,63 @@ struct Data {
 /// Run the plan; `progress` is told of every cut. Returns early (with what is done) on Ctrl-C. A server that
 /// refuses its settings at the first `create` is a usage error (exit 2).
 pub fn run(plan: &DbPlan, store: &CellStore, mut progress: impl FnMut(&DbCell, &DbCut)) -> anyhow::Result<Vec<DbCell>> {
+    let cells = CellPlan {
+        profiles: &plan.profiles,
+        fss: &plan.fss,
+        cuts: plan.cuts,
+        seed: plan.seed,
+        untorn_bytes: plan.untorn_bytes,
+    };
+    run_cells(&cells, store, &mut progress, || {
+        let server = super::server_for(plan.kind, &plan.settings).map_err(crate::core::exit::usage)?;
+        Ok(DbTarget { plan, server, data: None })
+    })
+}
+
+/// What every cell of a campaign shares: where and how often the power goes.
+pub(super) struct CellPlan<'a> {
+    /// Lab profiles.
+    pub profiles: &'a [Profile],
+    /// File systems.
+    pub fss: &'a [LabFs],
+    /// Cuts per cell.
+    pub cuts: u32,
+    /// Seed of the disks, the cut moments and the cuts.
+    pub seed: u64,
+    /// The device's untorn unit instead of the profiles'.
+    pub untorn_bytes: Option<u64>,
+}
+
+/// What a campaign cuts the power under: a database driver (`powercut db`) or shell commands (`powercut run`).
+pub(super) trait Target {
+    /// The cell's row before its first cut.
+    fn cell(&self, profile: &Profile, fs: LabFs, untorn_bytes: u64) -> DbCell;
+    /// Fresh data number `n` on the mount, with its program started on it. A failure of the first (`n` = 0)
+    /// is the user's settings or commands: a usage error.
+    fn fresh(&mut self, stack: &Stack, n: u32) -> anyhow::Result<()>;
+    /// Load, cut, recover, verify (`at`: cell and cut index). `Err` only when the lab itself failed.
+    fn cut(&mut self, stack: &mut Stack, at: (u32, u32), rng: &mut u64) -> anyhow::Result<DbCut>;
+    /// Stop the program (before fresh data, and at the cell's end).
+    fn stop(&mut self);
+}
+
+/// Every profile × fs a cell: one lab stack, one target made by `target`, the cuts.
+pub(super) fn run_cells<T: Target>(
+    plan: &CellPlan,
+    store: &CellStore,
+    progress: &mut impl FnMut(&DbCell, &DbCut),
+    mut target: impl FnMut() -> anyhow::Result<T>,
+) -> anyhow::Result<Vec<DbCell>> {
     let mut rng = plan.seed;
     let mut index = 0;
-    for profile in &plan.profiles {
-        for &fs in &plan.fss {
+    for profile in plan.profiles {
+        for &fs in plan.fss {
             let stack_seed = splitmix64(&mut rng);
             let done = crate::proof::lab::stack::run_exclusive(|| {
-                run_cell(plan, profile, fs, stack_seed, index, &mut rng, store, &mut progress)
+                let params = cell_params(profile, plan.untorn_bytes);
+                let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), params) };
+                let mut target = target()?;
+                run_cell(plan, &mut target, (profile, fs, config), (index, &mut rng), store, progress)
             });
             match done {
                 Some(result) => result?,
@@ -96,6 +146,50 @@ pub fn run(plan: &DbPlan, store: &CellStore, mut progress: impl FnMut(&DbCell, &
         }
     }
     Ok(store.snapshot().unwrap_or_default())
+}
+
+fn run_cell<T: Target>(
+    plan: &CellPlan,
+    target: &mut T,
+    (profile, fs, config): (&Profile, LabFs, StackConfig),
+    (index, rng): (usize, &mut u64),
+    store: &CellStore,
+    progress: &mut impl FnMut(&DbCell, &DbCut),
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let build = || {
+        let stack = Stack::build(config.clone())
+            .with_context(|| format!("building a {} lab disk with {}", profile.name, fs.case().name()))?;
+        RecordedStack::new(stack)
+    };
+    let mut cell = target.cell(profile, fs, config.params.untorn_bytes);
+    let mut stack = build()?;
+    target.fresh(&stack, 0)?;
+    while cell.cuts.len() < plan.cuts as usize && !crate::core::cleanup::interrupted() {
+        let cut = target.cut(&mut stack, (index as u32, cell.cuts.len() as u32), rng)?;
+        if crate::core::cleanup::interrupted() {
+            break;
+        }
+        progress(&cell, &cut);
+        let damaged = cut.damaged();
+        cell.cuts.push(cut);
+        cell.elapsed_s = started.elapsed().as_secs_f64();
+        store.update(index, &cell);
+        if damaged && cell.cuts.len() < plan.cuts as usize {
+            target.stop();
+            cell.fresh_databases += 1;
+            if target.fresh(&stack, cell.fresh_databases).is_err() {
+                // The cut left a file system that takes no new data: a new disk.
+                drop(std::mem::replace(&mut stack, build()?));
+                target.fresh(&stack, cell.fresh_databases)?;
+            }
+        }
+    }
+    target.stop();
+    drop(stack);
+    cell.elapsed_s = started.elapsed().as_secs_f64();
+    store.update(index, &cell);
+    Ok(())
 }
 
 /// Why losses are expected in this cell, if they are: a negative-control setting or a lying disk. Torn-page
@@ -108,74 +202,49 @@ fn expected_loss(plan: &DbPlan, profile: &Profile, untorn_bytes: u64) -> Option<
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_cell(
-    plan: &DbPlan,
-    profile: &Profile,
-    fs: LabFs,
-    stack_seed: u64,
-    index: usize,
-    rng: &mut u64,
-    store: &CellStore,
-    progress: &mut impl FnMut(&DbCell, &DbCut),
-) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let params = cell_params(profile, plan.untorn_bytes);
-    let untorn_bytes = params.untorn_bytes;
-    let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), params) };
-    let build = || {
-        let stack = Stack::build(config.clone())
-            .with_context(|| format!("building a {} lab disk with {}", profile.name, fs.case().name()))?;
-        RecordedStack::new(stack)
-    };
-    let mut server = super::server_for(plan.kind, &plan.settings).map_err(crate::core::exit::usage)?;
-    let mut cell = DbCell {
-        db: plan.kind.name().into(),
-        version: server.version(),
-        settings: super::controls::settings_text(&plan.settings),
-        profile: profile.name.into(),
-        honesty: profile.params.honesty.name().into(),
-        fs: fs.case().name().into(),
-        expected_loss: expected_loss(plan, profile, untorn_bytes),
-        untorn_bytes,
-        aim: plan.aim.map(|_| aim_words(super::aim::page_bytes(plan.kind, &plan.settings))),
-        cuts: Vec::new(),
-        fresh_databases: 0,
-        elapsed_s: 0.0,
-    };
-    let mut stack = build()?;
-    let mut data = fresh_data(&stack, server.as_mut(), plan.accounts, 0)
-        .map_err(|e| crate::core::exit::usage(format!("{} would not make its database: {e:#}", plan.kind.name())))?;
-    while cell.cuts.len() < plan.cuts as usize && !crate::core::cleanup::interrupted() {
-        let cut_index = cell.cuts.len() as u32;
-        let cut = one_cut(&mut stack, server.as_mut(), &mut data, plan, (index as u32, cut_index), rng)?;
-        if crate::core::cleanup::interrupted() {
-            break;
-        }
-        progress(&cell, &cut);
-        let damaged = cut.damaged();
-        cell.cuts.push(cut);
-        cell.elapsed_s = started.elapsed().as_secs_f64();
-        store.update(index, &cell);
-        if damaged && cell.cuts.len() < plan.cuts as usize {
-            server.stop();
-            cell.fresh_databases += 1;
-            data = match fresh_data(&stack, server.as_mut(), plan.accounts, cell.fresh_databases) {
-                Ok(data) => data,
-                // The cut left a file system that takes no new database: a new disk.
-                Err(_) => {
-                    drop(std::mem::replace(&mut stack, build()?));
-                    fresh_data(&stack, server.as_mut(), plan.accounts, cell.fresh_databases)?
-                }
-            };
+/// `powercut db`'s target: one database server and the data it holds now.
+struct DbTarget<'a> {
+    plan: &'a DbPlan,
+    server: Box<dyn Server>,
+    data: Option<Data>,
+}
+
+impl Target for DbTarget<'_> {
+    fn cell(&self, profile: &Profile, fs: LabFs, untorn_bytes: u64) -> DbCell {
+        let plan = self.plan;
+        DbCell {
+            db: plan.kind.name().into(),
+            version: self.server.version(),
+            settings: super::controls::settings_text(&plan.settings),
+            profile: profile.name.into(),
+            honesty: profile.params.honesty.name().into(),
+            fs: fs.case().name().into(),
+            expected_loss: expected_loss(plan, profile, untorn_bytes),
+            untorn_bytes,
+            aim: plan.aim.map(|_| aim_words(super::aim::page_bytes(plan.kind, &plan.settings))),
+            cuts: Vec::new(),
+            fresh_databases: 0,
+            elapsed_s: 0.0,
         }
     }
-    server.stop();
-    drop(server);
-    drop(stack);
-    cell.elapsed_s = started.elapsed().as_secs_f64();
-    store.update(index, &cell);
-    Ok(())
+
+    fn fresh(&mut self, stack: &Stack, n: u32) -> anyhow::Result<()> {
+        let kind = self.plan.kind;
+        self.data = Some(fresh_data(stack, self.server.as_mut(), self.plan.accounts, n).map_err(|e| match n {
+            0 => crate::core::exit::usage(format!("{} would not make its database: {e:#}", kind.name())),
+            _ => e,
+        })?);
+        Ok(())
+    }
+
+    fn cut(&mut self, stack: &mut Stack, at: (u32, u32), rng: &mut u64) -> anyhow::Result<DbCut> {
+        let data = self.data.as_mut().context("no database to cut under")?;
+        one_cut(stack, self.server.as_mut(), data, self.plan, at, rng)
+    }
+
+    fn stop(&mut self) {
+        self.server.stop();
+    }
 }
 
 /// The profile's device, with `untorn_bytes` as its untorn unit if given.
@@ -280,7 +349,7 @@ fn fresh_data(stack: &Stack, server: &mut dyn Server, accounts: u32, n: u32) -> 
 }
 
 /// Sleep `ms`, in steps, unless Ctrl-C comes first.
-fn sleep_unless_interrupted(ms: u64) {
+pub(super) fn sleep_unless_interrupted(ms: u64) {
     let until = Instant::now() + Duration::from_millis(ms);
     while Instant::now() < until && !crate::core::cleanup::interrupted() {
         std::thread::sleep(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
