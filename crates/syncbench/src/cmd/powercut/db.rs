@@ -35,10 +35,12 @@ pub struct DbArgs {
     /// (512B).
     #[arg(long = "untorn", value_name = "SIZE", value_parser = crate::proof::lab::profile::parse_untorn)]
     pub untorn_bytes: Option<u64>,
-    /// Aim every cut: `data-writes` waits (up to 5 s, the load running on) for a write of at least the
-    /// database's page (PostgreSQL 8 KiB, InnoDB 16 KiB, SQLite and etcd 4 KiB) that does not continue a
-    /// recent write (not a log append) and cuts the power while it is in flight; where it landed (table
-    /// data, log, elsewhere) is recorded. A cut whose write did not come is counted as unaimed.
+    /// Aim every cut: wait (up to 5 s, the load running on) for a write of at least the database's page
+    /// (PostgreSQL 8 KiB, InnoDB 16 KiB, SQLite and etcd 4 KiB) and cut the power while it is in flight:
+    /// `data-writes`, one that does not continue a recent write (not a log append); `data-files`, one that
+    /// touches a table data file (FIEMAP map taken after the database is made and after each reboot).
+    /// Where it landed (table data, log, elsewhere) is recorded; a cut whose write did not come is counted
+    /// as unaimed.
     #[arg(long, value_enum, value_name = "AT")]
     pub aim: Option<crate::proof::powercut::db::aim::AimAt>,
     /// Write every cell and cut as JSON to FILE (`-` for stdout).
@@ -219,6 +221,9 @@ pub fn db(a: DbArgs) -> Outcome {
 pub fn run(a: RunArgs) -> Outcome {
     use crate::proof::powercut::db::{command, render};
     let profiles = lab_inputs(&a.profile, &a.fs, a.cuts, "powercut run")?;
+    if a.aim == Some(crate::proof::powercut::db::aim::AimAt::DataFiles) {
+        return Err(usage("--aim data-files needs a database's file layout; powercut run takes --aim data-writes"));
+    }
     for (flag, cmd) in [("--load", Some(&a.load)), ("--verify", Some(&a.verify)), ("--start", a.start.as_ref())] {
         if cmd.is_some_and(|c| c.trim().is_empty()) {
             return Err(usage(format!("{flag} is empty; give a shell command")));

@@ -133,17 +133,17 @@ pub struct CutOutcome {
 }
 
 /// What an aimed cut waits for: a write in flight that is not part of a sequential stream (a data page
-/// written back, not a log append), or, with `within`, one that touches the given byte range of the disk.
+/// written back, not a log append), or, with `within`, one that touches one of the given byte ranges.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CutAim {
     /// The write must be at least this long (e.g. the database's page size).
     pub min_write_bytes: u64,
     /// How long to wait for such a write; then the cut happens anyway (and says the aim was missed).
     pub max_wait: Duration,
-    /// If given: the write must touch this byte range of the disk (e.g. a table file's extents) instead of
-    /// merely not continuing one of the last 64 writes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub within: Option<std::ops::Range<u64>>,
+    /// If not empty: the write must touch one of these byte ranges of the disk (e.g. the table files'
+    /// extents) instead of merely not continuing one of the last 64 writes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub within: Vec<std::ops::Range<u64>>,
 }
 
 /// Whether an aimed cut found its write.

@@ -19,6 +19,20 @@ use std::time::Duration;
 pub enum AimAt {
     /// A write of at least the database's page size, not continuing a recent write, in flight.
     DataWrites,
+    /// A write of at least the database's page size that touches a table data file's blocks (as FIEMAP
+    /// mapped them after the database was made and after each reboot), in flight.
+    DataFiles,
+}
+
+impl AimAt {
+    /// The aim in the tables, for a page of `page_bytes`.
+    pub fn words(self, page_bytes: u64) -> String {
+        let page = crate::core::units::format_size(page_bytes);
+        match self {
+            AimAt::DataWrites => format!("data writes >= {page}"),
+            AimAt::DataFiles => format!("writes >= {page} to data files"),
+        }
+    }
 }
 
 /// How long an aimed cut waits for its write while the load runs on; then it cuts unaimed (and says so).
@@ -133,6 +147,21 @@ impl FileMap {
         }
     }
 
+    /// The device ranges of every file of `role` (merged where they touch).
+    pub fn ranges(&self, kind: DbKind, role: FileRole) -> Vec<Range<u64>> {
+        let mut ranges: Vec<Range<u64>> =
+            self.extents.iter().filter(|(_, p)| file_role(kind, p) == role).map(|(r, _)| r.clone()).collect();
+        ranges.sort_by_key(|r| r.start);
+        let mut merged: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            match merged.last_mut() {
+                Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+                _ => merged.push(r),
+            }
+        }
+        merged
+    }
+
     /// A map from known extents (tests).
     pub fn from_extents(extents: Vec<(Range<u64>, PathBuf)>) -> FileMap {
         FileMap { extents }
@@ -201,6 +230,20 @@ mod tests {
         assert_eq!(at(0, 8192).role, Some(FileRole::Log));
         assert_eq!(at(16384, 8192), Landing { role: None, file: None }, "ends where the table ends");
         assert_eq!(at(60000, 8192).role, Some(FileRole::Other));
+    }
+
+    #[test]
+    fn the_data_files_ranges_are_merged_and_leave_out_the_log() {
+        let map = FileMap::from_extents(vec![
+            (8192..16384, PathBuf::from("base/5/16384")),
+            (0..8192, PathBuf::from("pg_wal/1")),
+            (16384..24576, PathBuf::from("base/5/16385")),
+            (40960..49152, PathBuf::from("global/1262")),
+        ]);
+        assert_eq!(map.ranges(DbKind::Postgres, FileRole::Data), vec![8192..24576, 40960..49152]);
+        assert_eq!(map.ranges(DbKind::Postgres, FileRole::Log), vec![0..8192]);
+        assert_eq!(AimAt::DataFiles.words(8192), "writes >= 8 KiB to data files");
+        assert_eq!(AimAt::DataWrites.words(16384), "data writes >= 16 KiB");
     }
 
     /// The map is of real files: a file written on this file system is found where FIEMAP puts it.

@@ -5,7 +5,7 @@
 //! ack of this data so far. After a failed recovery, a failed integrity check or a broken invariant, the
 //! cell goes on with a fresh database.
 
-use super::aim::{AimAt, FileMap};
+use super::aim::{AimAt, FileMap, FileRole};
 use super::cell::{AimedCut, DbCell, DbCut, IntegrityResult, RecoveryFailure};
 use super::verify::verify;
 use super::workload::{AckWitness, ClientEnd, TransferSource, drive};
@@ -73,6 +73,8 @@ impl CellStore {
 /// The database the cuts run on, and what was sent to it and acknowledged since it was made.
 struct Data {
     dir: PathBuf,
+    /// Where its files lie on the device (with `--aim`: mapped after it was made and after each reboot).
+    map: FileMap,
     acked: HashSet<u64>,
     issued: HashMap<u64, Transfer>,
 }
@@ -221,7 +223,7 @@ impl Target for DbTarget<'_> {
             fs: fs.case().name().into(),
             expected_loss: expected_loss(plan, profile, untorn_bytes),
             untorn_bytes,
-            aim: plan.aim.map(|_| aim_words(super::aim::page_bytes(plan.kind, &plan.settings))),
+            aim: plan.aim.map(|at| at.words(super::aim::page_bytes(plan.kind, &plan.settings))),
             cuts: Vec::new(),
             fresh_databases: 0,
             elapsed_s: 0.0,
@@ -230,10 +232,14 @@ impl Target for DbTarget<'_> {
 
     fn fresh(&mut self, stack: &Stack, n: u32) -> anyhow::Result<()> {
         let kind = self.plan.kind;
-        self.data = Some(fresh_data(stack, self.server.as_mut(), self.plan.accounts, n).map_err(|e| match n {
+        let mut data = fresh_data(stack, self.server.as_mut(), self.plan.accounts, n).map_err(|e| match n {
             0 => crate::core::exit::usage(format!("{} would not make its database: {e:#}", kind.name())),
             _ => e,
-        })?);
+        })?;
+        if self.plan.aim.is_some() {
+            data.map = FileMap::of(&data.dir);
+        }
+        self.data = Some(data);
         Ok(())
     }
 
@@ -256,31 +262,33 @@ pub(super) fn cell_params(profile: &Profile, untorn_bytes: Option<u64>) -> Devic
     params
 }
 
-/// What an aim at writes of `min_write_bytes` is, in the tables.
-pub(super) fn aim_words(min_write_bytes: u64) -> String {
-    format!("data writes >= {}", crate::core::units::format_size(min_write_bytes))
+/// The aim of a cut at writes of at least `min_write_bytes`: touching one of `within` if given (an empty
+/// list aims at nothing: the cut comes unaimed at the wait's end), else not continuing a recent write.
+pub(super) fn cut_aim(min_write_bytes: u64, within: Option<Vec<std::ops::Range<u64>>>) -> CutAim {
+    let within = match within {
+        Some(ranges) if ranges.is_empty() => vec![0..0],
+        other => other.unwrap_or_default(),
+    };
+    CutAim { min_write_bytes, max_wait: super::aim::AIM_MAX_WAIT, within }
 }
 
-/// The power goes: aimed at the next write of at least `aim_bytes` not continuing a recent one (the load
-/// running on until it comes, at most [`super::aim::AIM_MAX_WAIT`]), else at once. `at_power_off` runs the
+/// The power goes: at the next write `aim` matches (the load running on until it comes, at most
+/// [`super::aim::AIM_MAX_WAIT`]), else at once. `at_power_off` runs the
 /// moment the device lost power, before the reboot: it freezes the processes and stops the witness. An ack
 /// that arrives between the device's cut and `at_power_off` is still held to account: every request after the
 /// cut fails, so its commit was flushed before it. Ctrl-C: no cut (the teardown waits for this work to end).
 pub(super) fn power_cut(
     stack: &mut Stack,
     seed: u64,
-    aim_bytes: Option<u64>,
+    aim: Option<CutAim>,
     at_power_off: impl FnOnce(),
 ) -> anyhow::Result<CutOutcome> {
     if crate::core::cleanup::interrupted() {
         at_power_off();
         anyhow::bail!("interrupted");
     }
-    match aim_bytes {
-        Some(min_write_bytes) => {
-            let aim = CutAim { min_write_bytes, max_wait: super::aim::AIM_MAX_WAIT, within: None };
-            stack.cut_aimed_then(seed, aim, at_power_off)
-        }
+    match aim {
+        Some(aim) => stack.cut_aimed_then(seed, aim, at_power_off),
         None => {
             at_power_off();
             stack.cut(seed)
@@ -288,11 +296,11 @@ pub(super) fn power_cut(
     }
 }
 
-/// What an aimed cut waited for and hit: the write it tore or kept, looked up among the files under `dir`.
-pub(super) fn aimed_cut(kind: Option<super::DbKind>, outcome: &CutOutcome, dir: &std::path::Path) -> Option<AimedCut> {
+/// What an aimed cut waited for and hit: the write it tore or kept, looked up in `files` (the database's).
+pub(super) fn aimed_cut(outcome: &CutOutcome, files: Option<(DbKind, &FileMap)>) -> Option<AimedCut> {
     let aim = outcome.aim.as_ref()?;
     let write = outcome.device.aimed_at.as_ref().filter(|_| aim.met);
-    let landing = write.zip(kind).map(|(w, kind)| FileMap::of(dir).landing(kind, w.offset, w.len_bytes));
+    let landing = write.zip(files).map(|(w, (kind, map))| map.landing(kind, w.offset, w.len_bytes));
     Some(AimedCut {
         met: aim.met,
         waited_ms: aim.waited_ms,
@@ -345,7 +353,7 @@ fn fresh_data(stack: &Stack, server: &mut dyn Server, accounts: u32, n: u32) -> 
     let dir = stack.mount_dir().join(format!("db-{n}"));
     super::process::create_durable_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     server.create(&dir, accounts)?;
-    Ok(Data { dir, acked: HashSet::new(), issued: HashMap::new() })
+    Ok(Data { dir, map: FileMap::default(), acked: HashSet::new(), issued: HashMap::new() })
 }
 
 /// Sleep `ms`, in steps, unless Ctrl-C comes first.
@@ -370,7 +378,10 @@ fn one_cut(
     let clients = (0..plan.clients).map(|_| server.connect()).collect::<anyhow::Result<Vec<_>>>()?;
     let (witness, issued, stop) = (AckWitness::default(), Mutex::new(Vec::new()), AtomicBool::new(false));
     let started = Instant::now();
-    let aim_bytes = plan.aim.map(|_| super::aim::page_bytes(plan.kind, &plan.settings));
+    let aim = plan.aim.map(|at| {
+        let data_files = (at == AimAt::DataFiles).then(|| data.map.ranges(plan.kind, FileRole::Data));
+        cut_aim(super::aim::page_bytes(plan.kind, &plan.settings), data_files)
+    });
     let (ends, outcome, load_s) = std::thread::scope(|s| {
         let handles: Vec<_> = clients
             .into_iter()
@@ -385,7 +396,7 @@ fn one_cut(
         // The power goes: every process frozen where it is, acks refused, the disk cut under the I/O still
         // in flight (it fails), then the processes killed.
         let (mut frozen, mut load_s) = (Vec::new(), 0.0);
-        let outcome = power_cut(stack, seed, aim_bytes, || {
+        let outcome = power_cut(stack, seed, aim, || {
             frozen = super::process::freeze_all();
             witness.power_off();
             load_s = started.elapsed().as_secs_f64();
@@ -397,6 +408,9 @@ fn one_cut(
         (ends, outcome, load_s)
     });
     let outcome = outcome.context("power cut and reboot")?;
+    if plan.aim.is_some() {
+        data.map = FileMap::of(&data.dir);
+    }
     let acks = witness.acks();
     data.acked.extend(&acks);
     let issued = issued.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -410,7 +424,7 @@ fn one_cut(
         client_errors: ends.into_iter().filter_map(|e| e.error_before_cut).collect(),
         transfers_per_s: acks.len() as f64 / load_s.max(1e-3),
         device_lost_writes: outcome.device.lost_writes,
-        aim: aimed_cut(Some(plan.kind), &outcome, &data.dir),
+        aim: aimed_cut(&outcome, Some((plan.kind, &data.map))),
         repaired_with: outcome.repaired_with,
         ..DbCut::default()
     };
@@ -435,4 +449,18 @@ fn recover_and_check(server: &mut dyn Server, data: &Data, accounts: u32, cut: &
         Ok(i) => IntegrityResult { ok: i.ok, detail: i.detail },
         Err(e) => IntegrityResult { ok: false, detail: format!("the check could not run: {e:#}") },
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_aim_at_no_data_file_aims_at_nothing_instead_of_falling_back_to_any_write() {
+        assert_eq!(cut_aim(8192, None).within, Vec::<std::ops::Range<u64>>::new(), "data-writes: the heuristic");
+        assert_eq!(cut_aim(8192, Some(vec![4096..8192])).within, vec![4096..8192]);
+        let nothing = cut_aim(8192, Some(Vec::new()));
+        assert_eq!(nothing.within, vec![0..0], "an empty map must not turn into the heuristic");
+        assert_eq!((nothing.min_write_bytes, nothing.max_wait), (8192, super::super::aim::AIM_MAX_WAIT));
+    }
 }

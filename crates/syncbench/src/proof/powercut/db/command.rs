@@ -191,7 +191,7 @@ impl super::campaign::Target for CommandTarget<'_> {
             expected_loss: (profile.params.honesty == Honesty::IgnoresFlush)
                 .then(|| format!("the disk ({}) ignores flushes", profile.name)),
             untorn_bytes,
-            aim: self.plan.aim_bytes.map(super::campaign::aim_words),
+            aim: self.plan.aim_bytes.map(|bytes| super::aim::AimAt::DataWrites.words(bytes)),
             ..DbCell::default()
         }
     }
@@ -240,7 +240,8 @@ fn one_cut(stack: &mut Stack, data: &mut Data, plan: &CommandPlan, rng: &mut u64
     super::campaign::sleep_unless_interrupted(cut_after_ms);
     // As in `powercut db`: frozen, acks refused, the disk cut under the I/O in flight, then killed.
     let (mut frozen, mut load_s) = (Vec::new(), 0.0);
-    let outcome = super::campaign::power_cut(stack, seed, plan.aim_bytes, || {
+    let aim = plan.aim_bytes.map(|bytes| super::campaign::cut_aim(bytes, None));
+    let outcome = super::campaign::power_cut(stack, seed, aim, || {
         frozen = process::freeze_all();
         witness.power_off();
         load_s = started.elapsed().as_secs_f64();
@@ -258,7 +259,7 @@ fn one_cut(stack: &mut Stack, data: &mut Data, plan: &CommandPlan, rng: &mut u64
         acknowledged: new_keys.len() as u64,
         transfers_per_s: new_keys.len() as f64 / load_s.max(1e-3),
         device_lost_writes: outcome.device.lost_writes,
-        aim: super::campaign::aimed_cut(None, &outcome, &data.dir),
+        aim: super::campaign::aimed_cut(&outcome, None),
         repaired_with: outcome.repaired_with,
         client_errors: load_failure.into_iter().collect(),
         ..DbCut::default()
