@@ -475,7 +475,8 @@ fn an_aim_at_several_ranges_fires_in_any_of_them_and_an_empty_range_never() {
     dev.submit_write(now, 3050 * SECTOR_BYTES, &[2; 4096], &mem).unwrap();
     assert_eq!(dev.take_aimed_cut().unwrap().unwrap().aimed_at.unwrap().offset, 3050 * SECTOR_BYTES);
 
-    dev.arm_aim(4, AimSpec { min_write_bytes: 4096, within: vec![0..0] }, &mem);
+    let nowhere = 0..0;
+    dev.arm_aim(4, AimSpec { min_write_bytes: 4096, within: vec![nowhere] }, &mem);
     write(&mut dev, &mem, &mut now, 0, 16, 1);
     write(&mut dev, &mem, &mut now, 2000, 16, 1);
     assert!(dev.disarm_aim().is_none(), "0..0 matches no write, not even one at offset 0");

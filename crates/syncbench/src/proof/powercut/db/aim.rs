@@ -241,7 +241,8 @@ mod tests {
             (40960..49152, PathBuf::from("global/1262")),
         ]);
         assert_eq!(map.ranges(DbKind::Postgres, FileRole::Data), vec![8192..24576, 40960..49152]);
-        assert_eq!(map.ranges(DbKind::Postgres, FileRole::Log), vec![0..8192]);
+        let log = 0..8192;
+        assert_eq!(map.ranges(DbKind::Postgres, FileRole::Log), vec![log]);
         assert_eq!(AimAt::DataFiles.words(8192), "writes >= 8 KiB to data files");
         assert_eq!(AimAt::DataWrites.words(16384), "data writes >= 16 KiB");
     }

@@ -262,11 +262,14 @@ pub(super) fn cell_params(profile: &Profile, untorn_bytes: Option<u64>) -> Devic
     params
 }
 
+/// A range of the disk no write touches: an aim at it never fires.
+const NO_WRITE: std::ops::Range<u64> = 0..0;
+
 /// The aim of a cut at writes of at least `min_write_bytes`: touching one of `within` if given (an empty
 /// list aims at nothing: the cut comes unaimed at the wait's end), else not continuing a recent write.
 pub(super) fn cut_aim(min_write_bytes: u64, within: Option<Vec<std::ops::Range<u64>>>) -> CutAim {
     let within = match within {
-        Some(ranges) if ranges.is_empty() => vec![0..0],
+        Some(ranges) if ranges.is_empty() => vec![NO_WRITE],
         other => other.unwrap_or_default(),
     };
     CutAim { min_write_bytes, max_wait: super::aim::AIM_MAX_WAIT, within }
@@ -458,9 +461,10 @@ mod tests {
     #[test]
     fn an_aim_at_no_data_file_aims_at_nothing_instead_of_falling_back_to_any_write() {
         assert_eq!(cut_aim(8192, None).within, Vec::<std::ops::Range<u64>>::new(), "data-writes: the heuristic");
-        assert_eq!(cut_aim(8192, Some(vec![4096..8192])).within, vec![4096..8192]);
+        let one = 4096..8192;
+        assert_eq!(cut_aim(8192, Some(vec![one.clone()])).within, vec![one]);
         let nothing = cut_aim(8192, Some(Vec::new()));
-        assert_eq!(nothing.within, vec![0..0], "an empty map must not turn into the heuristic");
+        assert_eq!(nothing.within, vec![NO_WRITE], "an empty map must not turn into the heuristic");
         assert_eq!((nothing.min_write_bytes, nothing.max_wait), (8192, super::super::aim::AIM_MAX_WAIT));
     }
 }
