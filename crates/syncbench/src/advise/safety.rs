@@ -474,9 +474,68 @@ pub const TORN_PAGE_TESTS: &[TornPageTest] = &[
             "bench/results/powercut-db-2026-11-28/mariadb-defaults.json",
         ],
     },
-    // ENTRY POINT for the aimed torn-page results (branch `torn`, issue 34 part 3): one struct per pair,
-    // `aimed: true`, e.g. PostgreSQL full_page_writes off/on and MariaDB innodb_doublewrite OFF/ON on a
-    // 512 B- or 4 KiB-tearing profile, and off on a 16 KiB-untorn one (`untorn_bytes: 16384`).
+    // Aimed torn-page results (branch `torn`, docs/benchmarks.md "powercut db: torn pages"): `--aim
+    // data-files`, 5 rounds of 10 cuts alternating off and on with the same seeds. Off on a 16 KiB-untorn
+    // disk ran without an on side (4 of 50 and 5 of 50 damaged on ext4, 0 of 50 on ext4-bigalloc): not a
+    // pair, so not here.
+    TornPageTest {
+        database: Postgres,
+        ran: PG,
+        setting: "full_page_writes",
+        off: "off",
+        on: "on",
+        profile: "nvme-consumer",
+        file_system: "ext4",
+        untorn_bytes: 4096,
+        aimed: true,
+        cuts: 50,
+        off_damaged: 26,
+        on_damaged: 0,
+        damage: "failed recovery (page checksum)",
+        design: Design::FreezeCutKill,
+        date: "2026-11-29",
+        results: &[
+            "bench/results/powercut-db-torn-2026-11-29/postgres-full_page_writes-off-4KiB-files-r0.json",
+            "bench/results/powercut-db-torn-2026-11-29/postgres-full_page_writes-on-4KiB-files-r0.json",
+            "bench/results/powercut-db-torn-2026-11-29/postgres-full_page_writes-off-4KiB-files-r1.json",
+            "bench/results/powercut-db-torn-2026-11-29/postgres-full_page_writes-on-4KiB-files-r1.json",
+            "bench/results/powercut-db-torn-2026-11-29/postgres-full_page_writes-off-4KiB-files-r2.json",
+            "bench/results/powercut-db-torn-2026-11-29/postgres-full_page_writes-on-4KiB-files-r2.json",
+            "bench/results/powercut-db-torn-2026-11-29/postgres-full_page_writes-off-4KiB-files-r3.json",
+            "bench/results/powercut-db-torn-2026-11-29/postgres-full_page_writes-on-4KiB-files-r3.json",
+            "bench/results/powercut-db-torn-2026-11-29/postgres-full_page_writes-off-4KiB-files-r4.json",
+            "bench/results/powercut-db-torn-2026-11-29/postgres-full_page_writes-on-4KiB-files-r4.json",
+        ],
+    },
+    TornPageTest {
+        database: Mariadb,
+        ran: MARIA,
+        setting: "innodb_doublewrite",
+        off: "OFF",
+        on: "ON",
+        profile: "nvme-consumer",
+        file_system: "ext4",
+        untorn_bytes: 4096,
+        aimed: true,
+        cuts: 50,
+        off_damaged: 50,
+        on_damaged: 0,
+        damage: "failed recovery (corrupted page)",
+        design: Design::FreezeCutKill,
+        date: "2026-11-29",
+        results: &[
+            "bench/results/powercut-db-torn-2026-11-29/mariadb-innodb_doublewrite-OFF-4KiB-files-r0.json",
+            "bench/results/powercut-db-torn-2026-11-29/mariadb-innodb_doublewrite-ON-4KiB-files-r0.json",
+            "bench/results/powercut-db-torn-2026-11-29/mariadb-innodb_doublewrite-OFF-4KiB-files-r1.json",
+            "bench/results/powercut-db-torn-2026-11-29/mariadb-innodb_doublewrite-ON-4KiB-files-r1.json",
+            "bench/results/powercut-db-torn-2026-11-29/mariadb-innodb_doublewrite-OFF-4KiB-files-r2.json",
+            "bench/results/powercut-db-torn-2026-11-29/mariadb-innodb_doublewrite-ON-4KiB-files-r2.json",
+            "bench/results/powercut-db-torn-2026-11-29/mariadb-innodb_doublewrite-OFF-4KiB-files-r3.json",
+            "bench/results/powercut-db-torn-2026-11-29/mariadb-innodb_doublewrite-ON-4KiB-files-r3.json",
+            "bench/results/powercut-db-torn-2026-11-29/mariadb-innodb_doublewrite-OFF-4KiB-files-r4.json",
+            "bench/results/powercut-db-torn-2026-11-29/mariadb-innodb_doublewrite-ON-4KiB-files-r4.json",
+        ],
+    },
 ];
 
 /// The server's defaults for the keys the records and the advice name, of the versions that ran; `true`

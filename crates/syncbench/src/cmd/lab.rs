@@ -104,7 +104,7 @@ impl CutArgs {
             .ok_or_else(|| usage(format!("--aim-min-bytes {:?} is not a size; use e.g. 8KiB", self.aim_min_bytes)))?;
         let max_wait = crate::core::units::parse_duration(&self.aim_wait)
             .ok_or_else(|| usage(format!("--aim-wait {:?} is not a duration; use e.g. 10s or 500ms", self.aim_wait)))?;
-        Ok(Some(crate::proof::lab::stack::CutAim { min_write_bytes, max_wait, within: None }))
+        Ok(Some(crate::proof::lab::stack::CutAim { min_write_bytes, max_wait, within: Vec::new() }))
     }
 }
 

@@ -17,6 +17,7 @@ mod powercut_db;
 mod powercut_db_etcd;
 mod powercut_db_mariadb;
 mod powercut_db_postgres;
+mod powercut_db_torn;
 mod probe;
 mod report;
 mod run;

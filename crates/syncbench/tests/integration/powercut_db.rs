@@ -27,7 +27,7 @@ macro_rules! need_root_lab {
 
 /// What a process left that names its lab directory (`.syncbench-lab-<pid>-`): mounts, loop devices and
 /// processes (a sqlite3 or shell on the mount).
-fn leftovers(pid: u32) -> Vec<String> {
+pub(crate) fn leftovers(pid: u32) -> Vec<String> {
     let tag = format!(".syncbench-lab-{pid}-");
     let mut found: Vec<String> = std::fs::read_to_string("/proc/mounts")
         .unwrap_or_default()
@@ -49,7 +49,7 @@ fn leftovers(pid: u32) -> Vec<String> {
 }
 
 /// Run `powercut` with `args` and `--json`: the output, the JSON's cells, and what it left behind.
-fn run(args: &[&str], env: &[(&str, &str)]) -> (Output, Vec<serde_json::Value>, Vec<String>) {
+pub(crate) fn run(args: &[&str], env: &[(&str, &str)]) -> (Output, Vec<serde_json::Value>, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("cells.json");
     let child = syncbench()
@@ -71,7 +71,7 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> (Output, Vec<serde_json::Value>, 
     (out, cells, leftovers(pid))
 }
 
-fn text(out: &Output) -> String {
+pub(crate) fn text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 

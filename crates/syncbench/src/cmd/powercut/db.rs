@@ -30,6 +30,19 @@ pub struct DbArgs {
     /// Client connections, each a thread sending transfers.
     #[arg(long, default_value_t = 8)]
     pub clients: u32,
+    /// The device's untorn unit on every profile (512B, 4KiB, 16KiB, ...): a write the cut catches in flight
+    /// reaches the medium in whole aligned units of this size, the rest of it lost. Default: the profile's
+    /// (512B).
+    #[arg(long = "untorn", value_name = "SIZE", value_parser = crate::proof::lab::profile::parse_untorn)]
+    pub untorn_bytes: Option<u64>,
+    /// Aim every cut: wait (up to 5 s, the load running on) for a write of at least the database's page
+    /// (PostgreSQL 8 KiB, InnoDB 16 KiB, SQLite and etcd 4 KiB) and cut the power while it is in flight:
+    /// `data-writes`, one that does not continue a recent write (not a log append); `data-files`, one that
+    /// touches a table data file (FIEMAP map taken after the database is made and after each reboot).
+    /// Where it landed (table data, log, elsewhere) is recorded; a cut whose write did not come is counted
+    /// as unaimed.
+    #[arg(long, value_enum, value_name = "AT")]
+    pub aim: Option<crate::proof::powercut::db::aim::AimAt>,
     /// Write every cell and cut as JSON to FILE (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -53,6 +66,16 @@ pub struct RunArgs {
     /// Seed of the cut moments and of what each cut keeps.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The device's untorn unit on every profile (512B, 4KiB, 16KiB, ...), as for `powercut db`.
+    #[arg(long = "untorn", value_name = "SIZE", value_parser = crate::proof::lab::profile::parse_untorn)]
+    pub untorn_bytes: Option<u64>,
+    /// Aim every cut at a write of at least `--page` bytes in flight that does not continue a recent write
+    /// (up to 5 s; a cut whose write did not come is counted as unaimed).
+    #[arg(long, value_enum, value_name = "AT")]
+    pub aim: Option<crate::proof::powercut::db::aim::AimAt>,
+    /// The program's page for `--aim data-writes` (512B to 1MiB, a power of two).
+    #[arg(long, value_name = "SIZE", default_value = "4KiB", value_parser = crate::proof::powercut::db::aim::parse_page)]
+    pub page: u64,
     /// The server, run by `sh -c` in the foreground in $SYNCBENCH_DIR (a directory on the lab mount);
     /// started before the first load and again after each cut. Optional.
     #[arg(long, value_name = "CMD")]
@@ -185,6 +208,8 @@ pub fn db(a: DbArgs) -> Outcome {
         seed: a.seed,
         clients: a.clients,
         accounts: pdb::workload::DEFAULT_ACCOUNTS,
+        untorn_bytes: a.untorn_bytes,
+        aim: a.aim,
     };
     let exports = Exports { seed: a.seed, json: a.json.clone(), markdown: a.markdown.clone() };
     report_campaign(exports, |store| {
@@ -196,6 +221,9 @@ pub fn db(a: DbArgs) -> Outcome {
 pub fn run(a: RunArgs) -> Outcome {
     use crate::proof::powercut::db::{command, render};
     let profiles = lab_inputs(&a.profile, &a.fs, a.cuts, "powercut run")?;
+    if a.aim == Some(crate::proof::powercut::db::aim::AimAt::DataFiles) {
+        return Err(usage("--aim data-files needs a database's file layout; powercut run takes --aim data-writes"));
+    }
     for (flag, cmd) in [("--load", Some(&a.load)), ("--verify", Some(&a.verify)), ("--start", a.start.as_ref())] {
         if cmd.is_some_and(|c| c.trim().is_empty()) {
             return Err(usage(format!("{flag} is empty; give a shell command")));
@@ -209,9 +237,60 @@ pub fn run(a: RunArgs) -> Outcome {
         start: a.start.clone(),
         load: a.load.clone(),
         verify: a.verify.clone(),
+        untorn_bytes: a.untorn_bytes,
+        aim_bytes: a.aim.map(|_| a.page),
     };
     let exports = Exports { seed: a.seed, json: a.json.clone(), markdown: a.markdown.clone() };
     report_campaign(exports, |store| {
         command::run(&plan, store, |cell, cut| eprintln!("{}", render::progress(cell, cut))).map(drop)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proof::powercut::db::aim::AimAt;
+
+    #[derive(Debug, clap::Parser)]
+    struct DbCli {
+        #[command(flatten)]
+        args: DbArgs,
+    }
+
+    #[derive(Debug, clap::Parser)]
+    struct RunCli {
+        #[command(flatten)]
+        args: RunArgs,
+    }
+
+    fn db_args(flags: &[&str]) -> Result<DbArgs, String> {
+        use clap::Parser;
+        let argv = ["db", "--db", "postgres", "--profile", "nvme-consumer"].into_iter().chain(flags.iter().copied());
+        DbCli::try_parse_from(argv).map(|c| c.args).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn untorn_and_aim_parse_as_the_lab_takes_them_and_default_to_neither() {
+        let a = db_args(&["--untorn", "16KiB", "--aim", "data-writes"]).unwrap();
+        assert_eq!((a.untorn_bytes, a.aim), (Some(16384), Some(AimAt::DataWrites)));
+        let a = db_args(&[]).unwrap();
+        assert_eq!((a.untorn_bytes, a.aim), (None, None));
+        assert!(db_args(&["--untorn", "3KiB"]).unwrap_err().contains("power of two from 512B to 1MiB"));
+        assert!(db_args(&["--aim", "wal"]).unwrap_err().contains("data-writes"));
+    }
+
+    #[test]
+    fn powercut_run_aims_at_its_page_which_defaults_to_4_kib() {
+        use clap::Parser;
+        let parse = |flags: &[&str]| {
+            let argv = ["run", "--profile", "hdd-7200", "--load", "x", "--verify", "y"]
+                .into_iter()
+                .chain(flags.iter().copied());
+            RunCli::try_parse_from(argv).map(|c| c.args).map_err(|e| e.to_string())
+        };
+        let a = parse(&["--aim", "data-writes", "--untorn", "4KiB"]).unwrap();
+        assert_eq!((a.aim, a.page, a.untorn_bytes), (Some(AimAt::DataWrites), 4096, Some(4096)));
+        assert_eq!(parse(&["--page", "16KiB"]).unwrap().page, 16384);
+        assert!(parse(&["--page", "5000"]).unwrap_err().contains("--page must be a power of two"));
+    }
 }

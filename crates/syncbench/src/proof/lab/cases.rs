@@ -16,6 +16,10 @@ pub enum FsCase {
     Xfs,
     /// Btrfs (copy-on-write: an overwrite goes to a new location).
     Btrfs,
+    /// ext4 (`data=ordered`) with 16 KiB clusters (`bigalloc`): a 16 KiB-aligned range of a file lies at a
+    /// 16 KiB-aligned device offset, so a 16 KiB untorn unit covers every 8 or 16 KiB database page. Made
+    /// for `powercut db`'s torn-page cells only (not one of [`FsCase::ALL`]).
+    Ext4Bigalloc,
 }
 
 /// How the failing write is recognised by the image server.
@@ -38,6 +42,7 @@ impl FsCase {
     pub fn name(self) -> &'static str {
         match self {
             FsCase::Ext4 => "ext4",
+            FsCase::Ext4Bigalloc => "ext4-bigalloc",
             FsCase::Ext4Journal => "ext4-journal",
             FsCase::Ext4JournalWrite => "ext4-journal-write",
             FsCase::Xfs => "xfs",
@@ -48,7 +53,7 @@ impl FsCase {
     /// The `mount -t` type.
     pub fn fs_type(self) -> &'static str {
         match self {
-            FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite => "ext4",
+            FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite | FsCase::Ext4Bigalloc => "ext4",
             FsCase::Xfs => "xfs",
             FsCase::Btrfs => "btrfs",
         }
@@ -57,7 +62,7 @@ impl FsCase {
     /// The `f_type` magic `statfs` reports once mounted: proves the mount happened.
     pub fn magic(self) -> u64 {
         match self {
-            FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite => 0xEF53,
+            FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite | FsCase::Ext4Bigalloc => 0xEF53,
             FsCase::Xfs => 0x5846_5342,
             FsCase::Btrfs => 0x9123_683E,
         }
@@ -70,6 +75,21 @@ impl FsCase {
             FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite => {
                 ("mkfs.ext4", &["-q", "-F", "-b", "4096", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1"])
             }
+            FsCase::Ext4Bigalloc => (
+                "mkfs.ext4",
+                &[
+                    "-q",
+                    "-F",
+                    "-b",
+                    "4096",
+                    "-O",
+                    "bigalloc",
+                    "-C",
+                    "16384",
+                    "-E",
+                    "nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+                ],
+            ),
             FsCase::Xfs => ("mkfs.xfs", &["-q", "-f", "-K"]),
             FsCase::Btrfs => ("mkfs.btrfs", &["-q", "-f", "-K"]),
         }
@@ -78,7 +98,7 @@ impl FsCase {
     /// The Debian package that provides the mkfs program.
     pub fn package(self) -> &'static str {
         match self {
-            FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite => "e2fsprogs",
+            FsCase::Ext4 | FsCase::Ext4Journal | FsCase::Ext4JournalWrite | FsCase::Ext4Bigalloc => "e2fsprogs",
             FsCase::Xfs => "xfsprogs",
             FsCase::Btrfs => "btrfs-progs",
         }
@@ -87,7 +107,7 @@ impl FsCase {
     /// `mount -o` options.
     pub fn mount_options(self) -> &'static str {
         match self {
-            FsCase::Ext4 => "data=ordered",
+            FsCase::Ext4 | FsCase::Ext4Bigalloc => "data=ordered",
             FsCase::Ext4Journal | FsCase::Ext4JournalWrite => "data=journal",
             FsCase::Xfs | FsCase::Btrfs => "defaults",
         }

@@ -316,7 +316,7 @@ mod tests {
         let text = serde_json::to_string(&Request::Cut { seed: 7, aim: None }).unwrap();
         assert_eq!(text, r#"{"op":"cut","seed":7}"#);
         assert!(matches!(serde_json::from_str(&text).unwrap(), Request::Cut { seed: 7, aim: None }));
-        let aim = CutAim { min_write_bytes: 8192, max_wait: Duration::from_secs(3), within: None };
+        let aim = CutAim { min_write_bytes: 8192, max_wait: Duration::from_secs(3), within: Vec::new() };
         let text = serde_json::to_string(&Request::Cut { seed: 7, aim: Some(aim.clone()) }).unwrap();
         assert!(matches!(serde_json::from_str(&text).unwrap(), Request::Cut { seed: 7, aim: Some(a) } if a == aim));
         let set = Request::Set { overrides: Overrides { flush_us: Some(8500), ..Overrides::default() } };

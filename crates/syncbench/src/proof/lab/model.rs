@@ -153,10 +153,11 @@ fn sector_bytes() -> u64 {
 pub struct AimSpec {
     /// The write must be at least this long (e.g. a database page).
     pub min_write_bytes: u64,
-    /// If given, the write must overlap this byte range of the disk (e.g. a table file's extents); else
-    /// it must not start at or inside any of the last writes received (appends and log-tail rewrites).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub within: Option<std::ops::Range<u64>>,
+    /// If not empty, the write must overlap one of these byte ranges of the disk (e.g. the table files'
+    /// extents); else it must not start at or inside any of the last writes received (appends and log-tail
+    /// rewrites).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub within: Vec<std::ops::Range<u64>>,
 }
 
 /// The write an aimed cut fired on.
@@ -373,9 +374,9 @@ impl DeviceModel {
 
     fn aim_matches(&self, spec: &AimSpec, seq: u64) -> bool {
         let Some(w) = self.writes.get(&seq) else { return false };
-        let placed = match &spec.within {
-            Some(range) => w.offset < range.end && w.offset + w.len > range.start,
-            None => !w.streamed,
+        let placed = match spec.within.is_empty() {
+            false => spec.within.iter().any(|range| w.offset < range.end && w.offset + w.len > range.start),
+            true => !w.streamed,
         };
         w.len >= spec.min_write_bytes && placed
     }

@@ -412,7 +412,7 @@ fn an_aimed_cut_fires_on_a_data_write_not_on_log_appends() {
     let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
     let mut now = 0;
     append_log(&mut dev, &mem, &mut now, 0, 2);
-    dev.arm_aim(7, AimSpec { min_write_bytes: 8192, within: None }, &mem);
+    dev.arm_aim(7, AimSpec { min_write_bytes: 8192, within: Vec::new() }, &mem);
     append_log(&mut dev, &mem, &mut now, 2, 5);
     // A log-tail rewrite and a small write elsewhere do not match either.
     write(&mut dev, &mem, &mut now, 4 * 16, 16, 0x11);
@@ -435,7 +435,7 @@ fn an_aimed_cut_at_16_kib_keeps_a_16_kib_page_whole() {
     for seed in 0..50 {
         let mem = Mem::new(1 << 22);
         let mut dev = DeviceModel::new(DeviceParams { untorn_bytes: 16 << 10, ..params(Honesty::Honest) }, 1);
-        dev.arm_aim(seed, AimSpec { min_write_bytes: 16 << 10, within: None }, &mem);
+        dev.arm_aim(seed, AimSpec { min_write_bytes: 16 << 10, within: Vec::new() }, &mem);
         dev.submit_write(0, 3200 * SECTOR_BYTES, &[0xAB; 16 << 10], &mem).unwrap();
         let report = dev.take_aimed_cut().expect("fired").unwrap();
         assert_eq!(report.aimed_at.map(|a| a.torn), Some(false));
@@ -450,7 +450,7 @@ fn an_aimed_cut_fires_on_a_write_in_the_given_range_or_one_already_cached() {
     let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
     let mut now = 0;
     let range = 1000 * SECTOR_BYTES..2000 * SECTOR_BYTES;
-    dev.arm_aim(3, AimSpec { min_write_bytes: 4096, within: Some(range.clone()) }, &mem);
+    dev.arm_aim(3, AimSpec { min_write_bytes: 4096, within: vec![range.clone()] }, &mem);
     write(&mut dev, &mem, &mut now, 5000, 16, 1);
     assert!(dev.take_aimed_cut().is_none(), "outside the range");
     dev.submit_write(now, 1500 * SECTOR_BYTES, &[2; 4096], &mem).unwrap();
@@ -459,8 +459,27 @@ fn an_aimed_cut_fires_on_a_write_in_the_given_range_or_one_already_cached() {
     // Armed while a matching write waits in the cache: it fires at once.
     write(&mut dev, &mem, &mut now, 1200, 8, 3);
     write(&mut dev, &mem, &mut now, 1900, 4, 3);
-    dev.arm_aim(4, AimSpec { min_write_bytes: 4096, within: Some(range) }, &mem);
+    dev.arm_aim(4, AimSpec { min_write_bytes: 4096, within: vec![range] }, &mem);
     assert_eq!(dev.take_aimed_cut().unwrap().unwrap().aimed_at.unwrap().offset, 1200 * SECTOR_BYTES);
+}
+
+#[test]
+fn an_aim_at_several_ranges_fires_in_any_of_them_and_an_empty_range_never() {
+    let mem = Mem::new(1 << 22);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    let ranges = vec![100 * SECTOR_BYTES..200 * SECTOR_BYTES, 3000 * SECTOR_BYTES..3100 * SECTOR_BYTES];
+    dev.arm_aim(3, AimSpec { min_write_bytes: 4096, within: ranges }, &mem);
+    write(&mut dev, &mem, &mut now, 1000, 16, 1);
+    assert!(dev.take_aimed_cut().is_none(), "between the ranges");
+    dev.submit_write(now, 3050 * SECTOR_BYTES, &[2; 4096], &mem).unwrap();
+    assert_eq!(dev.take_aimed_cut().unwrap().unwrap().aimed_at.unwrap().offset, 3050 * SECTOR_BYTES);
+
+    let nowhere = 0..0;
+    dev.arm_aim(4, AimSpec { min_write_bytes: 4096, within: vec![nowhere] }, &mem);
+    write(&mut dev, &mem, &mut now, 0, 16, 1);
+    write(&mut dev, &mem, &mut now, 2000, 16, 1);
+    assert!(dev.disarm_aim().is_none(), "0..0 matches no write, not even one at offset 0");
 }
 
 #[test]
@@ -468,7 +487,7 @@ fn a_disarmed_aim_cuts_nothing() {
     let mem = Mem::new(1 << 22);
     let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
     let mut now = 0;
-    dev.arm_aim(3, AimSpec { min_write_bytes: 1 << 20, within: None }, &mem);
+    dev.arm_aim(3, AimSpec { min_write_bytes: 1 << 20, within: Vec::new() }, &mem);
     write(&mut dev, &mem, &mut now, 100, 16, 1);
     assert!(dev.disarm_aim().is_none());
     write(&mut dev, &mem, &mut now, 3000, 4096, 1);

@@ -42,6 +42,8 @@ pub enum LabFs {
     Xfs,
     /// Btrfs.
     Btrfs,
+    /// ext4 with 16 KiB clusters (bigalloc): 16 KiB-aligned file ranges at 16 KiB-aligned device offsets.
+    Ext4Bigalloc,
 }
 
 impl LabFs {
@@ -52,6 +54,7 @@ impl LabFs {
             LabFs::Ext4 => FsCase::Ext4,
             LabFs::Xfs => FsCase::Xfs,
             LabFs::Btrfs => FsCase::Btrfs,
+            LabFs::Ext4Bigalloc => FsCase::Ext4Bigalloc,
         }
     }
 }

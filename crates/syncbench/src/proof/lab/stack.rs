@@ -133,17 +133,17 @@ pub struct CutOutcome {
 }
 
 /// What an aimed cut waits for: a write in flight that is not part of a sequential stream (a data page
-/// written back, not a log append), or, with `within`, one that touches the given byte range of the disk.
+/// written back, not a log append), or, with `within`, one that touches one of the given byte ranges.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CutAim {
     /// The write must be at least this long (e.g. the database's page size).
     pub min_write_bytes: u64,
     /// How long to wait for such a write; then the cut happens anyway (and says the aim was missed).
     pub max_wait: Duration,
-    /// If given: the write must touch this byte range of the disk (e.g. a table file's extents) instead of
-    /// merely not continuing one of the last 64 writes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub within: Option<std::ops::Range<u64>>,
+    /// If not empty: the write must touch one of these byte ranges of the disk (e.g. the table files'
+    /// extents) instead of merely not continuing one of the last 64 writes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub within: Vec<std::ops::Range<u64>>,
 }
 
 /// Whether an aimed cut found its write.
@@ -400,6 +400,17 @@ impl Stack {
     /// [`Stack::cut`] does. If none comes in time, the cut happens then and `aim.met` is false. The files'
     /// sizes compared after the reboot are those from when the wait began.
     pub fn cut_aimed(&mut self, seed: u64, aim: CutAim) -> anyhow::Result<CutOutcome> {
+        self.cut_aimed_then(seed, aim, || ())
+    }
+
+    /// [`Stack::cut_aimed`], calling `at_power_off` the moment the device lost power, before the reboot (a
+    /// database campaign freezes its processes there: the load ran on while the cut waited for its write).
+    pub fn cut_aimed_then(
+        &mut self,
+        seed: u64,
+        aim: CutAim,
+        at_power_off: impl FnOnce(),
+    ) -> anyhow::Result<CutOutcome> {
         let started = Instant::now();
         let sizes_before = file_sizes(&self.mount_dir);
         let spec = AimSpec { min_write_bytes: aim.min_write_bytes, within: aim.within.clone() };
@@ -418,6 +429,7 @@ impl Stack {
             }
         };
         let waited_ms = started.elapsed().as_millis() as u64;
+        at_power_off();
         let report = fired.context("writing the destaged data to the image")?;
         let mut outcome = self.reboot(started, report, &sizes_before)?;
         outcome.aim = Some(AimOutcome { aim, met, waited_ms });

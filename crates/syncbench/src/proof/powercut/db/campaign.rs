@@ -5,13 +5,14 @@
 //! ack of this data so far. After a failed recovery, a failed integrity check or a broken invariant, the
 //! cell goes on with a fresh database.
 
-use super::cell::{DbCell, DbCut, IntegrityResult, RecoveryFailure};
+use super::aim::{AimAt, FileMap, FileRole};
+use super::cell::{AimedCut, DbCell, DbCut, IntegrityResult, RecoveryFailure};
 use super::verify::verify;
 use super::workload::{AckWitness, ClientEnd, TransferSource, drive};
 use super::{DbKind, Server, Transfer};
 use crate::core::hash::splitmix64_next as splitmix64;
-use crate::proof::lab::profile::{Honesty, LabFs, Profile};
-use crate::proof::lab::stack::{Stack, StackConfig};
+use crate::proof::lab::profile::{DeviceParams, Honesty, LabFs, Profile};
+use crate::proof::lab::stack::{CutAim, CutOutcome, Stack, StackConfig};
 use crate::proof::powercut::lab::{CUT_AFTER_MS_MAX, CUT_AFTER_MS_MIN};
 use anyhow::Context;
 use std::collections::{HashMap, HashSet};
@@ -39,6 +40,10 @@ pub struct DbPlan {
     pub clients: u32,
     /// Accounts.
     pub accounts: u32,
+    /// The device's untorn unit instead of the profiles' (`--untorn`).
+    pub untorn_bytes: Option<u64>,
+    /// Aim each cut at a write in flight (`--aim`), else cut at the seeded moment.
+    pub aim: Option<AimAt>,
 }
 
 /// The cells so far, shared with the Ctrl-C handler (which prints and exports them, marked partial).
@@ -68,6 +73,8 @@ impl CellStore {
 /// The database the cuts run on, and what was sent to it and acknowledged since it was made.
 struct Data {
     dir: PathBuf,
+    /// Where its files lie on the device (with `--aim`: mapped after it was made and after each reboot).
+    map: FileMap,
     acked: HashSet<u64>,
     issued: HashMap<u64, Transfer>,
 }
@@ -75,13 +82,63 @@ struct Data {
 /// Run the plan; `progress` is told of every cut. Returns early (with what is done) on Ctrl-C. A server that
 /// refuses its settings at the first `create` is a usage error (exit 2).
 pub fn run(plan: &DbPlan, store: &CellStore, mut progress: impl FnMut(&DbCell, &DbCut)) -> anyhow::Result<Vec<DbCell>> {
+    let cells = CellPlan {
+        profiles: &plan.profiles,
+        fss: &plan.fss,
+        cuts: plan.cuts,
+        seed: plan.seed,
+        untorn_bytes: plan.untorn_bytes,
+    };
+    run_cells(&cells, store, &mut progress, || {
+        let server = super::server_for(plan.kind, &plan.settings).map_err(crate::core::exit::usage)?;
+        Ok(DbTarget { plan, server, data: None })
+    })
+}
+
+/// What every cell of a campaign shares: where and how often the power goes.
+pub(super) struct CellPlan<'a> {
+    /// Lab profiles.
+    pub profiles: &'a [Profile],
+    /// File systems.
+    pub fss: &'a [LabFs],
+    /// Cuts per cell.
+    pub cuts: u32,
+    /// Seed of the disks, the cut moments and the cuts.
+    pub seed: u64,
+    /// The device's untorn unit instead of the profiles'.
+    pub untorn_bytes: Option<u64>,
+}
+
+/// What a campaign cuts the power under: a database driver (`powercut db`) or shell commands (`powercut run`).
+pub(super) trait Target {
+    /// The cell's row before its first cut.
+    fn cell(&self, profile: &Profile, fs: LabFs, untorn_bytes: u64) -> DbCell;
+    /// Fresh data number `n` on the mount, with its program started on it. A failure of the first (`n` = 0)
+    /// is the user's settings or commands: a usage error.
+    fn fresh(&mut self, stack: &Stack, n: u32) -> anyhow::Result<()>;
+    /// Load, cut, recover, verify (`at`: cell and cut index). `Err` only when the lab itself failed.
+    fn cut(&mut self, stack: &mut Stack, at: (u32, u32), rng: &mut u64) -> anyhow::Result<DbCut>;
+    /// Stop the program (before fresh data, and at the cell's end).
+    fn stop(&mut self);
+}
+
+/// Every profile × fs a cell: one lab stack, one target made by `target`, the cuts.
+pub(super) fn run_cells<T: Target>(
+    plan: &CellPlan,
+    store: &CellStore,
+    progress: &mut impl FnMut(&DbCell, &DbCut),
+    mut target: impl FnMut() -> anyhow::Result<T>,
+) -> anyhow::Result<Vec<DbCell>> {
     let mut rng = plan.seed;
     let mut index = 0;
-    for profile in &plan.profiles {
-        for &fs in &plan.fss {
+    for profile in plan.profiles {
+        for &fs in plan.fss {
             let stack_seed = splitmix64(&mut rng);
             let done = crate::proof::lab::stack::run_exclusive(|| {
-                run_cell(plan, profile, fs, stack_seed, index, &mut rng, store, &mut progress)
+                let params = cell_params(profile, plan.untorn_bytes);
+                let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), params) };
+                let mut target = target()?;
+                run_cell(plan, &mut target, (profile, fs, config), (index, &mut rng), store, progress)
             });
             match done {
                 Some(result) => result?,
@@ -93,51 +150,25 @@ pub fn run(plan: &DbPlan, store: &CellStore, mut progress: impl FnMut(&DbCell, &
     Ok(store.snapshot().unwrap_or_default())
 }
 
-/// Why losses are expected in this cell, if they are: a negative-control setting or a lying disk.
-fn expected_loss(plan: &DbPlan, profile: &Profile) -> Option<String> {
-    super::controls::known_unsafe(plan.kind, &plan.settings).or_else(|| {
-        (profile.params.honesty == Honesty::IgnoresFlush)
-            .then(|| format!("the disk ({}) ignores flushes", profile.name))
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run_cell(
-    plan: &DbPlan,
-    profile: &Profile,
-    fs: LabFs,
-    stack_seed: u64,
-    index: usize,
-    rng: &mut u64,
+fn run_cell<T: Target>(
+    plan: &CellPlan,
+    target: &mut T,
+    (profile, fs, config): (&Profile, LabFs, StackConfig),
+    (index, rng): (usize, &mut u64),
     store: &CellStore,
     progress: &mut impl FnMut(&DbCell, &DbCut),
 ) -> anyhow::Result<()> {
     let started = Instant::now();
-    let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), profile.params.clone()) };
     let build = || {
         let stack = Stack::build(config.clone())
             .with_context(|| format!("building a {} lab disk with {}", profile.name, fs.case().name()))?;
         RecordedStack::new(stack)
     };
-    let mut server = super::server_for(plan.kind, &plan.settings).map_err(crate::core::exit::usage)?;
-    let mut cell = DbCell {
-        db: plan.kind.name().into(),
-        version: server.version(),
-        settings: super::controls::settings_text(&plan.settings),
-        profile: profile.name.into(),
-        honesty: profile.params.honesty.name().into(),
-        fs: fs.case().name().into(),
-        expected_loss: expected_loss(plan, profile),
-        cuts: Vec::new(),
-        fresh_databases: 0,
-        elapsed_s: 0.0,
-    };
+    let mut cell = target.cell(profile, fs, config.params.untorn_bytes);
     let mut stack = build()?;
-    let mut data = fresh_data(&stack, server.as_mut(), plan.accounts, 0)
-        .map_err(|e| crate::core::exit::usage(format!("{} would not make its database: {e:#}", plan.kind.name())))?;
+    target.fresh(&stack, 0)?;
     while cell.cuts.len() < plan.cuts as usize && !crate::core::cleanup::interrupted() {
-        let cut_index = cell.cuts.len() as u32;
-        let cut = one_cut(&mut stack, server.as_mut(), &mut data, plan, (index as u32, cut_index), rng)?;
+        let cut = target.cut(&mut stack, (index as u32, cell.cuts.len() as u32), rng)?;
         if crate::core::cleanup::interrupted() {
             break;
         }
@@ -147,24 +178,141 @@ fn run_cell(
         cell.elapsed_s = started.elapsed().as_secs_f64();
         store.update(index, &cell);
         if damaged && cell.cuts.len() < plan.cuts as usize {
-            server.stop();
+            target.stop();
             cell.fresh_databases += 1;
-            data = match fresh_data(&stack, server.as_mut(), plan.accounts, cell.fresh_databases) {
-                Ok(data) => data,
-                // The cut left a file system that takes no new database: a new disk.
-                Err(_) => {
-                    drop(std::mem::replace(&mut stack, build()?));
-                    fresh_data(&stack, server.as_mut(), plan.accounts, cell.fresh_databases)?
-                }
-            };
+            if target.fresh(&stack, cell.fresh_databases).is_err() {
+                // The cut left a file system that takes no new data: a new disk.
+                drop(std::mem::replace(&mut stack, build()?));
+                target.fresh(&stack, cell.fresh_databases)?;
+            }
         }
     }
-    server.stop();
-    drop(server);
+    target.stop();
     drop(stack);
     cell.elapsed_s = started.elapsed().as_secs_f64();
     store.update(index, &cell);
     Ok(())
+}
+
+/// Why losses are expected in this cell, if they are: a negative-control setting or a lying disk. Torn-page
+/// protection turned off is expected to lose only where the device's untorn unit is smaller than a page.
+fn expected_loss(plan: &DbPlan, profile: &Profile, untorn_bytes: u64) -> Option<String> {
+    let pages_untorn = untorn_bytes >= super::aim::page_bytes(plan.kind, &plan.settings);
+    super::controls::known_unsafe_on(plan.kind, &plan.settings, pages_untorn).or_else(|| {
+        (profile.params.honesty == Honesty::IgnoresFlush)
+            .then(|| format!("the disk ({}) ignores flushes", profile.name))
+    })
+}
+
+/// `powercut db`'s target: one database server and the data it holds now.
+struct DbTarget<'a> {
+    plan: &'a DbPlan,
+    server: Box<dyn Server>,
+    data: Option<Data>,
+}
+
+impl Target for DbTarget<'_> {
+    fn cell(&self, profile: &Profile, fs: LabFs, untorn_bytes: u64) -> DbCell {
+        let plan = self.plan;
+        DbCell {
+            db: plan.kind.name().into(),
+            version: self.server.version(),
+            settings: super::controls::settings_text(&plan.settings),
+            profile: profile.name.into(),
+            honesty: profile.params.honesty.name().into(),
+            fs: fs.case().name().into(),
+            expected_loss: expected_loss(plan, profile, untorn_bytes),
+            untorn_bytes,
+            aim: plan.aim.map(|at| at.words(super::aim::page_bytes(plan.kind, &plan.settings))),
+            cuts: Vec::new(),
+            fresh_databases: 0,
+            elapsed_s: 0.0,
+        }
+    }
+
+    fn fresh(&mut self, stack: &Stack, n: u32) -> anyhow::Result<()> {
+        let kind = self.plan.kind;
+        let mut data = fresh_data(stack, self.server.as_mut(), self.plan.accounts, n).map_err(|e| match n {
+            0 => crate::core::exit::usage(format!("{} would not make its database: {e:#}", kind.name())),
+            _ => e,
+        })?;
+        if self.plan.aim.is_some() {
+            data.map = FileMap::of(&data.dir);
+        }
+        self.data = Some(data);
+        Ok(())
+    }
+
+    fn cut(&mut self, stack: &mut Stack, at: (u32, u32), rng: &mut u64) -> anyhow::Result<DbCut> {
+        let data = self.data.as_mut().context("no database to cut under")?;
+        one_cut(stack, self.server.as_mut(), data, self.plan, at, rng)
+    }
+
+    fn stop(&mut self) {
+        self.server.stop();
+    }
+}
+
+/// The profile's device, with `untorn_bytes` as its untorn unit if given.
+pub(super) fn cell_params(profile: &Profile, untorn_bytes: Option<u64>) -> DeviceParams {
+    let mut params = profile.params.clone();
+    if let Some(bytes) = untorn_bytes {
+        params.untorn_bytes = bytes;
+    }
+    params
+}
+
+/// A range of the disk no write touches: an aim at it never fires.
+const NO_WRITE: std::ops::Range<u64> = 0..0;
+
+/// The aim of a cut at writes of at least `min_write_bytes`: touching one of `within` if given (an empty
+/// list aims at nothing: the cut comes unaimed at the wait's end), else not continuing a recent write.
+pub(super) fn cut_aim(min_write_bytes: u64, within: Option<Vec<std::ops::Range<u64>>>) -> CutAim {
+    let within = match within {
+        Some(ranges) if ranges.is_empty() => vec![NO_WRITE],
+        other => other.unwrap_or_default(),
+    };
+    CutAim { min_write_bytes, max_wait: super::aim::AIM_MAX_WAIT, within }
+}
+
+/// The power goes: at the next write `aim` matches (the load running on until it comes, at most
+/// [`super::aim::AIM_MAX_WAIT`]), else at once. `at_power_off` runs the
+/// moment the device lost power, before the reboot: it freezes the processes and stops the witness. An ack
+/// that arrives between the device's cut and `at_power_off` is still held to account: every request after the
+/// cut fails, so its commit was flushed before it. Ctrl-C: no cut (the teardown waits for this work to end).
+pub(super) fn power_cut(
+    stack: &mut Stack,
+    seed: u64,
+    aim: Option<CutAim>,
+    at_power_off: impl FnOnce(),
+) -> anyhow::Result<CutOutcome> {
+    if crate::core::cleanup::interrupted() {
+        at_power_off();
+        anyhow::bail!("interrupted");
+    }
+    match aim {
+        Some(aim) => stack.cut_aimed_then(seed, aim, at_power_off),
+        None => {
+            at_power_off();
+            stack.cut(seed)
+        }
+    }
+}
+
+/// What an aimed cut waited for and hit: the write it tore or kept, looked up in `files` (the database's).
+pub(super) fn aimed_cut(outcome: &CutOutcome, files: Option<(DbKind, &FileMap)>) -> Option<AimedCut> {
+    let aim = outcome.aim.as_ref()?;
+    let write = outcome.device.aimed_at.as_ref().filter(|_| aim.met);
+    let landing = write.zip(files).map(|(w, (kind, map))| map.landing(kind, w.offset, w.len_bytes));
+    Some(AimedCut {
+        met: aim.met,
+        waited_ms: aim.waited_ms,
+        write_offset: write.map(|w| w.offset),
+        write_bytes: write.map(|w| w.len_bytes),
+        torn: write.is_some_and(|w| w.torn),
+        landed_in: landing.as_ref().and_then(|l| l.role),
+        file: landing.and_then(|l| l.file),
+    })
 }
 
 /// A lab stack whose mount is recorded as a lab in the per-boot registry while it lives, with every process
@@ -208,11 +356,11 @@ fn fresh_data(stack: &Stack, server: &mut dyn Server, accounts: u32, n: u32) -> 
     let dir = stack.mount_dir().join(format!("db-{n}"));
     super::process::create_durable_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     server.create(&dir, accounts)?;
-    Ok(Data { dir, acked: HashSet::new(), issued: HashMap::new() })
+    Ok(Data { dir, map: FileMap::default(), acked: HashSet::new(), issued: HashMap::new() })
 }
 
 /// Sleep `ms`, in steps, unless Ctrl-C comes first.
-fn sleep_unless_interrupted(ms: u64) {
+pub(super) fn sleep_unless_interrupted(ms: u64) {
     let until = Instant::now() + Duration::from_millis(ms);
     while Instant::now() < until && !crate::core::cleanup::interrupted() {
         std::thread::sleep(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
@@ -233,6 +381,10 @@ fn one_cut(
     let clients = (0..plan.clients).map(|_| server.connect()).collect::<anyhow::Result<Vec<_>>>()?;
     let (witness, issued, stop) = (AckWitness::default(), Mutex::new(Vec::new()), AtomicBool::new(false));
     let started = Instant::now();
+    let aim = plan.aim.map(|at| {
+        let data_files = (at == AimAt::DataFiles).then(|| data.map.ranges(plan.kind, FileRole::Data));
+        cut_aim(super::aim::page_bytes(plan.kind, &plan.settings), data_files)
+    });
     let (ends, outcome, load_s) = std::thread::scope(|s| {
         let handles: Vec<_> = clients
             .into_iter()
@@ -246,14 +398,12 @@ fn one_cut(
         sleep_unless_interrupted(cut_after_ms);
         // The power goes: every process frozen where it is, acks refused, the disk cut under the I/O still
         // in flight (it fails), then the processes killed.
-        let frozen = super::process::freeze_all();
-        witness.power_off();
-        let load_s = started.elapsed().as_secs_f64();
-        // Ctrl-C: no cut (the teardown is waiting for this work to end).
-        let outcome = match crate::core::cleanup::interrupted() {
-            true => Err(anyhow::anyhow!("interrupted")),
-            false => stack.cut(seed),
-        };
+        let (mut frozen, mut load_s) = (Vec::new(), 0.0);
+        let outcome = power_cut(stack, seed, aim, || {
+            frozen = super::process::freeze_all();
+            witness.power_off();
+            load_s = started.elapsed().as_secs_f64();
+        });
         server.kill();
         super::process::kill_frozen(&frozen);
         stop.store(true, Ordering::SeqCst);
@@ -261,6 +411,9 @@ fn one_cut(
         (ends, outcome, load_s)
     });
     let outcome = outcome.context("power cut and reboot")?;
+    if plan.aim.is_some() {
+        data.map = FileMap::of(&data.dir);
+    }
     let acks = witness.acks();
     data.acked.extend(&acks);
     let issued = issued.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -274,6 +427,7 @@ fn one_cut(
         client_errors: ends.into_iter().filter_map(|e| e.error_before_cut).collect(),
         transfers_per_s: acks.len() as f64 / load_s.max(1e-3),
         device_lost_writes: outcome.device.lost_writes,
+        aim: aimed_cut(&outcome, Some((plan.kind, &data.map))),
         repaired_with: outcome.repaired_with,
         ..DbCut::default()
     };
@@ -298,4 +452,19 @@ fn recover_and_check(server: &mut dyn Server, data: &Data, accounts: u32, cut: &
         Ok(i) => IntegrityResult { ok: i.ok, detail: i.detail },
         Err(e) => IntegrityResult { ok: false, detail: format!("the check could not run: {e:#}") },
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_aim_at_no_data_file_aims_at_nothing_instead_of_falling_back_to_any_write() {
+        assert_eq!(cut_aim(8192, None).within, Vec::<std::ops::Range<u64>>::new(), "data-writes: the heuristic");
+        let one = 4096..8192;
+        assert_eq!(cut_aim(8192, Some(vec![one.clone()])).within, vec![one]);
+        let nothing = cut_aim(8192, Some(Vec::new()));
+        assert_eq!(nothing.within, vec![NO_WRITE], "an empty map must not turn into the heuristic");
+        assert_eq!((nothing.min_write_bytes, nothing.max_wait), (8192, super::super::aim::AIM_MAX_WAIT));
+    }
 }

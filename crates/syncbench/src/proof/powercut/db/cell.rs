@@ -21,6 +21,26 @@ pub struct IntegrityResult {
     pub detail: String,
 }
 
+/// What an aimed cut (`--aim`) waited for and hit.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct AimedCut {
+    /// A matching write was in flight when the power went; if not, the cut came unaimed after `waited_ms`.
+    pub met: bool,
+    /// How long the cut waited for it, the load running on.
+    pub waited_ms: u64,
+    /// The write's device offset and length (when met).
+    pub write_offset: Option<u64>,
+    /// Its length in bytes.
+    pub write_bytes: Option<u64>,
+    /// The cut tore it at an untorn-unit boundary (it spans two or more units); else it was kept or lost whole.
+    pub torn: bool,
+    /// Where it landed (when met): `data`, `log`, `other` (a file of the database), or absent: in no file
+    /// of the database (file system metadata or journal).
+    pub landed_in: Option<super::aim::FileRole>,
+    /// The file it landed in, relative to the database's directory.
+    pub file: Option<String>,
+}
+
 /// One cut.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct DbCut {
@@ -50,6 +70,9 @@ pub struct DbCut {
     pub verification: Option<DbVerification>,
     /// The database's own check.
     pub integrity: Option<IntegrityResult>,
+    /// For an aimed cut: whether it found its write, and where that write landed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aim: Option<AimedCut>,
     /// How long the server took to start and recover.
     pub restart_ms: u64,
     /// The whole cut: load, cut, reboot, recovery, checks.
@@ -93,6 +116,23 @@ impl DbCut {
     }
 }
 
+/// What a cell's aimed cuts hit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AimCounts {
+    /// Cuts that were aimed.
+    pub aimed: usize,
+    /// Of them, cuts that found their write (the rest came unaimed at the wait's end).
+    pub met: usize,
+    /// Met cuts whose write was torn.
+    pub torn: usize,
+    /// Met cuts whose write landed in a table data file.
+    pub in_data: usize,
+    /// Met cuts whose write landed in a table data file and was torn.
+    pub in_data_torn: usize,
+    /// The longest wait.
+    pub waited_ms_max: u64,
+}
+
 /// One database × settings × profile × fs.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct DbCell {
@@ -110,6 +150,11 @@ pub struct DbCell {
     pub fs: String,
     /// Why losses are expected here (a negative-control setting, a disk that ignores flushes), if they are.
     pub expected_loss: Option<String>,
+    /// The device's untorn unit: a write cut short tore only at multiples of it.
+    pub untorn_bytes: u64,
+    /// What the cuts were aimed at (`data-writes ≥ 8 KiB`), if they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aim: Option<String>,
     /// Every cut.
     pub cuts: Vec<DbCut>,
     /// Fresh databases made after a damaging cut.
@@ -146,6 +191,37 @@ impl DbCell {
     /// Cuts per minute of the cell's wall time.
     pub fn cuts_per_min(&self) -> f64 {
         if self.elapsed_s > 0.0 { self.cuts.len() as f64 * 60.0 / self.elapsed_s } else { 0.0 }
+    }
+    /// Aimed cuts, and of them: met, torn, landed in table data.
+    pub fn aim_counts(&self) -> AimCounts {
+        let aimed: Vec<&AimedCut> = self.cuts.iter().filter_map(|c| c.aim.as_ref()).collect();
+        let met = || aimed.iter().filter(|a| a.met);
+        AimCounts {
+            aimed: aimed.len(),
+            met: met().count(),
+            torn: met().filter(|a| a.torn).count(),
+            in_data: met().filter(|a| a.landed_in == Some(super::aim::FileRole::Data)).count(),
+            in_data_torn: met().filter(|a| a.torn && a.landed_in == Some(super::aim::FileRole::Data)).count(),
+            waited_ms_max: aimed.iter().map(|a| a.waited_ms).max().unwrap_or(0),
+        }
+    }
+    /// With `--aim`: what the aim hit, in words ("unaimed" cuts counted, never mixed in silently).
+    pub fn aim_words(&self) -> Option<String> {
+        let aim = self.aim.as_ref()?;
+        let n = self.aim_counts();
+        let missed = n.aimed - n.met;
+        // `powercut run` knows no file layout: where its writes landed is not classified.
+        let mut words = match self.db.as_str() {
+            "command" => format!("aimed at {aim}: {} of {} met ({} torn)", n.met, n.aimed, n.torn),
+            _ => format!(
+                "aimed at {aim}: {} of {} met ({} in table data, {} torn, {} torn in table data)",
+                n.met, n.aimed, n.in_data, n.torn, n.in_data_torn
+            ),
+        };
+        if missed > 0 {
+            words += &format!(", {missed} cut unaimed after {} ms", n.waited_ms_max);
+        }
+        Some(words)
     }
     /// Damage where nothing says to expect it.
     pub fn unexpected_damage(&self) -> bool {
@@ -207,6 +283,39 @@ mod tests {
             elapsed_s: 30.0,
             ..DbCell::default()
         }
+    }
+
+    #[test]
+    fn aimed_cuts_are_counted_by_what_they_hit_and_an_unaimed_cut_is_never_mixed_in() {
+        use crate::proof::powercut::db::aim::FileRole;
+        let aimed = |met: bool, torn: bool, landed_in: Option<FileRole>, waited_ms: u64| DbCut {
+            aim: Some(AimedCut { met, torn, landed_in, waited_ms, ..AimedCut::default() }),
+            ..cut(10, 0)
+        };
+        let mut c = cell(
+            None,
+            vec![
+                aimed(true, true, Some(FileRole::Data), 40),
+                aimed(true, false, Some(FileRole::Data), 300),
+                aimed(true, true, Some(FileRole::Log), 20),
+                aimed(true, true, None, 20),
+                aimed(false, false, None, 5000),
+            ],
+        );
+        assert_eq!(c.aim_words(), None, "a cell without --aim says nothing of it");
+        c.aim = Some("data writes >= 8 KiB".into());
+        let n = c.aim_counts();
+        assert_eq!((n.aimed, n.met, n.torn, n.in_data, n.in_data_torn), (5, 4, 3, 2, 1));
+        assert_eq!(
+            c.aim_words().unwrap(),
+            "aimed at data writes >= 8 KiB: 4 of 5 met (2 in table data, 3 torn, 1 torn in table data), \
+             1 cut unaimed after 5000 ms"
+        );
+        c.db = "command".into();
+        assert_eq!(
+            c.aim_words().unwrap(),
+            "aimed at data writes >= 8 KiB: 4 of 5 met (3 torn), 1 cut unaimed after 5000 ms"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::process;
 use super::verify::DbVerification;
 use crate::core::hash::splitmix64_next as splitmix64;
 use crate::proof::lab::profile::{Honesty, LabFs, Profile};
-use crate::proof::lab::stack::{Stack, StackConfig};
+use crate::proof::lab::stack::Stack;
 use crate::proof::powercut::lab::{CUT_AFTER_MS_MAX, CUT_AFTER_MS_MIN};
 use anyhow::Context;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -45,6 +45,10 @@ pub struct CommandPlan {
     pub load: String,
     /// The checker.
     pub verify: String,
+    /// The device's untorn unit instead of the profiles' (`--untorn`).
+    pub untorn_bytes: Option<u64>,
+    /// Aim each cut at a write of at least this many bytes in flight (`--aim data-writes --page SIZE`).
+    pub aim_bytes: Option<u64>,
 }
 
 /// A command running in its own process group, its output kept (the last 64 KiB) for a failure's excerpt.
@@ -152,77 +156,64 @@ impl Data {
     }
 }
 
-/// Run the plan; `progress` is told of every cut. Returns early (with what is done) on Ctrl-C.
+/// Run the plan; `progress` is told of every cut. Returns early (with what is done) on Ctrl-C. The cells run
+/// in `powercut db`'s loop ([`super::campaign::run_cells`]).
 pub fn run(
     plan: &CommandPlan,
     store: &CellStore,
     mut progress: impl FnMut(&DbCell, &DbCut),
 ) -> anyhow::Result<Vec<DbCell>> {
-    let mut rng = plan.seed;
-    let mut index = 0;
-    for profile in &plan.profiles {
-        for &fs in &plan.fss {
-            let stack_seed = splitmix64(&mut rng);
-            let done = crate::proof::lab::stack::run_exclusive(|| {
-                let config = StackConfig { seed: stack_seed, ..StackConfig::new(fs.case(), profile.params.clone()) };
-                run_cell(plan, profile, fs, config, (index, &mut rng), store, &mut progress)
-            });
-            match done {
-                Some(result) => result?,
-                None => return Ok(store.snapshot().unwrap_or_default()),
-            }
-            index += 1;
-        }
-    }
-    Ok(store.snapshot().unwrap_or_default())
+    let cells = super::campaign::CellPlan {
+        profiles: &plan.profiles,
+        fss: &plan.fss,
+        cuts: plan.cuts,
+        seed: plan.seed,
+        untorn_bytes: plan.untorn_bytes,
+    };
+    super::campaign::run_cells(&cells, store, &mut progress, || Ok(CommandTarget { plan, data: None }))
 }
 
-fn run_cell(
-    plan: &CommandPlan,
-    profile: &Profile,
-    fs: LabFs,
-    config: StackConfig,
-    (index, rng): (usize, &mut u64),
-    store: &CellStore,
-    progress: &mut impl FnMut(&DbCell, &DbCut),
-) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let mut cell = DbCell {
-        db: "command".into(),
-        version: String::new(),
-        settings: format!("load: {}", plan.load),
-        profile: profile.name.into(),
-        honesty: profile.params.honesty.name().into(),
-        fs: fs.case().name().into(),
-        expected_loss: (profile.params.honesty == Honesty::IgnoresFlush)
-            .then(|| format!("the disk ({}) ignores flushes", profile.name)),
-        ..DbCell::default()
-    };
-    let stack = Stack::build(config).with_context(|| format!("building a {} lab disk", profile.name))?;
-    let mut stack = super::campaign::RecordedStack::new(stack)?;
-    let mut data =
-        Data::fresh(&stack, plan, 0).map_err(|e| crate::core::exit::usage(format!("--start failed: {e:#}")))?;
-    while cell.cuts.len() < plan.cuts as usize && !crate::core::cleanup::interrupted() {
-        let cut = one_cut(&mut stack, &mut data, plan, rng)?;
-        if crate::core::cleanup::interrupted() {
-            break;
-        }
-        progress(&cell, &cut);
-        let damaged = cut.damaged();
-        cell.cuts.push(cut);
-        cell.elapsed_s = started.elapsed().as_secs_f64();
-        store.update(index, &cell);
-        if damaged && cell.cuts.len() < plan.cuts as usize {
-            data.kill_server();
-            cell.fresh_databases += 1;
-            data = Data::fresh(&stack, plan, cell.fresh_databases)?;
+/// `powercut run`'s target: the commands, and the directory they work on now.
+struct CommandTarget<'a> {
+    plan: &'a CommandPlan,
+    data: Option<Data>,
+}
+
+impl super::campaign::Target for CommandTarget<'_> {
+    fn cell(&self, profile: &Profile, fs: LabFs, untorn_bytes: u64) -> DbCell {
+        DbCell {
+            db: "command".into(),
+            version: String::new(),
+            settings: format!("load: {}", self.plan.load),
+            profile: profile.name.into(),
+            honesty: profile.params.honesty.name().into(),
+            fs: fs.case().name().into(),
+            expected_loss: (profile.params.honesty == Honesty::IgnoresFlush)
+                .then(|| format!("the disk ({}) ignores flushes", profile.name)),
+            untorn_bytes,
+            aim: self.plan.aim_bytes.map(|bytes| super::aim::AimAt::DataWrites.words(bytes)),
+            ..DbCell::default()
         }
     }
-    data.kill_server();
-    drop(stack);
-    cell.elapsed_s = started.elapsed().as_secs_f64();
-    store.update(index, &cell);
-    Ok(())
+
+    fn fresh(&mut self, stack: &Stack, n: u32) -> anyhow::Result<()> {
+        self.data = Some(Data::fresh(stack, self.plan, n).map_err(|e| match n {
+            0 => crate::core::exit::usage(format!("--start failed: {e:#}")),
+            _ => e,
+        })?);
+        Ok(())
+    }
+
+    fn cut(&mut self, stack: &mut Stack, _at: (u32, u32), rng: &mut u64) -> anyhow::Result<DbCut> {
+        let data = self.data.as_mut().context("no directory to cut under")?;
+        one_cut(stack, data, self.plan, rng)
+    }
+
+    fn stop(&mut self) {
+        if let Some(data) = self.data.as_mut() {
+            data.kill_server();
+        }
+    }
 }
 
 /// Load, cut, restart, verify. `Err` only when the lab itself failed.
@@ -246,16 +237,16 @@ fn one_cut(stack: &mut Stack, data: &mut Data, plan: &CommandPlan, rng: &mut u64
     });
     let started = Instant::now();
     let load = Running::start(&plan.load, &data.dir, Some(read_acks))?;
-    sleep_unless_interrupted(cut_after_ms);
+    super::campaign::sleep_unless_interrupted(cut_after_ms);
     // As in `powercut db`: frozen, acks refused, the disk cut under the I/O in flight, then killed.
-    let frozen = process::freeze_all();
-    witness.power_off();
-    let load_s = started.elapsed().as_secs_f64();
-    let outcome = match crate::core::cleanup::interrupted() {
-        // No cut: the teardown is waiting for this work to end.
-        true => Err(anyhow::anyhow!("interrupted")),
-        false => stack.cut(seed).context("power cut and reboot"),
-    };
+    let (mut frozen, mut load_s) = (Vec::new(), 0.0);
+    let aim = plan.aim_bytes.map(|bytes| super::campaign::cut_aim(bytes, None));
+    let outcome = super::campaign::power_cut(stack, seed, aim, || {
+        frozen = process::freeze_all();
+        witness.power_off();
+        load_s = started.elapsed().as_secs_f64();
+    })
+    .context("power cut and reboot");
     let load_failure = load_ended_badly(load, data);
     process::kill_frozen(&frozen);
     let outcome = outcome?;
@@ -268,6 +259,7 @@ fn one_cut(stack: &mut Stack, data: &mut Data, plan: &CommandPlan, rng: &mut u64
         acknowledged: new_keys.len() as u64,
         transfers_per_s: new_keys.len() as f64 / load_s.max(1e-3),
         device_lost_writes: outcome.device.lost_writes,
+        aim: super::campaign::aimed_cut(&outcome, None),
         repaired_with: outcome.repaired_with,
         client_errors: load_failure.into_iter().collect(),
         ..DbCut::default()
@@ -293,13 +285,6 @@ fn load_ended_badly(mut load: Running, data: &mut Data) -> Option<String> {
     load.kill();
     data.kill_server();
     failure
-}
-
-fn sleep_unless_interrupted(ms: u64) {
-    let until = Instant::now() + Duration::from_millis(ms);
-    while Instant::now() < until && !crate::core::cleanup::interrupted() {
-        std::thread::sleep(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
-    }
 }
 
 /// Run `--verify` with the acknowledged keys on its input; record its verdict in `cut`.

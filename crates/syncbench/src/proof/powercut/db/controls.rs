@@ -44,11 +44,21 @@ impl DbKind {
     }
 }
 
+/// Settings whose only danger is a torn page: on a disk whose untorn unit covers the page they are safe.
+const TORN_PAGE_ONLY: [&str; 2] = ["full_page_writes", "innodb_doublewrite"];
+
 /// Why `settings` on `kind` are known not to keep acknowledged commits, if they are.
 pub fn known_unsafe(kind: DbKind, settings: &[(String, String)]) -> Option<String> {
+    known_unsafe_on(kind, settings, false)
+}
+
+/// [`known_unsafe`] on a disk that writes whole pages when `pages_untorn` (its untorn unit is at least the
+/// database's page): torn-page protection turned off is then not expected to lose.
+pub fn known_unsafe_on(kind: DbKind, settings: &[(String, String)], pages_untorn: bool) -> Option<String> {
     let value = |key: &str| settings.iter().rev().find(|(k, _)| same_key(k, key)).map(|(_, v)| v.as_str());
     let table = UNSAFE
         .iter()
+        .filter(|(_, key, _, _)| !(pages_untorn && TORN_PAGE_ONLY.contains(key)))
         .find(|(db, key, unsafe_value, _)| *db == kind && value(key).is_some_and(|v| same_value(v, unsafe_value)));
     if let Some((_, _, _, why)) = table {
         return Some((*why).to_string());
@@ -134,6 +144,16 @@ mod tests {
         assert!(known_unsafe(DbKind::Mariadb, &set("innodb_flush_log_at_trx_commit=2")).is_some());
         assert!(known_unsafe(DbKind::Mariadb, &set("innodb_flush_log_at_trx_commit=1")).is_none());
         assert!(known_unsafe(DbKind::Etcd, &[]).is_none());
+    }
+
+    #[test]
+    fn torn_page_protection_off_is_a_control_only_where_pages_can_tear() {
+        for (kind, key) in [(DbKind::Postgres, "full_page_writes=off"), (DbKind::Mariadb, "innodb_doublewrite=OFF")] {
+            assert!(known_unsafe_on(kind, &set(key), false).is_some(), "{key} on a tearing disk");
+            assert!(known_unsafe_on(kind, &set(key), true).is_none(), "{key} on a disk that writes whole pages");
+        }
+        let both = set("full_page_writes=off,fsync=off");
+        assert!(known_unsafe_on(DbKind::Postgres, &both, true).unwrap().contains("fsync=off"));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! (which know one database each): [`Server`] and [`Client`]. A driver never sees the lab; the campaign
 //! never speaks a database's protocol.
 
+pub mod aim;
 pub mod etcd;
 pub mod mariadb;
 

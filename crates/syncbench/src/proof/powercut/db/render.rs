@@ -21,7 +21,7 @@ pub fn progress(cell: &DbCell, cut: &DbCut) -> String {
 }
 
 /// The cells of a row, in the Markdown table's column order.
-fn row(c: &DbCell) -> [String; 12] {
+fn row(c: &DbCell) -> [String; 13] {
     let settings = match &c.expected_loss {
         Some(_) => format!("{} (negative control)", c.settings),
         None => c.settings.clone(),
@@ -31,6 +31,7 @@ fn row(c: &DbCell) -> [String; 12] {
         settings,
         c.profile.clone(),
         c.fs.clone(),
+        crate::core::units::format_size(c.untorn_bytes),
         c.cuts.len().to_string(),
         c.acknowledged().to_string(),
         c.lost().to_string(),
@@ -38,15 +39,19 @@ fn row(c: &DbCell) -> [String; 12] {
         c.integrity_failures().to_string(),
         c.invariant_failures().to_string(),
         format!("{:.1}", c.cuts_per_min()),
-        c.verdict(),
+        match c.aim_words() {
+            Some(aim) => format!("{}; {aim}", c.verdict()),
+            None => c.verdict(),
+        },
     ]
 }
 
-const HEADINGS: [&str; 12] = [
+const HEADINGS: [&str; 13] = [
     "version",
     "settings",
     "profile",
     "fs",
+    "untorn",
     "cuts",
     "acknowledged",
     "lost",
@@ -62,15 +67,15 @@ const HEADINGS: [&str; 12] = [
 pub fn table(cells: &[DbCell], partial: bool) -> String {
     let short =
         HEADINGS.map(|h| h.replace("failed recoveries", "failed rec.").replace(" failures", "").replace("broken ", ""));
-    let rows: Vec<[String; 12]> = std::iter::once(short).chain(cells.iter().map(row)).collect();
-    let widths: Vec<usize> = (0..11).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let rows: Vec<[String; 13]> = std::iter::once(short).chain(cells.iter().map(row)).collect();
+    let widths: Vec<usize> = (0..12).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for r in &rows {
         for (i, width) in widths.iter().enumerate() {
             // Names left, counts right.
-            out += &if i < 4 { format!("{:<width$}  ", r[i]) } else { format!("{:>width$}  ", r[i]) };
+            out += &if i < 5 { format!("{:<width$}  ", r[i]) } else { format!("{:>width$}  ", r[i]) };
         }
-        out += &r[11];
+        out += &r[12];
         out.push('\n');
     }
     if partial {
@@ -81,7 +86,8 @@ pub fn table(cells: &[DbCell], partial: bool) -> String {
 
 /// The same as a Markdown table.
 pub fn markdown(cells: &[DbCell], partial: bool) -> String {
-    let mut out = format!("| {} |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n", HEADINGS.join(" | "));
+    let mut out =
+        format!("| {} |\n|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n", HEADINGS.join(" | "));
     out.extend(cells.iter().map(|c| format!("| {} |\n", row(c).join(" | "))));
     if partial {
         out += "\n(partial: interrupted before every cut ran)\n";
@@ -121,6 +127,8 @@ mod tests {
             profile: profile.into(),
             honesty: "honest".into(),
             fs: "ext4".into(),
+            untorn_bytes: 512,
+            aim: None,
             expected_loss: expected.map(String::from),
             cuts,
             fresh_databases: 0,
