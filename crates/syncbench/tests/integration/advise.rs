@@ -142,7 +142,7 @@ fn json_advice_carries_the_power_cut_evidence() {
         .iter()
         .map(|o| (o["settings"][0].as_str().unwrap(), o["lost_ack_cuts"].as_u64().unwrap()))
         .collect();
-    assert_eq!(lost, [("innodb_flush_log_at_trx_commit=0", 23), ("innodb_flush_log_at_trx_commit=2", 18)]);
+    assert_eq!(lost, [("innodb_flush_log_at_trx_commit=0", 20), ("innodb_flush_log_at_trx_commit=2", 21)]);
     assert!(trx["advised"]["results"][0].as_str().unwrap().starts_with("bench/results/"), "{trx}");
     let reason =
         v["advice"][1]["settings"].as_array().unwrap().iter().find(|s| s["name"] == trx["name"]).unwrap()["reason"]
