@@ -6,8 +6,9 @@ use crate::core::cleanup::{Created, unique_name};
 use crate::core::exit::{Outcome, usage};
 use crate::core::export::ExportArgs;
 use crate::core::output;
+use crate::core::partial::Partial;
 use crate::core::schema::Envelope;
-use crate::measure::commit::{CommitPayload, DelayCount, Plan, PointSpec, parse_delay_count, render};
+use crate::measure::commit::{CommitPayload, CommitResults, DelayCount, Plan, PointSpec, parse_delay_count, render};
 use crate::observe::probe;
 use std::path::PathBuf;
 use syncbench_engine::wal::{LOG_METHODS, SyncMethod};
@@ -96,14 +97,38 @@ pub fn main(args: Args) -> Outcome {
             eprintln!("syncbench commit: point {}/{}: {}", i + 1, plan.points.len(), spec.describe());
         }
     };
-    let commit = crate::measure::commit::measure_watched(&plan, root.path(), &environment, progress)?;
+    let partial = Partial::new(plan.points.len());
+    {
+        let (p, exports, env, at) = (plan.clone(), args.export.clone(), environment.clone(), started_at.clone());
+        partial.on_interrupt(move |points| {
+            let commit = crate::measure::commit::results_of(&p, points);
+            if let Err(e) = report(&p, &exports, (env.clone(), at.clone()), (commit, None), true) {
+                eprintln!("syncbench: {e:#}");
+            }
+        });
+    }
+    let commit = crate::measure::commit::measure_watched(&plan, root.path(), &environment, progress, &partial)?;
     let background_writes = rate.map(|r| crate::measure::commit::background::commit_points(&plan, root.path(), r));
     drop(root);
-    let verdicts = crate::measure::commit::verdicts(&plan, &environment, &commit.points);
-    let payload = CommitPayload { dir: plan.dir.display().to_string(), commit, background_writes };
-    let envelope = Envelope::new(started_at, environment, verdicts, payload);
-    write_outputs(&args, &envelope)?;
+    partial.finish();
+    let envelope = report(&plan, &args.export, (environment, started_at), (commit, background_writes), false)?;
     Ok(crate::measure::background::exit_code(envelope.payload.background_writes.as_ref().and_then(|b| b.error())))
+}
+
+/// Verdicts, exports and the table (answer first) of what was measured; `partial` when interrupted (the
+/// points are those with finished rounds, and nothing under background writes).
+fn report(
+    plan: &Plan,
+    exports: &ExportArgs,
+    (environment, started_at): (crate::core::environment::Environment, String),
+    (commit, background_writes): (CommitResults, Option<crate::measure::commit::background::BackgroundCommit>),
+    partial: bool,
+) -> anyhow::Result<Envelope<CommitPayload>> {
+    let verdicts = crate::measure::commit::verdicts(plan, &environment, &commit.points);
+    let payload = CommitPayload { dir: plan.dir.display().to_string(), commit, background_writes, partial };
+    let envelope = Envelope::new(started_at, environment, verdicts, payload);
+    write_outputs(exports, &envelope)?;
+    Ok(envelope)
 }
 
 /// Validate the flags into a plan (pure: no file system access).
@@ -151,15 +176,19 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
 }
 
 /// Exports as asked; the table goes to stdout, or to stderr when an export took stdout.
-fn write_outputs(args: &Args, envelope: &Envelope<CommitPayload>) -> anyhow::Result<()> {
-    crate::core::export::write_all(envelope, &args.export)?;
+fn write_outputs(exports: &ExportArgs, envelope: &Envelope<CommitPayload>) -> anyhow::Result<()> {
+    crate::core::export::write_all(envelope, exports)?;
     let results = &envelope.payload.commit;
     let header = probe::render::header(&envelope.environment, &envelope.verdicts);
-    let answer = crate::present::summary::commit_answer(results, &envelope.verdicts);
+    let mut answer = crate::present::summary::commit_answer(results, &envelope.verdicts);
+    if envelope.payload.partial {
+        // Too few rounds because of the interrupt, not of --secs.
+        answer = crate::core::partial::mark_answer(&answer.replace(" (--secs under 0.9 s)", " (interrupted)"));
+    }
     let under = envelope.payload.background_writes.as_ref();
     let bg =
         under.map_or(String::new(), |b| crate::measure::commit::background::commit_side_by_side(&results.points, b));
-    crate::core::export::print_human(&args.export, &format!("{answer}\n{header}\n{}{bg}", render::to_table(results)))
+    crate::core::export::print_human(exports, &format!("{answer}\n{header}\n{}{bg}", render::to_table(results)))
 }
 
 #[cfg(test)]

@@ -107,17 +107,39 @@ pub fn main(args: Args) -> Outcome {
         }
     };
     let monitor = crate::observe::disturbance::Monitor::new(&environment);
-    let table = crate::measure::pages::run_all(&plan, Some(&monitor), progress)?;
+    let partial = crate::core::partial::Partial::new(plan.pools_bytes.len() * plan.variants().len());
+    {
+        let (p, exports, env, at) = (plan.clone(), args.paths.export.clone(), environment.clone(), started_at.clone());
+        partial.on_interrupt(move |rows| {
+            let table = crate::measure::pages::table_of(&p, rows);
+            if let Err(e) = report(&exports, (env.clone(), at.clone()), table, true) {
+                eprintln!("syncbench: {e:#}");
+            }
+        });
+    }
+    let table = crate::measure::pages::run_all(&plan, Some(&monitor), progress, &partial)?;
+    partial.finish();
+    report(&args.paths.export, (environment, started_at), table, false)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Verdicts, exports and the table (answer first); `partial` when interrupted (the rows with finished
+/// rounds).
+fn report(
+    exports: &crate::core::export::ExportArgs,
+    (environment, started_at): (crate::core::environment::Environment, String),
+    table: crate::measure::pages::PagesTable,
+    partial: bool,
+) -> anyhow::Result<()> {
     let mut verdicts = crate::observe::probe::verdicts(&environment, &[]);
     verdicts.extend(crate::measure::pages::verdicts(&table.rows));
-    let envelope = Envelope::new(started_at, environment, verdicts, PagesPayload { pages: table });
-    crate::core::export::write_all(&envelope, &args.paths.export)?;
-    let answer = crate::present::summary::pages_answer(&envelope.payload.pages, &envelope.verdicts);
-    crate::core::export::print_human(
-        &args.paths.export,
-        &(answer + "\n" + &render::to_table(&envelope.payload.pages)),
-    )?;
-    Ok(ExitCode::SUCCESS)
+    let envelope = Envelope::new(started_at, environment, verdicts, PagesPayload { pages: table, partial });
+    crate::core::export::write_all(&envelope, exports)?;
+    let mut answer = crate::present::summary::pages_answer(&envelope.payload.pages, &envelope.verdicts);
+    if partial {
+        answer = crate::core::partial::mark_answer(&answer);
+    }
+    crate::core::export::print_human(exports, &(answer + "\n" + &render::to_table(&envelope.payload.pages)))
 }
 
 fn validate(args: &Args) -> anyhow::Result<Plan> {
@@ -207,29 +229,4 @@ fn check_space(plan: &Plan) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `pages`'s flags as clap parses them.
-    #[derive(Debug, clap::Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: Args,
-    }
-
-    fn parse(flags: &[&str]) -> Result<Args, String> {
-        use clap::Parser;
-        let argv = std::iter::once("pages").chain(flags.iter().copied());
-        Cli::try_parse_from(argv).map(|c| c.args).map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn modes_and_designs_are_listed_names_each_once() {
-        let a = parse(&["--mode", "none,fpw,dw,fpw", "--dw-design", "pipelined,2012,pipelined"]).unwrap();
-        assert_eq!(crate::cmd::first_of_each(&a.mode), vec![Mode::None, Mode::Fpw, Mode::Dw]);
-        assert_eq!(crate::cmd::first_of_each(&a.dw_design), vec![DwDesign::Pipelined, DwDesign::V2012]);
-        assert_eq!(parse(&[]).unwrap().mode, vec![Mode::None, Mode::Fpw, Mode::Dw]);
-        assert!(parse(&["--mode", "none,raid"]).unwrap_err().contains("'raid'"));
-        assert!(parse(&["--dw-design", "2013"]).unwrap_err().contains("'2013'"));
-    }
-}
+mod tests;

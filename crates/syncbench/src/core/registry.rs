@@ -40,11 +40,21 @@ pub enum Object {
         /// The mount point is a directory syncbench made for it: removed after unmounting.
         remove_dir: bool,
     },
-    /// The loop devices reading `backing_file` (recorded before attaching one: the device is found by its
-    /// backing file in `/sys/block/loop*/loop/backing_file`).
+    /// The loop devices reading `backing_file` (recorded before attaching one: until the device is known
+    /// it is found by its backing file in `/sys/block/loop*/loop/backing_file`). Once attached, the record
+    /// names the device and its disk sequence number (`/sys/block/loopN/diskseq`, new at every attach,
+    /// never reused within a boot): the loop is then found by those even when its backing file's path no
+    /// longer reads the same (a lazily unmounted FUSE server's image shows as `/image`), and a loop another
+    /// program attached later on the same device is never taken for it.
     Loop {
         /// The file syncbench made and attached.
         backing_file: PathBuf,
+        /// The device attached (`/dev/loop3`), once known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<String>,
+        /// Its disk sequence number at that attach.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diskseq: Option<u64>,
     },
     /// A file or directory syncbench made (a `.syncbench-*` name; see [`crate::core::cleanup::Created`]),
     /// removed with its contents.
@@ -77,12 +87,34 @@ pub struct Record {
 #[derive(Debug)]
 pub struct Recorded {
     file: PathBuf,
+    record: Record,
 }
 
 impl Drop for Recorded {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.file);
     }
+}
+
+impl Recorded {
+    /// The object now reads `object` (e.g. a loop device, once attached, names its device).
+    pub fn update(&mut self, object: Object) -> anyhow::Result<()> {
+        self.record.object = object;
+        write_record(&self.file, &self.record)
+    }
+
+    /// The object outlives this guard (its removal was asked but has not happened yet): the record stays
+    /// for a later syncbench to find it, report it and remove it, or delete the record once it is gone.
+    pub fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+fn write_record(file: &Path, record: &Record) -> anyhow::Result<()> {
+    let tmp = file.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_string(record)? + "\n")
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, file).with_context(|| format!("writing {}", file.display()))
 }
 
 /// Record `object`, which this process just made (or is about to make, for a directory or a lab).
@@ -96,11 +128,8 @@ pub fn record_in(root: &Path, object: Object) -> anyhow::Result<Recorded> {
     let record = Record { pid, start_ticks: start_ticks(pid).unwrap_or(0), command: command_name(), object };
     std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
     let file = root.join(format!("{pid}-{}.json", N.fetch_add(1, Ordering::Relaxed)));
-    let tmp = file.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_string(&record)? + "\n")
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &file).with_context(|| format!("writing {}", file.display()))?;
-    Ok(Recorded { file })
+    write_record(&file, &record)?;
+    Ok(Recorded { file, record })
 }
 
 /// Record a lab about to be served at `mount` for this command: if the command dies, its lab, the processes
@@ -121,7 +150,49 @@ pub fn record_mount(dir: &Path, fs_type: &str, source: &str, remove_dir: bool) -
 
 /// Record a loop device about to be attached to `backing_file`.
 pub fn record_loop(backing_file: &Path) -> anyhow::Result<Recorded> {
-    record(Object::Loop { backing_file: backing_file.to_path_buf() })
+    record(Object::Loop { backing_file: backing_file.to_path_buf(), device: None, diskseq: None })
+}
+
+/// The loop device `record` (of [`record_loop`]) was for is attached as `device`: the record names it and
+/// its disk sequence number from now on.
+pub fn loop_attached(record: &mut Recorded, device: &str) -> anyhow::Result<()> {
+    let Object::Loop { backing_file, .. } = &record.record.object else { anyhow::bail!("not a loop device's record") };
+    let diskseq = loop_diskseq(device).with_context(|| format!("reading the disk sequence number of {device}"))?;
+    let object = Object::Loop { backing_file: backing_file.clone(), device: Some(device.to_string()), diskseq };
+    record.update(object)
+}
+
+/// Detach was asked of the loop device `record` names: on a device still open somewhere `losetup -d`
+/// only sets autoclear, and it goes when its last user closes it. Until it is gone the record stays
+/// (past this process, if need be), so a loop that never goes is found and reported; a device that is
+/// gone deletes it.
+pub fn loop_detach_asked(record: Recorded) {
+    match &record.record.object {
+        Object::Loop { device: Some(device), diskseq: Some(seq), .. } if loop_is_attached(device, *seq) => {
+            record.keep();
+        }
+        _ => drop(record),
+    }
+}
+
+/// `/sys/block/loopN` of `/dev/loopN`.
+fn sys_block(device: &str) -> PathBuf {
+    Path::new("/sys/block").join(device.trim_start_matches("/dev/"))
+}
+
+/// The disk sequence number of `device` (`None` on a kernel before 5.15, which has none).
+pub fn loop_diskseq(device: &str) -> anyhow::Result<Option<u64>> {
+    match std::fs::read_to_string(sys_block(device).join("diskseq")) {
+        Ok(text) => Ok(Some(text.trim().parse().with_context(|| format!("diskseq of {device}: {text:?}"))?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether `device` is still the loop attached with disk sequence number `diskseq` (its backing file is
+/// listed only while it is attached).
+pub fn loop_is_attached(device: &str, diskseq: u64) -> bool {
+    sys_block(device).join("loop/backing_file").exists() && loop_diskseq(device).ok().flatten() == Some(diskseq)
 }
 
 /// A tracefs for reading tracepoint formats whose mount, if this process made one, is recorded.

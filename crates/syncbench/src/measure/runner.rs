@@ -399,7 +399,7 @@ pub fn run_plan_with_progress(
     budget: &RunBudget,
     target: &Target<'_>,
     monitor: Option<&Monitor>,
-    partial: &crate::core::partial::Partial,
+    partial: &crate::core::partial::Partial<CaseResult>,
 ) -> Vec<CaseResult> {
     let bar = crate::core::output::stderr_is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new((cases.len() * schedule.rounds.max(1) as usize) as u64);

@@ -26,7 +26,7 @@ pub struct RunContext<'a> {
 pub fn run_summary(results: &[CaseResult], ctx: &RunContext<'_>) -> String {
     let mut out = String::from("answer:\n");
     if ctx.partial {
-        out.push_str("  PARTIAL: interrupted — only the rounds finished so far are counted below\n");
+        out.push_str(&format!("  {}\n", crate::core::partial::MARKER));
     }
     out.push_str(&format!("  {}\n", verdict_line(ctx.verdicts)));
     match not_durable_target(ctx.verdicts) {

@@ -49,7 +49,8 @@ impl Leftover {
     fn what(&self) -> String {
         match &self.record.object {
             Object::Mount { dir, fs_type, source, .. } => format!("{fs_type} mount of {source} at {}", dir.display()),
-            Object::Loop { backing_file } => {
+            Object::Loop { device: Some(device), diskseq: Some(_), .. } => loop_text(device),
+            Object::Loop { backing_file, .. } => {
                 format!("loop device {} on {}", loops_on(backing_file).join(", "), backing_file.display())
             }
             Object::Path { path } if path.is_dir() => format!("directory {}", path.display()),
@@ -65,7 +66,8 @@ impl Leftover {
         match &self.record.object {
             Object::Mount { dir, remove_dir: true, .. } => format!("umount -l {0} && rmdir {0}", quote(dir)),
             Object::Mount { dir, .. } => format!("umount -l {}", quote(dir)),
-            Object::Loop { backing_file } => format!("losetup -d {}", loops_on(backing_file).join(" ")),
+            Object::Loop { device: Some(device), diskseq: Some(_), .. } => format!("losetup -d {device}"),
+            Object::Loop { backing_file, .. } => format!("losetup -d {}", loops_on(backing_file).join(" ")),
             // --one-file-system: never into a file system still mounted inside.
             Object::Path { path } => format!("rm -r --one-file-system {}", quote(path)),
             Object::Lab { mount } => {
@@ -210,7 +212,10 @@ impl Leftover {
             Object::Mount { dir, fs_type, source, .. } => {
                 mount_at(dir).is_some_and(|(t, s)| &t == fs_type && &s == source)
             }
-            Object::Loop { backing_file } => !loops_on(backing_file).is_empty(),
+            Object::Loop { device: Some(device), diskseq: Some(seq), .. } => {
+                crate::core::registry::loop_is_attached(device, *seq)
+            }
+            Object::Loop { backing_file, .. } => !loops_on(backing_file).is_empty(),
             Object::Path { path } => is_ours(path) && std::fs::symlink_metadata(path).is_ok(),
             Object::Lab { mount } => self.lab.as_ref().is_some_and(|l| l.is_there(mount)),
         }
@@ -263,7 +268,8 @@ impl Leftover {
         }
         let result = match &self.record.object {
             Object::Mount { dir, remove_dir, .. } => remove_mount(dir, *remove_dir),
-            Object::Loop { backing_file } => {
+            Object::Loop { device: Some(device), diskseq: Some(seq), .. } => remove_loop(device, *seq),
+            Object::Loop { backing_file, .. } => {
                 loops_on(backing_file).iter().try_for_each(|device| program("losetup", &["-d", device]))
             }
             Object::Path { path } => remove_dir(path),
@@ -548,6 +554,81 @@ fn loops_on(backing_file: &Path) -> Vec<String> {
         .collect();
     found.sort();
     found
+}
+
+/// A loop device syncbench attached, as it stands: its backing file as the kernel shows it now, whether
+/// detach was asked (autoclear) and which processes hold it open.
+fn loop_text(device: &str) -> String {
+    let sys = Path::new("/sys/block").join(device.trim_start_matches("/dev/"));
+    let read = |name: &str| std::fs::read_to_string(sys.join(name)).unwrap_or_default().trim().to_string();
+    let mut text = format!("loop device {device} on {}", read("loop/backing_file"));
+    let holders: Vec<String> = loop_holders(device).iter().map(u32::to_string).collect();
+    match (read("loop/autoclear") == "1", holders.is_empty()) {
+        (true, true) => text.push_str(" (detach asked while it was busy)"),
+        (true, false) => text.push_str(&format!(" (detach asked while busy; held open by pid {})", holders.join(", "))),
+        (false, false) => text.push_str(&format!(" (held open by pid {})", holders.join(", "))),
+        (false, true) => {}
+    }
+    text
+}
+
+/// Detach the loop device syncbench attached as `device` (disk sequence number `diskseq`), unless a file
+/// system is still mounted on it (the mounts syncbench recorded are removed before any loop device; one
+/// still there is not ours to unmount). A device still open elsewhere only gets autoclear: that is an
+/// error naming the holders, and the record stays until the device is gone.
+fn remove_loop(device: &str, diskseq: u64) -> anyhow::Result<()> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
+    let mounted = mountinfo
+        .lines()
+        .filter_map(|l| l.split_once(" - "))
+        .find(|(_, after)| after.split(' ').nth(1).is_some_and(|source| unescape(source) == device));
+    if let Some((before, _)) = mounted {
+        let dir = unescape(before.split(' ').nth(4).unwrap_or("?"));
+        anyhow::bail!("{device} is still mounted at {dir}, which syncbench did not record: unmount it first");
+    }
+    program("losetup", &["-d", device])?;
+    // Not busy: the detach happens in the call. Give a racing last close a moment anyway.
+    for _ in 0..50 {
+        if !crate::core::registry::loop_is_attached(device, diskseq) {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let holders: Vec<String> = loop_holders(device).iter().map(u32::to_string).collect();
+    let by = if holders.is_empty() { "something".to_string() } else { format!("pid {}", holders.join(", ")) };
+    anyhow::bail!("{device} is still open ({by}): detach is asked and happens when that closes it")
+}
+
+/// The processes with `device` open, or a file on a file system on it (also one lazily unmounted), or
+/// their working directory there.
+fn loop_holders(device: &str) -> Vec<u32> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let sys = Path::new("/sys/block").join(device.trim_start_matches("/dev/"));
+    let Some(dev) = std::fs::read_to_string(sys.join("dev")).ok().and_then(|t| dev_number(t.trim())) else {
+        return Vec::new();
+    };
+    let holds = |path: &Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.dev() == dev || (m.file_type().is_block_device() && m.rdev() == dev))
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut pids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != std::process::id())
+        .filter(|&pid| {
+            let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).into_iter().flatten().flatten();
+            holds(Path::new(&format!("/proc/{pid}/cwd"))) || fds.map(|fd| fd.path()).any(|p| holds(&p))
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// `MAJOR:MINOR` (as `/sys/block/*/dev` has it) as the kernel's `dev_t` (glibc's `makedev`).
+fn dev_number(text: &str) -> Option<u64> {
+    let (major, minor) = text.split_once(':')?;
+    let (major, minor): (u64, u64) = (major.parse().ok()?, minor.parse().ok()?);
+    Some(((major & 0xffff_f000) << 32) | ((major & 0xfff) << 8) | ((minor & 0xffff_ff00) << 12) | (minor & 0xff))
 }
 
 /// Only `.syncbench-*` directories are ever recorded, and only those are removed.

@@ -84,7 +84,7 @@ fn a_loop_record_with_no_device_on_its_file_is_stale() {
             pid: DEAD_PID,
             start_ticks: 0,
             command: "fsync-errors".into(),
-            object: Object::Loop { backing_file: "/tmp/.syncbench-no-such-image".into() },
+            object: Object::Loop { backing_file: "/tmp/.syncbench-no-such-image".into(), device: None, diskseq: None },
         },
         lab: None,
     };

@@ -245,12 +245,16 @@ fn wait_for(target: &mut Target, name: &str, moment: fn(&Target) -> bool) {
     }
 }
 
+/// One test here at a time: `cleanup` removes every leftover in the registry, another test's too.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Start `args` (`{DIR}`, `{TMP}`, `{JSON}` replaced), kill it at each moment in turn, check the report and
 /// the cleanup.
 fn kill_at_moments(args: &[&str], moments: [Moment; 3]) {
-    // One at a time: `cleanup` removes every leftover on the machine, another test's too.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _turn = one_at_a_time();
     for (name, moment) in moments {
         let root = tempfile::tempdir().unwrap();
         let tmp = std::fs::canonicalize(root.path()).unwrap();
@@ -453,5 +457,94 @@ mod lab {
             &["fsync-errors", "--fs", "ext4", "--json", "{JSON}"],
             [first, fuse, ("file system mounted", fs_mounted)],
         );
+    }
+
+    /// The loop device of a lab taken down while something else held it open: `losetup -d` only set
+    /// autoclear, and the lazily unmounted FUSE server's image reads `/image` now, so the device cannot be
+    /// found by its backing file. Its record must stay (naming the device and its disk sequence number)
+    /// until the device is gone; `cleanup` must say it is still open, and by whom, while it is, and leave
+    /// nothing once the holder is gone.
+    #[test]
+    fn a_loop_device_busy_at_detach_stays_recorded_until_it_is_gone() {
+        require_root_stack!();
+        let _turn = one_at_a_time();
+        let root = tempfile::tempdir().unwrap();
+        let tmp = std::fs::canonicalize(root.path()).unwrap();
+        std::fs::create_dir(tmp.join("mnt")).unwrap();
+        let up = syncbench()
+            .args(["lab", "up", "--profile", "zero", "--size", "320MiB"])
+            .arg(tmp.join("mnt"))
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap();
+        assert!(up.status.success(), "lab up: {}", String::from_utf8_lossy(&up.stderr));
+        let ours = |o: &serde_json::Value| {
+            kind_is(o, "loop") && o["backing_file"].as_str().is_some_and(|f| f.starts_with(&*tmp.to_string_lossy()))
+        };
+        let record = records_of(None).into_iter().find(ours).expect("the lab's loop device is recorded");
+        let device = record["device"].as_str().expect("the record names the device once attached").to_string();
+        let diskseq = record["diskseq"].as_u64().expect("and its disk sequence number");
+        let attached = || syncbench::core::registry::loop_is_attached(&device, diskseq);
+        let mut holder = Command::new("sleep").arg("600").stdin(std::fs::File::open(&device).unwrap()).spawn().unwrap();
+        let down = syncbench().args(["lab", "down"]).arg(tmp.join("mnt")).env("TMPDIR", &tmp).output().unwrap();
+        let result = std::panic::catch_unwind(|| {
+            assert!(down.status.success(), "lab down: {}", String::from_utf8_lossy(&down.stderr));
+            assert!(attached(), "{device} went although it was held open");
+            assert_eq!(records_of(None).into_iter().filter(ours).count(), 1, "the record stays while it is there");
+            let report = syncbench().args(["lab", "profiles"]).output().unwrap();
+            let report = String::from_utf8_lossy(&report.stderr).into_owned();
+            let held = format!("loop device {device} on ");
+            assert!(
+                report.contains(&held) && report.contains(&format!("held open by pid {}", holder.id())),
+                "{report}"
+            );
+            assert!(report.contains(&format!("remove with: losetup -d {device}")), "{report}");
+            let busy = syncbench().arg("cleanup").output().unwrap();
+            let err = String::from_utf8_lossy(&busy.stderr);
+            assert_eq!(busy.status.code(), Some(1), "{err}");
+            assert!(err.contains(&format!("{device} is still open (pid {})", holder.id())), "{err}");
+            assert!(attached() && records_of(None).iter().any(ours), "a failed removal keeps the record");
+        });
+        let _ = holder.kill();
+        let _ = holder.wait();
+        let cleanup = syncbench().arg("cleanup").output().unwrap();
+        if let Err(panic) = result {
+            std::panic::resume_unwind(panic);
+        }
+        assert!(cleanup.status.success(), "{}", String::from_utf8_lossy(&cleanup.stderr));
+        assert!(!attached(), "{device} still attached after cleanup");
+        assert!(!records_of(None).iter().any(ours), "the record of a device that is gone is deleted");
+        let _ = std::fs::remove_dir(registry());
+    }
+
+    /// A record of a loop device whose device has since been detached and attached again by another
+    /// program (another disk sequence number) names a loop syncbench did not make: it is stale, and
+    /// `cleanup` must not touch the device.
+    #[test]
+    fn a_loop_device_attached_again_by_someone_else_is_never_touched() {
+        require_root_stack!();
+        let _turn = one_at_a_time();
+        let root = tempfile::tempdir().unwrap();
+        let image = root.path().join("theirs.img");
+        std::fs::write(&image, vec![0u8; 1 << 20]).unwrap();
+        let losetup = syncbench::proof::lab::prereq::find_program("losetup").unwrap();
+        let out = Command::new(&losetup).args(["--find", "--show"]).arg(&image).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let device = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let seq = syncbench::core::registry::loop_diskseq(&device).unwrap().expect("a kernel with diskseq");
+        std::fs::create_dir_all(registry()).unwrap();
+        let planted = registry().join("planted-loop.json");
+        let object = serde_json::json!({"kind": "loop", "backing_file": image, "device": device, "diskseq": seq - 1});
+        let record =
+            serde_json::json!({"pid": 4_194_305u32, "start_ticks": 0, "command": "lab serve", "object": object});
+        std::fs::write(&planted, record.to_string()).unwrap();
+        let cleanup = syncbench().arg("cleanup").output().unwrap();
+        let still = syncbench::core::registry::loop_is_attached(&device, seq);
+        let _ = Command::new(&losetup).args(["-d", &device]).status();
+        assert!(cleanup.status.success(), "{}", String::from_utf8_lossy(&cleanup.stderr));
+        assert!(String::from_utf8_lossy(&cleanup.stdout).contains("nothing left behind"));
+        assert!(still, "cleanup detached a loop device syncbench did not attach");
+        assert!(!planted.exists(), "the stale record is deleted");
+        let _ = std::fs::remove_dir(registry());
     }
 }

@@ -8,6 +8,7 @@ mod crashtest;
 mod devacct;
 mod fixtures_v1;
 mod fsync_errors;
+mod interrupt;
 mod lab;
 mod leftovers;
 mod one_voice;

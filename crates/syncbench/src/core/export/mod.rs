@@ -114,6 +114,10 @@ pub trait Exportable: serde::Serialize + Sized {
     fn markdown(doc: &Envelope<Self>) -> String;
     /// The headline numbers as metric families (labels say which case, point or row).
     fn metrics(doc: &Envelope<Self>) -> Vec<openmetrics::Family>;
+    /// Interrupted before everything ran (its Markdown then opens with [`crate::core::partial::MARKER`]).
+    fn partial(&self) -> bool {
+        false
+    }
 }
 
 impl Exportable for RunPayload {
@@ -126,6 +130,9 @@ impl Exportable for RunPayload {
     fn metrics(doc: &Envelope<Self>) -> Vec<openmetrics::Family> {
         openmetrics::run_families(&doc.payload.results)
     }
+    fn partial(&self) -> bool {
+        self.partial
+    }
 }
 
 /// Write every requested export of a document.
@@ -137,7 +144,8 @@ pub fn write_all<T: Exportable>(doc: &Envelope<T>, targets: &ExportArgs) -> anyh
         crate::core::output::write_to(p, &T::csv(doc)?)?;
     }
     if let Some(p) = &targets.markdown {
-        crate::core::output::write_to(p, &T::markdown(doc))?;
+        let marker = doc.payload.partial().then(|| format!("**{}**\n\n", crate::core::partial::MARKER));
+        crate::core::output::write_to(p, &(marker.unwrap_or_default() + &T::markdown(doc)))?;
     }
     if let Some(p) = &targets.openmetrics {
         crate::core::output::write_to(p, &openmetrics::render(doc, &T::metrics(doc)))?;

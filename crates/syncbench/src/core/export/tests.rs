@@ -183,6 +183,27 @@ fn write_all_writes_every_requested_file() {
     assert!(prom.contains("# TYPE syncbench_run_commits_per_second gauge") && prom.ends_with("# EOF\n"), "{prom}");
 }
 
+/// An interrupted command's Markdown opens with the partial marker (the JSON says `"partial": true`); a
+/// finished one's does not.
+#[test]
+fn a_partial_document_s_markdown_opens_with_the_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = ExportArgs {
+        markdown: Some(dir.path().join("r.md")),
+        json: Some(dir.path().join("r.json")),
+        ..ExportArgs::default()
+    };
+    let mut doc = fixture();
+    write_all(&doc, &t).unwrap();
+    assert!(std::fs::read_to_string(dir.path().join("r.md")).unwrap().starts_with("# syncbench run"));
+    doc.payload.partial = true;
+    write_all(&doc, &t).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
+    let marker = "**PARTIAL: interrupted — only the rounds finished so far are counted below**\n\n# syncbench run";
+    assert!(md.starts_with(marker), "{md}");
+    assert!(std::fs::read_to_string(dir.path().join("r.json")).unwrap().contains("\"partial\": true"));
+}
+
 fn arb_case() -> impl Strategy<Value = CaseResult> {
     let method = 0..crate::core::method::SyncMethod::ALL.len();
     (

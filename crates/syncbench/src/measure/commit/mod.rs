@@ -9,6 +9,7 @@ pub mod group;
 mod measure;
 pub mod render;
 
+use crate::core::partial::Partial;
 use crate::core::schema::LatencyNs;
 use crate::core::verdict::{Severity, Verdict};
 use crate::observe::blockdev::foreign::OurWork;
@@ -28,6 +29,10 @@ pub struct CommitPayload {
     /// `--background-writes`: every point measured again under background writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_writes: Option<background::BackgroundCommit>,
+    /// Interrupted (Ctrl-C, SIGTERM) before every round of every point ran: the points are what was
+    /// finished, each from the rounds it completed (as `run`'s `partial`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// `CommitResults::method` in JSON: the method's name, or `""` for none (as files from before it was
@@ -236,25 +241,46 @@ pub fn rounds_for(secs: f64) -> u32 {
 /// [`ROUNDS`] rounds. `progress` is called before each point's round. Stops with an error at the first
 /// point that fails.
 pub fn measure_all(plan: &Plan, root: &Path, progress: impl Fn(usize, &PointSpec)) -> anyhow::Result<CommitResults> {
-    measure_rounds(plan, root, None, progress)
+    measure_rounds(plan, root, Watch::default(), progress)
 }
 
 /// [`measure_all`] with a [`Monitor`] of `environment`'s devices and the CPU watching each round: rounds
 /// with foreign I/O are left out of a point, or the point becomes a lower bound, by `run`'s rule
-/// ([`from_rounds`]).
+/// ([`from_rounds`]). Each point, as its rounds finish, is kept in `partial` for a Ctrl-C report.
 pub fn measure_watched(
     plan: &Plan,
     root: &Path,
     environment: &crate::core::environment::Environment,
     progress: impl Fn(usize, &PointSpec),
+    partial: &Partial<CommitPoint>,
 ) -> anyhow::Result<CommitResults> {
-    measure_rounds(plan, root, Some(&Monitor::new(environment)), progress)
+    let watch = Watch { monitor: Some(&Monitor::new(environment)), partial: Some(partial) };
+    measure_rounds(plan, root, watch, progress)
+}
+
+/// What watches the rounds of [`measure_rounds`] besides the caller's progress.
+#[derive(Clone, Copy, Default)]
+struct Watch<'a> {
+    monitor: Option<&'a Monitor>,
+    partial: Option<&'a Partial<CommitPoint>>,
+}
+
+/// The results of `plan` with only the points that have finished rounds (for a Ctrl-C report).
+pub fn results_of(plan: &Plan, points: Vec<CommitPoint>) -> CommitResults {
+    CommitResults {
+        method: Some(plan.method),
+        durable: plan.method.durable(),
+        record_size_bytes: plan.record_size as u64,
+        leader_extra_batches: plan.leader_extra_batches,
+        record_log_bytes: syncbench_engine::wal::record::encoded_len(plan.record_size) as u64,
+        points,
+    }
 }
 
 fn measure_rounds(
     plan: &Plan,
     root: &Path,
-    monitor: Option<&Monitor>,
+    Watch { monitor, partial }: Watch<'_>,
     progress: impl Fn(usize, &PointSpec),
 ) -> anyhow::Result<CommitResults> {
     let n_rounds = rounds_for(plan.secs);
@@ -283,16 +309,12 @@ fn measure_rounds(
                 monitor.finish(watch, ours, rounds[i].len() + 1, &mut disturbances[i]);
             }
             rounds[i].push(point);
+            if let Some(partial) = partial {
+                partial.update(i, Some(&from_rounds(&rounds[i], &disturbances[i])));
+            }
         }
     }
-    Ok(CommitResults {
-        method: Some(plan.method),
-        durable: plan.method.durable(),
-        record_size_bytes: plan.record_size as u64,
-        leader_extra_batches: plan.leader_extra_batches,
-        record_log_bytes: syncbench_engine::wal::record::encoded_len(plan.record_size) as u64,
-        points: rounds.iter().zip(&disturbances).map(|(r, d)| from_rounds(r, d)).collect(),
-    })
+    Ok(results_of(plan, rounds.iter().zip(&disturbances).map(|(r, d)| from_rounds(r, d)).collect()))
 }
 
 /// A point from its rounds and what disturbed them: rounds that saw foreign I/O are left out when at

@@ -15,6 +15,9 @@ impl Exportable for CommitPayload {
     fn metrics(doc: &Envelope<Self>) -> Vec<Family> {
         metrics(&doc.payload.commit)
     }
+    fn partial(&self) -> bool {
+        self.partial
+    }
 }
 
 /// Commits and syncs per second and the commit latency quantiles of every point.

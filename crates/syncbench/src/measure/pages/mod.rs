@@ -196,6 +196,10 @@ pub mod design_name {
 pub struct PagesPayload {
     /// The table.
     pub pages: PagesTable,
+    /// Interrupted (Ctrl-C, SIGTERM) before every round of every row ran: the rows are what was finished,
+    /// each from the rounds it completed (as `run`'s `partial`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// Rows of the table.
@@ -346,7 +350,9 @@ pub fn default_checkpoint_secs(quick: bool) -> f64 {
 /// Run every (buffer pool, mode) row of `plan` in rounds: each round runs every mode of one buffer-pool
 /// size once, in an order that changes every round ([`crate::measure::rounds::order`]), so a slow phase of the
 /// disk spreads over the modes instead of landing on one. `progress` is called before each round of a row
-/// (label, pool, round 1-based). `monitor` watches the device and the CPU during each round.
+/// (label, pool, round 1-based). `monitor` watches the device and the CPU during each round. Each row, as
+/// its rounds finish, is kept in `partial` (one slot per pool and variant, in table order) for a Ctrl-C
+/// report.
 ///
 /// Every round creates, loads and removes its own store rather than measuring windows of one store per
 /// mode: a store kept open carries dirty pages, a half-full log segment and a checkpoint timer from its
@@ -357,9 +363,10 @@ pub fn run_all(
     plan: &Plan,
     monitor: Option<&Monitor>,
     progress: impl Fn(&str, usize, u32),
+    partial: &crate::core::partial::Partial<PagesRow>,
 ) -> anyhow::Result<PagesTable> {
     let mut rows = Vec::new();
-    for &pool in &plan.pools_bytes {
+    for (pool_index, &pool) in plan.pools_bytes.iter().enumerate() {
         let variants = plan.variants();
         let mut measured: Vec<RowRounds> = variants.iter().map(|_| RowRounds::default()).collect();
         for round in 0..plan.rounds_run() {
@@ -374,11 +381,17 @@ pub fn run_all(
                     Ok(r) => row.rounds.push(r),
                     Err(why) => row.unsupported = Some(why),
                 }
+                partial.update(pool_index * variants.len() + i, Some(&row.row((mode, design), pool)));
             }
         }
         rows.extend(variants.iter().zip(measured).map(|(&v, m)| m.row(v, pool)));
     }
-    Ok(PagesTable {
+    Ok(table_of(plan, rows))
+}
+
+/// The table of `plan` with `rows` (all of them, or those with finished rounds for a Ctrl-C report).
+pub fn table_of(plan: &Plan, rows: Vec<PagesRow>) -> PagesTable {
+    PagesTable {
         scale: plan.scale,
         clients: plan.clients,
         page_size_bytes: plan.page_size,
@@ -386,7 +399,7 @@ pub fn run_all(
         dw_batch_pages: plan.dw_batch,
         dw_ring_batches: plan.dw_designs.contains(&DwDesign::Pipelined).then_some(plan.dw_ring_batches),
         rows,
-    })
+    }
 }
 
 /// The rounds of one row so far.
@@ -430,9 +443,9 @@ impl RowRounds {
     /// The row: rounds that saw foreign I/O are left out when at least two rounds and half of them were
     /// clean, else (and whenever CPU steal was named) the row is a lower bound — `run`'s rule
     /// ([`crate::measure::runner::result_from_rounds`]). The interval is [`Pooled::interval`] of the rounds used.
-    fn row(self, variant: (Mode, DwDesign), pool: usize) -> PagesRow {
+    fn row(&self, variant: (Mode, DwDesign), pool: usize) -> PagesRow {
         let (mode, design) = variant;
-        if let Some(why) = self.unsupported {
+        if let Some(why) = self.unsupported.clone() {
             return PagesRow {
                 mode,
                 dw_design: (mode == Mode::Dw).then_some(design),

@@ -16,6 +16,9 @@ impl Exportable for PagesPayload {
     fn metrics(doc: &Envelope<Self>) -> Vec<Family> {
         metrics(&doc.payload.pages.rows)
     }
+    fn partial(&self) -> bool {
+        self.partial
+    }
 }
 
 /// Transactions per second, commit latency quantiles and syncs per transaction of every row that ran.

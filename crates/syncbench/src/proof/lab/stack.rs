@@ -483,17 +483,23 @@ impl Stack {
         let device = run("losetup", &args)?;
         let device = device.trim().to_string();
         active().loop_device = Some(device.clone());
-        self.loop_device = Some(device);
-        Ok(())
+        self.loop_device = Some(device.clone());
+        match self.records.loop_device.as_mut() {
+            Some(record) => registry::loop_attached(record, &device),
+            None => Ok(()),
+        }
     }
 
     fn detach_loop(&mut self) {
         if let Some(device) = self.loop_device.take() {
             // On a device still in use this only sets autoclear: it detaches when the last user closes it.
             let detached = run("losetup", &["-d", &device]).map(drop);
-            // Kept if the device could not be detached: then it is still there to find and remove.
-            if detached.is_ok() {
-                self.records.loop_device = None;
+            // Kept if the device could not be detached, or (autoclear) is not detached yet: then it is still
+            // there to find and remove.
+            if detached.is_ok()
+                && let Some(record) = self.records.loop_device.take()
+            {
+                registry::loop_detach_asked(record);
             }
             warn_on_error("losetup -d", detached);
             active().loop_device = None;
