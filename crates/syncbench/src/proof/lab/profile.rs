@@ -220,11 +220,11 @@ pub struct StackCost {
 
 /// The stack's own cost as bench/lab_stack_cost.sh last measured it (docs/benchmarks.md, "lab stack cost").
 pub const STACK_COST: StackCost = StackCost {
-    write_us: 45,
-    flush_us: 40,
-    commit_8k_us: 77,
-    measured: "bench/lab_stack_cost.sh, 2026-11-28 21:47-22:08 UTC, 10 alternating rounds, ext4 on `zero`, \
-               2 vCPUs at load 14-21 (medians; a quiet machine was not available)",
+    write_us: 32,
+    flush_us: 45,
+    commit_8k_us: 53,
+    measured: "bench/lab_stack_cost.sh, 2026-11-29 00:10-00:50 UTC, 17 rounds in three alternating runs, ext4 \
+               on `zero`, 2 vCPUs at load 18-29 (medians; a quiet machine was not available)",
 };
 
 /// The profile called `name`, or a one-line error listing the names.
