@@ -12,8 +12,9 @@
 # PROFILES (default zero) adds other profiles (e.g. nvme-plp: its fdatasync against its cost plus the
 # stack's). Variant × profile runs alternate inside each round, the order rotating between rounds. Raw JSON
 # goes to OUT.
+# BINS="before=/path/a after=/path/b" alternates binaries too (each run's tag is then <name>:<variant>).
 # Usage: bench/lab_stack_cost.sh   env: ROUNDS (5), RUN_SECS per case (1), VARIANTS (all four), PROFILES, OUT
-#        (bench/results/lab-<date>/stack-cost-<time>), BIN (target/release/syncbench, built if missing).
+#        (bench/results/lab-<date>/stack-cost-<time>), BIN (target/release/syncbench, built if missing), BINS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-target/release/syncbench}
@@ -23,13 +24,16 @@ mkdir -p "$out"
 rounds=${ROUNDS:-5}
 read -r -a variant_list <<<"${VARIANTS:-base dio thr4 dio+thr4}"
 read -r -a profiles <<<"${PROFILES:-zero}"
+read -r -a bins <<<"${BINS:-=$bin}"
 runs=()
-for p in "${profiles[@]}"; do for v in "${variant_list[@]}"; do runs+=("$v@$p"); done; done
+for b in "${bins[@]}"; do
+    for p in "${profiles[@]}"; do for v in "${variant_list[@]}"; do runs+=("$b|$v@$p"); done; done
+done
 {
     echo "date: $(date -u +%FT%TZ)"
     echo "machine: $(nproc) vCPUs, $(uname -r), /tmp on $(findmnt -no FSTYPE,SOURCE --target /tmp | tr -s ' ')"
     echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg) (other engineers' builds share the machine)"
-    echo "rounds $rounds, run secs ${RUN_SECS:-1} per case, binary $bin ($(git rev-parse --short HEAD))"
+    echo "rounds $rounds, run secs ${RUN_SECS:-1} per case, binaries ${BINS:-$bin} ($(git rev-parse --short HEAD))"
 } | tee "$out/machine.txt"
 tuning() {
     case $1 in
@@ -44,10 +48,13 @@ for round in $(seq 1 "$rounds"); do
     n=${#runs[@]}
     for k in $(seq 0 $((n - 1))); do
         run=${runs[$(((k + round) % n))]}
+        b=${run%%|*} run=${run#*|}
+        name=${b%%=*} bin=${b#*=}
         v=${run%@*} p=${run#*@}
         tag=$v; [[ $p == zero ]] || tag="$v@$p"
+        [[ -z $name ]] || tag="$name:$tag"
         read -r dio threads <<<"$(tuning "$v")"
-        echo "round $round: $v on $p (load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$out/machine.txt"
+        echo "round $round: ${name:+$name }$v on $p (load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$out/machine.txt"
         SYNCBENCH_LAB_LOOP_DIO=$dio SYNCBENCH_LAB_FUSE_THREADS=$threads \
             "$bin" lab run --profile "$p" --fs ext4 --size 1GiB -- sh -c "
             '$bin' run \"\$SYNCBENCH_LAB_MOUNT\" --sections a --methods fdatasync,direct,fdatasync+direct \

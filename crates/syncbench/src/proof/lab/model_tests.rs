@@ -525,3 +525,37 @@ fn queue_depth_percentiles_come_from_the_per_flush_peaks() {
     (counts[1], counts[4], counts[9]) = (2, 5, 3);
     assert_eq!(QueueDepth::of(&counts), QueueDepth { flushes: 10, p50: 4, p90: 9, max: 9 });
 }
+
+/// The in-memory disk, counting the reads and writes the model makes of it.
+struct Counting(Mem, std::cell::Cell<(u32, u32)>);
+
+impl Medium for Counting {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.1.set((self.1.get().0 + 1, self.1.get().1));
+        self.0.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.1.set((self.1.get().0, self.1.get().1 + 1));
+        self.0.write_at(offset, data)
+    }
+}
+
+#[test]
+fn whole_sectors_are_not_read_and_adjacent_sectors_are_destaged_in_one_write() {
+    let mem = Counting(Mem::new(1 << 20), std::cell::Cell::new((0, 0)));
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let a = dev.submit_write(0, 0, &[1; 4 * 512], &mem).unwrap();
+    assert_eq!(mem.1.get(), (0, 0), "a write of whole sectors reads nothing");
+    let b = dev.submit_write(0, 512 + 100, &[2; 200], &mem).unwrap();
+    assert_eq!(mem.1.get(), (0, 0), "a partial sector is read from the cache when it holds it");
+    dev.submit_write(0, 8 * 512 + 100, &[3; 200], &mem).unwrap();
+    assert_eq!(mem.1.get(), (1, 0), "and from the medium when it does not");
+    dev.destage(b.seq, &mem).unwrap();
+    assert_eq!(mem.1.get(), (1, 1));
+    // Sector 1's older version (a's) went with b's: a is left with sectors 0 and 2..4, two runs.
+    dev.destage(a.seq, &mem).unwrap();
+    assert_eq!(mem.1.get(), (1, 3));
+    let mut expected = vec![1u8; 4 * 512];
+    expected[612..812].fill(2);
+    assert_eq!(mem.0.0.borrow()[..4 * 512], expected[..]);
+}

@@ -220,11 +220,11 @@ pub struct StackCost {
 
 /// The stack's own cost as bench/lab_stack_cost.sh last measured it (docs/benchmarks.md, "lab stack cost").
 pub const STACK_COST: StackCost = StackCost {
-    write_us: 45,
-    flush_us: 40,
-    commit_8k_us: 77,
-    measured: "bench/lab_stack_cost.sh, 2026-11-28 21:47-22:08 UTC, 10 alternating rounds, ext4 on `zero`, \
-               2 vCPUs at load 14-21 (medians; a quiet machine was not available)",
+    write_us: 32,
+    flush_us: 27,
+    commit_8k_us: 55,
+    measured: "bench/lab_stack_cost.sh, 2026-11-29 00:10-01:12 UTC, 23 rounds in four alternating runs, ext4 \
+               on `zero`, 2 vCPUs at load 9-29 (medians; a quiet machine was not available)",
 };
 
 /// The profile called `name`, or a one-line error listing the names.
