@@ -315,8 +315,11 @@ pub mod on_the_lab {
         assert!(left.is_empty(), "left behind: {left:?}");
         let cuts = cells[0]["cuts"].as_array().unwrap();
         let lost: Vec<u64> = cuts.iter().map(|c| c["verification"]["lost"].as_u64().unwrap_or(0)).collect();
-        // Every client holds one acknowledged transfer it has not committed at every cut: each cut loses.
-        assert!(lost.len() == 3 && lost.iter().all(|&l| l > 0), "lost per cut {lost:?}: {}", text(&out));
+        // Every client holds one acknowledged transfer it has not committed, unless the cut froze the server
+        // just after a group commit made every client's pending transfer durable, before its replies went
+        // out (seen once under load with MariaDB: lost [8, 0, 4]). So most cuts lose, and the run fails.
+        let losing = lost.iter().filter(|&&l| l > 0).count();
+        assert!(lost.len() == 3 && losing >= 2, "lost per cut {lost:?}: {}", text(&out));
         assert!(text(&out).contains("FAILS") && text(&out).contains("was acknowledged but has no history row"));
     }
 
