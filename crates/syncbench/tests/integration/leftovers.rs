@@ -196,6 +196,17 @@ fn settled(tmp: &Path, pid: u32) -> BTreeSet<String> {
     }
 }
 
+/// The ftrace instances `pid` made (`instances/syncbench-PID-N` in tracefs) that still exist.
+fn ftrace_instances_of(pid: u32) -> Vec<String> {
+    let prefix = format!("syncbench-{pid}-");
+    ["/sys/kernel/tracing/instances", "/sys/kernel/debug/tracing/instances"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&prefix))
+        .collect()
+}
+
 /// Whether `args` was a `lab up` that finished (its record released, its lab up) before it was killed.
 fn lab_up_finished(args: &[&str], tmp: &Path, pid: u32) -> bool {
     let up = args.starts_with(&["lab", "up"]);
@@ -309,6 +320,8 @@ fn kill_at_moments(args: &[&str], moments: [Moment; 3]) {
         assert!(cleanup.status.success(), "cleanup failed\n{context}");
         assert!(stayed.is_empty(), "still there after cleanup: {stayed:#?}\n{context}");
         assert!(leaked.is_empty(), "eBPF programs left loaded: {leaked:?}\n{context}");
+        let instances = ftrace_instances_of(pid);
+        assert!(instances.is_empty(), "ftrace instances left recording: {instances:?}\n{context}");
         // Records alone are stale (their objects are gone): nothing to report.
         if left.iter().any(|l| !l.starts_with("record ")) {
             assert!(report.contains(&format!("(pid {pid}, gone)")) || report.contains("lab serve"), "{context}");
