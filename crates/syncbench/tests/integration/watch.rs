@@ -201,6 +201,20 @@ fn a_full_file_system_is_one_line_per_interval_and_the_watch_goes_on_with_whole_
     let line = said.lines().skip(full_at).find(|l| l.contains("interval not recorded")).unwrap();
     assert!(line.contains("No space left on device") && line.contains("watching on"), "{line}");
     assert!(names_in(&out).iter().all(|n| !n.ends_with(".tmp")), "a temporary file left: {:?}", names_in(&out));
+    // The same writer, asked for a textfile larger than the room left (the watch's own may fit in the pages
+    // of the one it replaces): it fails, and the old file is still whole and nothing else is left.
+    let before = std::fs::read(&textfile).unwrap();
+    let bigger = format!("{}# EOF\n", "syncbench_watch_x 1\n".repeat(8192));
+    let e = syncbench::measure::watch::state::write_atomically(&textfile, bigger.as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("No space left on device"), "{e}");
+    let after = std::fs::read(&textfile).unwrap();
+    assert!(
+        after == before,
+        "the textfile was changed by a write that failed: {} bytes, {} before",
+        after.len(),
+        before.len()
+    );
+    assert!(names_in(&out).iter().all(|n| !n.ends_with(".tmp")), "a temporary file left: {:?}", names_in(&out));
     // Room again: the watch records again without being restarted.
     std::fs::remove_file(&filler).unwrap();
     let freed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
