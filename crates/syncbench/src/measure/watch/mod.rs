@@ -101,13 +101,10 @@ pub fn run(plan: &Plan, out: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
     let _lock = crate::observe::disturbance::DirLock::take(&plan.dir)?;
     let (prepared, mut setup) = prepare(&plan.dir)?;
     out(&start_line(plan, &state));
-    let mut last_start: Option<Instant> = None;
     let mut done = 0u64;
     loop {
         let started = Instant::now();
-        let wall_secs = last_start.map_or(plan.every.as_secs_f64(), |s| started.duration_since(s).as_secs_f64());
-        last_start = Some(started);
-        match one_interval(plan, &prepared, &mut state, wall_secs, setup.take()) {
+        match one_interval(plan, &prepared, &mut state, setup.take()) {
             Ok(line) => out(&line),
             // One line, and the watch goes on: a full file system or a textfile directory removed while
             // a package is reinstalled is the operator's to fix, and the next interval writes again when it
@@ -154,7 +151,7 @@ fn prepare(dir: &Path) -> anyhow::Result<(PreparedDir, Option<Setup>)> {
 /// the recent measuring time stays within the duty.
 fn next_sleep(plan: &Plan, state: &State, elapsed: Duration) -> Duration {
     let regular = plan.every.saturating_sub(elapsed);
-    let measured = state.duty.last().map_or(0.0, |(m, _)| *m);
+    let measured = state.pending.as_ref().map_or(0.0, |p| p.measure_secs);
     // Wall time this interval must account for so that measuring / wall <= duty.
     let needed = Duration::from_secs_f64(measured / plan.duty).saturating_sub(elapsed);
     regular.max(needed)
@@ -173,7 +170,6 @@ fn one_interval(
     plan: &Plan,
     prepared: &PreparedDir,
     state: &mut State,
-    wall_secs: f64,
     setup: Option<Setup>,
 ) -> anyhow::Result<String> {
     if let Some(share) = busy_share(&plan.dir).filter(|share| *share > BUSY_SHARE) {
@@ -183,6 +179,7 @@ fn one_interval(
             share * 100.0
         ));
     }
+    let started_unix_s = unix_now();
     let interval = interval::measure(&plan.dir, prepared, &plan.interval_plan());
     let observation = interval.observation();
     let judgement = state.memory.judge_and_learn(observation);
@@ -192,7 +189,7 @@ fn one_interval(
     state.intervals += 1;
     let setup_secs = setup.map_or(0.0, |s| s.secs);
     let busy_ms = interval.device_busy_ms.map(|ms| ms + setup.and_then(|s| s.device_busy_ms).unwrap_or(0));
-    state.record_duty(interval.measure_secs + setup_secs, wall_secs, busy_ms.map(|ms| ms as f64 / 1e3));
+    state.measured(interval.measure_secs + setup_secs, busy_ms.map(|ms| ms as f64 / 1e3), started_unix_s);
     let finished_unix_s = unix_now();
     state.last_finished_unix_s = finished_unix_s;
     if let Some(path) = &plan.openmetrics {

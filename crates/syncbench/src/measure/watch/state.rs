@@ -42,6 +42,10 @@ pub struct State {
     /// Sums over every interval since the state was created (the duty check over a long run).
     #[serde(default)]
     pub totals: Totals,
+    /// The newest interval, whose wall time (until the next one starts, in this process or the next
+    /// `--once`) is not known yet: it joins the duty history when the next interval starts.
+    #[serde(default)]
+    pub pending: Option<Pending>,
     /// The baseline and recent deviations.
     pub memory: Memory,
 }
@@ -57,6 +61,7 @@ impl State {
             duty: Vec::new(),
             device_busy: Vec::new(),
             totals: Totals::default(),
+            pending: None,
             memory: Memory::default(),
         }
     }
@@ -101,8 +106,25 @@ impl State {
         write_atomically(path, json.as_bytes())
     }
 
-    /// Record one interval's measuring time, the wall time since the previous one and how long the lowest
-    /// device was busy while it measured (None when unknown: no block device, e.g. tmpfs).
+    /// An interval that started at `started_unix_s` measured for `measure_secs` and kept the lowest device
+    /// busy for `device_busy_secs` (None when unknown: no block device, e.g. tmpfs). The previous one's
+    /// wall time is now known (from its start to this start): it joins the duty history. Why not this
+    /// one's own: its wall time includes the sleep after it, which has not happened yet; pairing it with
+    /// the time since the previous start counted the first interval against one `--every` and the last
+    /// one's sleep never (a lab run read 0.501 at `--duty 50%`).
+    pub fn measured(&mut self, measure_secs: f64, device_busy_secs: Option<f64>, started_unix_s: f64) {
+        if let Some(previous) = self.pending.take() {
+            let wall_secs = started_unix_s - previous.started_unix_s;
+            // A clock stepped backwards gives no wall time to count.
+            if wall_secs.is_finite() && wall_secs > 0.0 {
+                self.record_duty(previous.measure_secs, wall_secs, previous.device_busy_secs);
+            }
+        }
+        self.pending = Some(Pending { measure_secs, device_busy_secs, started_unix_s });
+    }
+
+    /// Record one interval's measuring time, its wall time (from its start to the next one's) and how long
+    /// the lowest device was busy while it measured (None when unknown).
     pub fn record_duty(&mut self, measure_secs: f64, wall_secs: f64, device_busy_secs: Option<f64>) {
         push_bounded(&mut self.duty, (measure_secs, wall_secs));
         self.totals.wall_secs += wall_secs;
@@ -129,6 +151,17 @@ impl State {
         let measuring: f64 = self.duty.iter().map(|(m, _)| m).sum();
         (wall > 0.0).then(|| measuring / wall)
     }
+}
+
+/// An interval whose wall time is not known yet.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    /// Time spent measuring.
+    pub measure_secs: f64,
+    /// Time the lowest device was busy meanwhile, when known.
+    pub device_busy_secs: Option<f64>,
+    /// Unix time it started.
+    pub started_unix_s: f64,
 }
 
 /// Sums over every interval of a state.
@@ -212,6 +245,23 @@ mod tests {
         // Only the destination and nothing else is left in the directory.
         let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("state.json")]);
+    }
+
+    #[test]
+    fn each_interval_is_paired_with_its_own_wall_time() {
+        let mut state = State::new(Path::new("/d"));
+        // Measuring 1 s, 2 s, 3 s; started at 0, 10, 30 s: the first two cycles are known, the third not.
+        state.measured(1.0, Some(0.5), 1000.0);
+        assert!(state.duty.is_empty() && state.duty_ratio().is_none());
+        state.measured(2.0, None, 1010.0);
+        state.measured(3.0, Some(1.0), 1030.0);
+        assert_eq!(state.duty, vec![(1.0, 10.0), (2.0, 20.0)]);
+        assert_eq!(state.device_busy, vec![(0.5, 10.0)]);
+        assert!((state.duty_ratio().unwrap() - 0.1).abs() < 1e-9);
+        assert_eq!(state.pending.as_ref().map(|p| p.measure_secs), Some(3.0));
+        // A clock stepped back: that cycle is not counted.
+        state.measured(1.0, None, 900.0);
+        assert_eq!(state.duty.len(), 2);
     }
 
     #[test]
