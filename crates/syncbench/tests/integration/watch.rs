@@ -119,15 +119,28 @@ fn a_second_watch_on_the_same_directory_is_refused_and_sigterm_leaves_whole_file
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1, "a temporary textfile was left");
 }
 
+/// A watch running in the background, stopped with SIGTERM however the test ends (a failed assertion
+/// must not leave it measuring for ever).
+struct Watch(Option<std::process::Child>);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// A watch started in the background on `dir` (every 1 s at 50%: it is nearly always measuring or
 /// writing), its stderr in `stderr`.
-fn spawn_watch(dir: &Path, textfile: &Path, state: Option<&Path>, stderr: &Path) -> std::process::Child {
+fn spawn_watch(dir: &Path, textfile: &Path, state: Option<&Path>, stderr: &Path) -> Watch {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"));
     cmd.arg("watch").arg(dir).args(["--every", "1s", "--duty", "50%", "--openmetrics"]).arg(textfile);
     if let Some(state) = state {
         cmd.arg("--state").arg(state);
     }
-    cmd.stdout(std::process::Stdio::null()).stderr(std::fs::File::create(stderr).unwrap()).spawn().unwrap()
+    Watch(Some(cmd.stdout(std::process::Stdio::null()).stderr(std::fs::File::create(stderr).unwrap()).spawn().unwrap()))
 }
 
 /// Wait (up to 120 s) for `cond`, failing with `what` and the watch's stderr.
@@ -141,7 +154,8 @@ fn wait_until(what: &str, stderr: &Path, cond: impl Fn() -> bool) {
 }
 
 /// SIGTERM, and the exit status of a clean stop (143).
-fn terminate(mut child: std::process::Child) {
+fn terminate(mut watch: Watch) {
+    let mut child = watch.0.take().unwrap();
     std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143), "{status:?}");
