@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
-# watch's false alarms on an unchanged disk (issue #35):
-#   bench/watch_false_alarms.sh BIN DIR OUT [INTERVALS]
-# Runs `watch DIR --every 2s --duty 25% --intervals N` (default 200) and counts intervals judged, disturbed,
-# still learning, and reporting a change (every change on an unchanged disk is a false alarm). OUT gets
-# the log and a summary line.
+# watch's false alarms and duty on an unchanged disk (issue #35):
+#   bench/watch_false_alarms.sh BIN DIR OUT [INTERVALS] [EVERY] [DUTY]
+# Runs `watch DIR --every EVERY --duty DUTY --intervals N` (defaults 200, 2s, 25%) with a state file and a
+# textfile in OUT, and counts intervals judged, disturbed, still learning, skipped, and reporting a change
+# (every change on an unchanged disk is a false alarm). Beside it: the load average every 30 s
+# (OUT/load.txt), and the lowest block device's own counters (/sys/block/DEV/stat: io_ticks, field 10)
+# read before and after the run, so the device busy time is quoted by the device itself: on a disk only
+# watch uses (a lab disk) all of it is watch's; on a shared disk it is everyone's, and watch's own share is
+# the busy time inside its measuring windows (`syncbench_watch_device_busy_ratio`, the state's totals).
+# OUT gets the log, the state, the textfile and a summary.
 set -euo pipefail
-usage="usage: bench/watch_false_alarms.sh BIN DIR OUT [INTERVALS]"
+usage="usage: bench/watch_false_alarms.sh BIN DIR OUT [INTERVALS] [EVERY] [DUTY]"
 . "$(dirname "$0")/lib.sh"
 [ $# -ge 3 ] || usage_error
 [ -x "$1" ] || usage_error "; $1 is not an executable"
 [ -d "$2" ] || usage_error "; $2 is not a directory"
-bin=$1 dir=$2 out=$3 n=${4:-200}
+bin=$1 dir=$2 out=$3 n=${4:-200} every=${5:-2s} duty=${6:-25%}
 mkdir -p "$out"
-echo "bin: $bin ($("$bin" --version)) dir: $dir intervals: $n load: $(cut -d' ' -f1-3 /proc/loadavg) date: $(date -u +%FT%TZ)" > "$out/summary.txt"
-"$bin" watch "$dir" --every 2s --duty 25% --intervals "$n" > "$out/watch.log" 2>&1
+exit_on_signals
+# The lowest block device under DIR: the mount's source, or the disk a partition belongs to.
+dev=$(basename "$(findmnt -no SOURCE -T "$dir")")
+[ -e "/sys/class/block/$dev/partition" ] && dev=$(basename "$(readlink -f "/sys/class/block/$dev/..")")
+io_ticks() { awk '{print $10}' "/sys/block/$dev/stat"; }
+loadavg() { while sleep 30; do echo "$(date -u +%FT%TZ) $(cut -d' ' -f1-3 /proc/loadavg)"; done >> "$out/load.txt"; }
+loadavg &
+sampler=$!
+trap 'kill $sampler 2>/dev/null || true' EXIT
+echo "bin: $bin ($("$bin" --version)) dir: $dir device: $dev intervals: $n every: $every duty: $duty load: $(cut -d' ' -f1-3 /proc/loadavg) date: $(date -u +%FT%TZ)" > "$out/summary.txt"
+ticks_before=$(io_ticks) t0=$(date +%s.%N)
+"$bin" watch "$dir" --every "$every" --duty "$duty" --intervals "$n" --state "$out/state.json" \
+  --openmetrics "$out/syncbench.prom" > "$out/watch.log" 2>&1
+ticks_after=$(io_ticks) t1=$(date +%s.%N)
 judged=$(grep -c -e "no change" -e "CHANGED" -e "verdict appeared" -e "changed$" "$out/watch.log" || true)
 {
   echo "intervals: $(grep -c "^20" "$out/watch.log" || true)"
@@ -23,5 +40,16 @@ judged=$(grep -c -e "no change" -e "CHANGED" -e "verdict appeared" -e "changed$"
   echo "judged: $judged"
   echo "numeric changes reported (false alarms): $(grep -c "CHANGED" "$out/watch.log" || true)"
   echo "verdicts appeared/gone, facts changed: $(grep -c -e "verdict appeared" -e "verdict gone" -e " changed" "$out/watch.log" || true)"
+  python3 - "$out/state.json" "$ticks_before" "$ticks_after" "$t0" "$t1" <<'EOF'
+import json, sys
+state = json.load(open(sys.argv[1]))
+t = state["totals"]
+busy_all = (int(sys.argv[3]) - int(sys.argv[2])) / 1000
+wall = float(sys.argv[5]) - float(sys.argv[4])
+print(f"wall: {wall:.0f} s; watch measuring: {t['measure_secs']:.1f} s = {t['measure_secs'] / t['wall_secs']:.2%} of its {t['wall_secs']:.0f} s")
+if t["device_wall_secs"] > 0:
+    print(f"device busy inside watch's measuring windows (io_ticks): {t['device_busy_secs']:.1f} s = {t['device_busy_secs'] / t['device_wall_secs']:.2%} of wall time")
+print(f"device busy over the whole run, everyone's I/O (io_ticks): {busy_all:.1f} s = {busy_all / wall:.2%} of wall time")
+EOF
   echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$out/summary.txt"

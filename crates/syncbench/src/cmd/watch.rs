@@ -82,6 +82,7 @@ impl Args {
             once: self.once,
             max_intervals: self.intervals.filter(|n| *n > 0),
             planted,
+            no_sleep: std::env::var_os(watch::NO_SLEEP_ENV).is_some_and(|v| v == "1"),
         })
     }
 }

@@ -67,6 +67,13 @@ fn bad_flags_and_foreign_files_are_refused_with_one_line_and_nothing_written() {
         (vec!["--duty", "90%"], "invalid --duty"),
         (vec!["--every", "2s", "--duty", "1%"], "a canary needs at least"),
         (vec!["--once"], "--once needs --state"),
+        (vec!["--duty", "0"], "invalid --duty"),
+        (vec!["--duty", "0%"], "invalid --duty"),
+        (vec!["--duty", "200%"], "invalid --duty"),
+        (vec!["--duty=-1%"], "invalid --duty"),
+        (vec!["--every", "0"], "invalid --every"),
+        (vec!["--every", "0s"], "invalid --every"),
+        (vec!["--every", "25h"], "invalid --every"),
     ] {
         let mut cmd = syncbench();
         cmd.args(["watch", d]).args(&args);
@@ -110,6 +117,196 @@ fn a_second_watch_on_the_same_directory_is_refused_and_sigterm_leaves_whole_file
     assert!(std::fs::read_to_string(&textfile).unwrap().ends_with("# EOF\n"));
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "left in DIR");
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1, "a temporary textfile was left");
+}
+
+/// A watch running in the background, stopped with SIGTERM however the test ends (a failed assertion
+/// must not leave it measuring for ever).
+struct Watch(Option<std::process::Child>);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A watch started in the background on `dir` (every 1 s at 50%: it is nearly always measuring or
+/// writing), its stderr in `stderr`.
+fn spawn_watch(dir: &Path, textfile: &Path, state: Option<&Path>, stderr: &Path) -> Watch {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"));
+    cmd.arg("watch").arg(dir).args(["--every", "1s", "--duty", "50%", "--openmetrics"]).arg(textfile);
+    if let Some(state) = state {
+        cmd.arg("--state").arg(state);
+    }
+    Watch(Some(cmd.stdout(std::process::Stdio::null()).stderr(std::fs::File::create(stderr).unwrap()).spawn().unwrap()))
+}
+
+/// Wait (up to 120 s) for `cond`, failing with `what` and the watch's stderr.
+fn wait_until(what: &str, stderr: &Path, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !cond() {
+        let said = std::fs::read_to_string(stderr).unwrap_or_default();
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}; watch said:\n{said}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// SIGTERM, and the exit status of a clean stop (143).
+fn terminate(mut watch: Watch) {
+    let mut child = watch.0.take().unwrap();
+    std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// A textfile that exists is whole: what the collector reads ends with the OpenMetrics end marker.
+fn assert_whole(textfile: &Path) {
+    if let Ok(text) = std::fs::read_to_string(textfile) {
+        assert!(text.ends_with("# EOF\n"), "a half-written textfile:\n{text}");
+    }
+}
+
+fn last_success(textfile: &Path) -> f64 {
+    let text = std::fs::read_to_string(textfile).unwrap_or_default();
+    sample(&text, "syncbench_watch_last_success_timestamp_seconds", &[]).unwrap_or(0.0)
+}
+
+/// The watched directory's file system (here also the textfile's and the state's) fills up while the watch
+/// runs: every interval that cannot be recorded is one line saying why, the textfile stays whole (the old
+/// one), the watch keeps running and records again once there is room; files it did not create are left
+/// alone, and SIGTERM leaves only its textfile and state.
+#[test]
+fn a_full_file_system_is_one_line_per_interval_and_the_watch_goes_on_with_whole_files() {
+    let Some(fs) = crate::run::mount_or_skip("a 16 MiB tmpfs", &["-t", "tmpfs", "-o", "size=16m", "tmpfs"]) else {
+        return;
+    };
+    let (dir, out, logs) = (fs.point.join("wal"), fs.point.join("textfile"), tempfile::tempdir().unwrap());
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::create_dir(&out).unwrap();
+    // Files that are not the watch's, in both directories.
+    std::fs::write(dir.join("000000010000000000000001"), b"a database's WAL segment").unwrap();
+    std::fs::write(out.join("node.prom"), b"node_textfile_other 1\n").unwrap();
+    let (textfile, state, stderr) = (out.join("syncbench.prom"), out.join("state.json"), logs.path().join("err"));
+    let watch = spawn_watch(&dir, &textfile, Some(&state), &stderr);
+    wait_until("the first textfile", &stderr, || textfile.exists());
+    // Fill the file system to the last byte.
+    let filler = fs.point.join("filler");
+    let mut file = std::fs::File::create(&filler).unwrap();
+    let chunk = vec![0u8; 64 * 1024];
+    while std::io::Write::write(&mut file, &chunk).is_ok_and(|n| n > 0) {}
+    drop(file);
+    let full_at = std::fs::read_to_string(&stderr).unwrap().lines().count();
+    // Two intervals that could not be recorded, the textfile whole at every read meanwhile.
+    wait_until("two 'interval not recorded' lines", &stderr, || {
+        assert_whole(&textfile);
+        let said = std::fs::read_to_string(&stderr).unwrap();
+        said.lines().skip(full_at).filter(|l| l.contains("interval not recorded")).count() >= 2
+    });
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    let line = said.lines().skip(full_at).find(|l| l.contains("interval not recorded")).unwrap();
+    assert!(line.contains("No space left on device") && line.contains("watching on"), "{line}");
+    assert!(names_in(&out).iter().all(|n| !n.ends_with(".tmp")), "a temporary file left: {:?}", names_in(&out));
+    // The same writer, asked for a textfile larger than the room left (the watch's own may fit in the pages
+    // of the one it replaces): it fails, and the old file is still whole and nothing else is left.
+    let before = std::fs::read(&textfile).unwrap();
+    let bigger = format!("{}# EOF\n", "syncbench_watch_x 1\n".repeat(8192));
+    let e = syncbench::measure::watch::state::write_atomically(&textfile, bigger.as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("No space left on device"), "{e}");
+    let after = std::fs::read(&textfile).unwrap();
+    assert!(
+        after == before,
+        "the textfile was changed by a write that failed: {} bytes, {} before",
+        after.len(),
+        before.len()
+    );
+    assert!(names_in(&out).iter().all(|n| !n.ends_with(".tmp")), "a temporary file left: {:?}", names_in(&out));
+    // Room again: the watch records again without being restarted.
+    std::fs::remove_file(&filler).unwrap();
+    let freed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    wait_until("a textfile written after the room came back", &stderr, || last_success(&textfile) > freed);
+    terminate(watch);
+    assert_whole(&textfile);
+    assert_eq!(names_in(&dir), ["000000010000000000000001"]);
+    assert_eq!(names_in(&out), ["node.prom", "state.json", "syncbench.prom"]);
+}
+
+/// The textfile directory is removed while the watch runs (a package reinstalled, a tmpfs unmounted): one
+/// line per interval saying so, no file created anywhere meanwhile (not the directory either: it is not
+/// the watch's), and once the directory is back the watch writes there again.
+#[test]
+fn a_vanished_textfile_directory_is_one_line_per_interval_and_nothing_is_created() {
+    let (tmp, parent, logs) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let out = parent.path().join("textfile");
+    std::fs::create_dir(&out).unwrap();
+    let (textfile, stderr) = (out.join("syncbench.prom"), logs.path().join("err"));
+    let watch = spawn_watch(tmp.path(), &textfile, None, &stderr);
+    wait_until("the first textfile", &stderr, || textfile.exists());
+    std::fs::remove_dir_all(&out).unwrap();
+    wait_until("two 'interval not recorded' lines", &stderr, || {
+        assert!(!out.exists(), "the watch made the textfile directory again");
+        let said = std::fs::read_to_string(&stderr).unwrap();
+        said.lines().filter(|l| l.contains("interval not recorded")).count() >= 2
+    });
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    let line = said.lines().find(|l| l.contains("interval not recorded")).unwrap();
+    assert!(line.contains(textfile.to_str().unwrap()) && line.contains("no such file or directory"), "{line}");
+    assert_eq!(names_in(parent.path()), Vec::<String>::new());
+    std::fs::create_dir(&out).unwrap();
+    wait_until("the textfile written again", &stderr, || textfile.exists());
+    terminate(watch);
+    assert_whole(&textfile);
+    assert_eq!(names_in(&out), ["syncbench.prom"]);
+    assert_eq!(names_in(tmp.path()), Vec::<String>::new(), "left in DIR");
+}
+
+/// SIGTERM at random moments of a watch's life (starting, preparing, measuring, writing, sleeping): every
+/// time a clean exit (143), a whole textfile if any, nothing left in DIR or beside the textfile.
+#[test]
+fn sigterm_at_random_moments_leaves_whole_files_and_nothing_else() {
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let mut rng = u64::from(seed) | 1;
+    let mut next_ms = |max: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % max
+    };
+    for kill in 0..6 {
+        let (tmp, out, logs) =
+            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (textfile, state, stderr) =
+            (out.path().join("s.prom"), out.path().join("state.json"), logs.path().join("e"));
+        let watch = spawn_watch(tmp.path(), &textfile, Some(&state), &stderr);
+        // Half the kills anywhere in the first 3 s (mostly before or during the first interval), half
+        // after the first textfile, anywhere in the next 2 s.
+        let delay_ms = if kill % 2 == 0 {
+            next_ms(3000)
+        } else {
+            wait_until("the first textfile", &stderr, || textfile.exists());
+            next_ms(2000)
+        };
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        terminate(watch);
+        let context = format!("kill {kill} after {delay_ms} ms (seed {seed})");
+        assert_whole(&textfile);
+        assert_eq!(names_in(tmp.path()), Vec::<String>::new(), "left in DIR: {context}");
+        let beside = names_in(out.path());
+        assert!(beside.iter().all(|n| n == "s.prom" || n == "state.json"), "{beside:?}: {context}");
+        if state.exists() {
+            let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+            assert_eq!(json["schema"], "syncbench/watch-state/v1", "{context}");
+        }
+    }
 }
 
 fn promtool() -> Option<PathBuf> {

@@ -111,9 +111,36 @@ impl Interval {
     }
 }
 
+/// The longest fact value kept: longer ones (a long mount option list, a deep device chain) keep their
+/// start and a hash of the whole, so they still compare, and the state file keeps its bound.
+pub const FACT_BYTES_MAX: usize = 256;
+
 /// The environment facts watched for change: every device's write cache and FUA, the device chain, the
-/// mount options and the virtualization, each as one comparable string.
+/// mount options and the virtualization, each as one comparable string of at most [`FACT_BYTES_MAX`].
 pub fn facts(env: &Environment) -> BTreeMap<String, String> {
+    let mut facts = full_facts(env);
+    for value in facts.values_mut() {
+        *value = bounded(value);
+    }
+    facts
+}
+
+/// `value` itself when short enough, else its first bytes and a hash of all of it, [`FACT_BYTES_MAX`] at most.
+pub fn bounded(value: &str) -> String {
+    if value.len() <= FACT_BYTES_MAX {
+        return value.to_string();
+    }
+    // FNV-1a: stable across runs and builds (the std hasher is not), which a state file needs.
+    let hash = value.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let suffix = format!("…#{hash:016x}");
+    let mut cut = FACT_BYTES_MAX - suffix.len();
+    while !value.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{suffix}", &value[..cut])
+}
+
+fn full_facts(env: &Environment) -> BTreeMap<String, String> {
     let per_device = |f: &dyn Fn(&crate::core::environment::Device) -> String| {
         env.devices.iter().map(|d| format!("{}={}", d.name, f(d))).collect::<Vec<_>>().join(",")
     };
@@ -136,5 +163,23 @@ pub fn virtualization(v: &crate::core::environment::Virtualization) -> String {
     match &v.container {
         Some(c) => format!("{vm}+{c}"),
         None => vm,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_fact_is_cut_to_the_bound_and_still_compares() {
+        assert_eq!(bounded("rw,relatime"), "rw,relatime");
+        let long_a = format!("{}a", "rw,".repeat(200));
+        let long_b = format!("{}b", "rw,".repeat(200));
+        let (a, b) = (bounded(&long_a), bounded(&long_b));
+        assert!(a.len() <= FACT_BYTES_MAX && b.len() <= FACT_BYTES_MAX, "{a}");
+        assert_ne!(a, b, "two values that differ only past the cut must still differ");
+        assert_eq!(a, bounded(&long_a));
+        let wide = "é".repeat(300);
+        assert!(bounded(&wide).len() <= FACT_BYTES_MAX);
     }
 }

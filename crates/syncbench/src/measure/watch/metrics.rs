@@ -224,6 +224,12 @@ fn bookkeeping_families(inputs: &Inputs<'_>) -> Vec<Family> {
             state.duty_ratio(),
         ),
         gauge(
+            "syncbench_watch_device_busy_ratio",
+            "",
+            "Time the lowest block device was busy (io_ticks) while watch measured divided by wall time, over the recent intervals; other I/O in those windows counts too.",
+            state.device_busy_ratio(),
+        ),
+        gauge(
             "syncbench_watch_bytes_written_per_hour",
             "",
             "The most the canary writes per hour (its bound, printed at start).",

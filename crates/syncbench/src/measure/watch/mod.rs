@@ -58,7 +58,14 @@ pub struct Plan {
     pub max_intervals: Option<u64>,
     /// The negative control's bug.
     pub planted: Option<PlantedBug>,
+    /// No sleep between intervals ([`NO_SLEEP_ENV`]): the memory and state-size bench runs a day's intervals
+    /// in minutes. The duty is then not kept.
+    pub no_sleep: bool,
 }
+
+/// The hidden environment variable that sets [`Plan::no_sleep`] (`1`): for the accelerated memory bench
+/// (bench/watch_memory.sh) and tests only.
+pub const NO_SLEEP_ENV: &str = "SYNCBENCH_WATCH_NO_SLEEP";
 
 impl Plan {
     /// Seconds of timed commits per case per interval: the duty's share of the interval, less a fifth
@@ -92,34 +99,59 @@ pub fn run(plan: &Plan, out: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
         state::check_textfile(path)?;
     }
     let _lock = crate::observe::disturbance::DirLock::take(&plan.dir)?;
-    let fs_type = crate::observe::probe::collect(&plan.dir).fs_type;
-    let prepared = PreparedDir::prepare(&plan.dir, FILE_BYTES, &fs_type).map_err(|e| {
-        crate::core::exit::usage(format!("cannot prepare {}: {}", plan.dir.display(), crate::core::workdir::reason(&e)))
-    })?;
+    let (prepared, mut setup) = prepare(&plan.dir)?;
     out(&start_line(plan, &state));
-    let mut last_start: Option<Instant> = None;
     let mut done = 0u64;
     loop {
         let started = Instant::now();
-        let wall_secs = last_start.map_or(plan.every.as_secs_f64(), |s| started.duration_since(s).as_secs_f64());
-        last_start = Some(started);
-        match one_interval(plan, &prepared, &mut state, wall_secs) {
+        match one_interval(plan, &prepared, &mut state, setup.take()) {
             Ok(line) => out(&line),
-            Err(e) => eprintln!("syncbench watch: {e:#}"),
+            // One line, and the watch goes on: a full file system or a textfile directory removed while
+            // a package is reinstalled is the operator's to fix, and the next interval writes again when it
+            // can (the stale-textfile alert fires meanwhile). Nothing half-written is left behind.
+            Err(e) => eprintln!(
+                "syncbench watch: {} interval not recorded: {e:#}; watching on, the next interval tries again",
+                crate::core::schema::now_rfc3339()
+            ),
         }
         done += 1;
         if plan.once || plan.max_intervals.is_some_and(|max| done >= max) {
             return Ok(());
         }
-        sleep_interruptibly(next_sleep(plan, &state, started.elapsed()));
+        if !plan.no_sleep {
+            sleep_interruptibly(next_sleep(plan, &state, started.elapsed()));
+        }
+        crate::core::cleanup::stop_if_interrupted();
     }
+}
+
+/// The time and device busy time the watch's setup cost, charged to its first interval.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    secs: f64,
+    device_busy_ms: Option<u64>,
+}
+
+/// Create the file the cases write through (4 MiB, once per watch: with `--once` once per interval, so it
+/// counts in the duty).
+fn prepare(dir: &Path) -> anyhow::Result<(PreparedDir, Option<Setup>)> {
+    let started = Instant::now();
+    let disks = crate::observe::blockdev::disk::disks_of_path(dir);
+    let before = crate::observe::blockdev::stat::Snapshot::take(&disks);
+    let fs_type = crate::observe::probe::collect(dir).fs_type;
+    let prepared = PreparedDir::prepare(dir, FILE_BYTES, &fs_type).map_err(|e| {
+        crate::core::exit::usage(format!("cannot prepare {}: {}", dir.display(), crate::core::workdir::reason(&e)))
+    })?;
+    let delta = crate::observe::blockdev::stat::Snapshot::take(&disks).since(&before);
+    let device_busy_ms = disks.last().and_then(|d| delta.get(d)).map(|d| d.busy_ms);
+    Ok((prepared, Some(Setup { secs: started.elapsed().as_secs_f64(), device_busy_ms })))
 }
 
 /// How long to sleep before the next interval: until `--every` after this one started, stretched so
 /// the recent measuring time stays within the duty.
 fn next_sleep(plan: &Plan, state: &State, elapsed: Duration) -> Duration {
     let regular = plan.every.saturating_sub(elapsed);
-    let measured = state.duty.last().map_or(0.0, |(m, _)| *m);
+    let measured = state.pending.as_ref().map_or(0.0, |p| p.measure_secs);
     // Wall time this interval must account for so that measuring / wall <= duty.
     let needed = Duration::from_secs_f64(measured / plan.duty).saturating_sub(elapsed);
     regular.max(needed)
@@ -134,7 +166,12 @@ fn sleep_interruptibly(total: Duration) {
 }
 
 /// One interval: wait out a busy device, measure, judge, write the textfile and the state.
-fn one_interval(plan: &Plan, prepared: &PreparedDir, state: &mut State, wall_secs: f64) -> anyhow::Result<String> {
+fn one_interval(
+    plan: &Plan,
+    prepared: &PreparedDir,
+    state: &mut State,
+    setup: Option<Setup>,
+) -> anyhow::Result<String> {
     if let Some(share) = busy_share(&plan.dir).filter(|share| *share > BUSY_SHARE) {
         return Ok(format!(
             "{} device busy {:.0}% with other I/O: interval skipped (a canary does not add to a busy disk)",
@@ -142,6 +179,7 @@ fn one_interval(plan: &Plan, prepared: &PreparedDir, state: &mut State, wall_sec
             share * 100.0
         ));
     }
+    let started_unix_s = unix_now();
     let interval = interval::measure(&plan.dir, prepared, &plan.interval_plan());
     let observation = interval.observation();
     let judgement = state.memory.judge_and_learn(observation);
@@ -149,7 +187,9 @@ fn one_interval(plan: &Plan, prepared: &PreparedDir, state: &mut State, wall_sec
         state.memory.baseline.clear();
     }
     state.intervals += 1;
-    state.record_duty(interval.measure_secs, wall_secs);
+    let setup_secs = setup.map_or(0.0, |s| s.secs);
+    let busy_ms = interval.device_busy_ms.map(|ms| ms + setup.and_then(|s| s.device_busy_ms).unwrap_or(0));
+    state.measured(interval.measure_secs + setup_secs, busy_ms.map(|ms| ms as f64 / 1e3), started_unix_s);
     let finished_unix_s = unix_now();
     state.last_finished_unix_s = finished_unix_s;
     if let Some(path) = &plan.openmetrics {

@@ -16,6 +16,11 @@ use std::path::{Path, PathBuf};
 pub const SCHEMA: &str = "syncbench/watch-state/v1";
 /// Intervals whose measuring and wall time are kept for the duty figure.
 pub const DUTY_HISTORY: usize = 24;
+/// The most a state file holds, whatever the watch has seen: at most [`super::detect::BASELINE_MAX`] +
+/// [`super::detect::RELEARN`] intervals of three cases × two numbers, every verdict code there is, five facts of
+/// [`super::interval::FACT_BYTES_MAX`] each, and two histories of [`DUTY_HISTORY`]; the directory's path up
+/// to PATH_MAX. A unit test fills every one of them to the brim and checks the file stays under this.
+pub const STATE_BYTES_MAX: usize = 128 * 1024;
 
 /// Everything `watch` keeps between intervals.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,6 +35,17 @@ pub struct State {
     pub last_finished_unix_s: f64,
     /// (seconds measuring, seconds of wall time since the previous interval), newest last.
     pub duty: Vec<(f64, f64)>,
+    /// (seconds the lowest device was busy while the interval measured, seconds of wall time), newest
+    /// last; absent in states written before it.
+    #[serde(default)]
+    pub device_busy: Vec<(f64, f64)>,
+    /// Sums over every interval since the state was created (the duty check over a long run).
+    #[serde(default)]
+    pub totals: Totals,
+    /// The newest interval, whose wall time (until the next one starts, in this process or the next
+    /// `--once`) is not known yet: it joins the duty history when the next interval starts.
+    #[serde(default)]
+    pub pending: Option<Pending>,
     /// The baseline and recent deviations.
     pub memory: Memory,
 }
@@ -43,6 +59,9 @@ impl State {
             intervals: 0,
             last_finished_unix_s: 0.0,
             duty: Vec::new(),
+            device_busy: Vec::new(),
+            totals: Totals::default(),
+            pending: None,
             memory: Memory::default(),
         }
     }
@@ -78,15 +97,52 @@ impl State {
     /// Write the state to `path` atomically.
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
         let json = serde_json::to_string(self)?;
+        // A bug, not a user's problem: never let the file grow without limit on a machine that runs for years.
+        anyhow::ensure!(
+            json.len() <= STATE_BYTES_MAX,
+            "the state is {} bytes, over its bound of {STATE_BYTES_MAX}: not saved (a bug; please report it)",
+            json.len()
+        );
         write_atomically(path, json.as_bytes())
     }
 
-    /// Record one interval's measuring time and the wall time since the previous one.
-    pub fn record_duty(&mut self, measure_secs: f64, wall_secs: f64) {
-        self.duty.push((measure_secs, wall_secs));
-        if self.duty.len() > DUTY_HISTORY {
-            self.duty.remove(0);
+    /// An interval that started at `started_unix_s` measured for `measure_secs` and kept the lowest device
+    /// busy for `device_busy_secs` (None when unknown: no block device, e.g. tmpfs). The previous one's
+    /// wall time is now known (from its start to this start): it joins the duty history. Why not this
+    /// one's own: its wall time includes the sleep after it, which has not happened yet; pairing it with
+    /// the time since the previous start counted the first interval against one `--every` and the last
+    /// one's sleep never (a lab run read 0.501 at `--duty 50%`).
+    pub fn measured(&mut self, measure_secs: f64, device_busy_secs: Option<f64>, started_unix_s: f64) {
+        if let Some(previous) = self.pending.take() {
+            let wall_secs = started_unix_s - previous.started_unix_s;
+            // A clock stepped backwards gives no wall time to count.
+            if wall_secs.is_finite() && wall_secs > 0.0 {
+                self.record_duty(previous.measure_secs, wall_secs, previous.device_busy_secs);
+            }
         }
+        self.pending = Some(Pending { measure_secs, device_busy_secs, started_unix_s });
+    }
+
+    /// Record one interval's measuring time, its wall time (from its start to the next one's) and how long
+    /// the lowest device was busy while it measured (None when unknown).
+    pub fn record_duty(&mut self, measure_secs: f64, wall_secs: f64, device_busy_secs: Option<f64>) {
+        push_bounded(&mut self.duty, (measure_secs, wall_secs));
+        self.totals.wall_secs += wall_secs;
+        self.totals.measure_secs += measure_secs;
+        if let Some(busy) = device_busy_secs {
+            push_bounded(&mut self.device_busy, (busy, wall_secs));
+            self.totals.device_busy_secs += busy;
+            self.totals.device_wall_secs += wall_secs;
+        }
+    }
+
+    /// Seconds the lowest device was busy while watch measured ÷ seconds of wall time, over the kept
+    /// history: the duty as the device's own counter (`io_ticks`) sees it. Other I/O in the same windows
+    /// counts too, so on a shared disk it is an upper bound of the canary's share.
+    pub fn device_busy_ratio(&self) -> Option<f64> {
+        let wall: f64 = self.device_busy.iter().map(|(_, w)| w).sum();
+        let busy: f64 = self.device_busy.iter().map(|(b, _)| b).sum();
+        (wall > 0.0).then(|| busy / wall)
     }
 
     /// Seconds measuring ÷ seconds of wall time over the kept history (None before two intervals).
@@ -94,6 +150,37 @@ impl State {
         let wall: f64 = self.duty.iter().map(|(_, w)| w).sum();
         let measuring: f64 = self.duty.iter().map(|(m, _)| m).sum();
         (wall > 0.0).then(|| measuring / wall)
+    }
+}
+
+/// An interval whose wall time is not known yet.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    /// Time spent measuring.
+    pub measure_secs: f64,
+    /// Time the lowest device was busy meanwhile, when known.
+    pub device_busy_secs: Option<f64>,
+    /// Unix time it started.
+    pub started_unix_s: f64,
+}
+
+/// Sums over every interval of a state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Wall time covered (each interval's time since the previous start).
+    pub wall_secs: f64,
+    /// Time spent measuring.
+    pub measure_secs: f64,
+    /// Time the lowest device was busy while watch measured.
+    pub device_busy_secs: f64,
+    /// Wall time of the intervals whose device busy time is known.
+    pub device_wall_secs: f64,
+}
+
+fn push_bounded(list: &mut Vec<(f64, f64)>, item: (f64, f64)) {
+    list.push(item);
+    if list.len() > DUTY_HISTORY {
+        list.remove(0);
     }
 }
 
@@ -148,7 +235,7 @@ mod tests {
         let (path, dir) = (tmp.path().join("state.json"), tmp.path().join("d"));
         let mut state = State::load(&path, &dir).unwrap();
         state.intervals = 7;
-        state.record_duty(0.5, 50.0);
+        state.record_duty(0.5, 50.0, Some(0.25));
         state.save(&path).unwrap();
         assert_eq!(State::load(&path, &dir).unwrap(), state);
         let other = State::load(&path, Path::new("/elsewhere")).unwrap_err().to_string();
@@ -161,13 +248,78 @@ mod tests {
     }
 
     #[test]
+    fn each_interval_is_paired_with_its_own_wall_time() {
+        let mut state = State::new(Path::new("/d"));
+        // Measuring 1 s, 2 s, 3 s; started at 0, 10, 30 s: the first two cycles are known, the third not.
+        state.measured(1.0, Some(0.5), 1000.0);
+        assert!(state.duty.is_empty() && state.duty_ratio().is_none());
+        state.measured(2.0, None, 1010.0);
+        state.measured(3.0, Some(1.0), 1030.0);
+        assert_eq!(state.duty, vec![(1.0, 10.0), (2.0, 20.0)]);
+        assert_eq!(state.device_busy, vec![(0.5, 10.0)]);
+        assert!((state.duty_ratio().unwrap() - 0.1).abs() < 1e-9);
+        assert_eq!(state.pending.as_ref().map(|p| p.measure_secs), Some(3.0));
+        // A clock stepped back: that cycle is not counted.
+        state.measured(1.0, None, 900.0);
+        assert_eq!(state.duty.len(), 2);
+    }
+
+    #[test]
     fn duty_history_is_bounded() {
         let mut state = State::new(Path::new("/d"));
         for _ in 0..1000 {
-            state.record_duty(1.0, 100.0);
+            state.record_duty(1.0, 100.0, Some(0.5));
         }
-        assert_eq!(state.duty.len(), DUTY_HISTORY);
+        assert_eq!((state.duty.len(), state.device_busy.len()), (DUTY_HISTORY, DUTY_HISTORY));
         assert!((state.duty_ratio().unwrap() - 0.01).abs() < 1e-9);
+        assert!((state.device_busy_ratio().unwrap() - 0.005).abs() < 1e-9);
+        assert!((state.totals.device_busy_secs - 500.0).abs() < 1e-6 && (state.totals.wall_secs - 1e5).abs() < 1e-3);
+    }
+
+    /// The worst an observation can be: every case and metric, every verdict code, five facts cut to the
+    /// bound and made of quotes (each one escaped in JSON), numbers with the most digits JSON gives them.
+    fn fullest_observation(i: usize) -> super::super::detect::Observation {
+        use super::super::detect::{Metric, Observation};
+        let mut o = Observation::default();
+        for case in super::super::interval::CASE_NAMES {
+            let m = [(Metric::LatencyP99, 0.012_345_678_901_234_5 + i as f64), (Metric::Rate, 1.234_567_890_123_4e-7)];
+            o.values.insert(case.to_string(), m.into_iter().collect());
+        }
+        o.verdicts = crate::core::verdict::VerdictCode::ALL.iter().map(|c| c.name().to_string()).collect();
+        for what in ["write_cache", "fua", "device_chain", "mount_options", "virtualization"] {
+            o.facts.insert(what.into(), super::super::interval::bounded(&format!("{i}{}", "\"".repeat(4096))));
+        }
+        o
+    }
+
+    #[test]
+    fn the_state_stays_under_its_bound_after_many_intervals_of_every_kind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = std::path::PathBuf::from(format!("/{}", "d".repeat(4094)));
+        let mut state = State::new(&dir);
+        let mut largest = 0;
+        for i in 0..2_000 {
+            // Phases of steady, deviating and disturbed intervals, so the baseline, the deviating list and
+            // the relearning all run many times.
+            let mut o = fullest_observation(i);
+            let level = if (i / 40) % 2 == 0 { 1.0 } else { 9.0 };
+            for m in o.values.values_mut() {
+                m.values_mut().for_each(|v| *v *= level);
+            }
+            o.disturbed = i % 17 == 0;
+            state.memory.judge_and_learn(o);
+            state.intervals += 1;
+            state.record_duty(0.123_456_789_012_345_6, 300.123_456_789_012_3, Some(0.012_345_678_901_234_5));
+            if i % 100 == 0 || i > 1_990 {
+                let path = tmp.path().join("state.json");
+                state.save(&path).unwrap();
+                largest = largest.max(std::fs::metadata(&path).unwrap().len() as usize);
+            }
+        }
+        eprintln!("largest state: {largest} bytes");
+        assert!(largest <= STATE_BYTES_MAX, "{largest} bytes");
+        // The bound is not loose by orders of magnitude either: the test reaches most of it.
+        assert!(largest > STATE_BYTES_MAX / 2, "{largest} bytes: the bound or the test is off");
     }
 
     #[test]
