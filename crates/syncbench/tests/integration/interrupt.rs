@@ -47,6 +47,31 @@ fn interrupt(child: &Child) {
     assert!(kill.success());
 }
 
+/// Run `args` on `dir`, interrupt it once its second round started, and check what every partial result
+/// shares: exit 130, the answer opening with the marker, the JSON at `json` marked partial, DIR empty of
+/// ours. Returns the JSON.
+fn interrupted(args: &[&str], dir: &Path, round_prefix: &str, json: &Path) -> Value {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        .args(args)
+        .arg("--json")
+        .arg(json)
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_second_round(&mut child, dir, round_prefix);
+    interrupt(&child);
+    let output = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("answer:\n  PARTIAL: interrupted"), "{stdout}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(doc["partial"], true);
+    assert!(ours_left_in(dir).is_empty(), "left behind: {:?}", ours_left_in(dir));
+    doc
+}
+
 fn ours_left_in(dir: &Path) -> Vec<String> {
     let names = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned());
     names.filter(|n| n.starts_with(".syncbench-")).collect()
@@ -58,24 +83,9 @@ fn ctrl_c_in_commit_prints_and_exports_the_finished_points_marked_partial() {
     let (json, csv) = (out.path().join("commit.json"), out.path().join("commit.csv"));
     // Two points in 6 rounds of 3 s: when the second point's first round starts, the first point has one
     // finished round and the second none; all six rounds of both take 36 s.
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
-        .args(["commit", "--clients", "1,2", "--secs", "18", "--method", "write", "--json"])
-        .arg(&json)
-        .arg("--csv")
-        .arg(&csv)
-        .arg(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_second_round(&mut child, dir.path(), "point-");
-    interrupt(&child);
-    let output = child.wait_with_output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert_eq!(output.status.code(), Some(130), "{stdout}\n{stderr}");
-    assert!(stdout.starts_with("answer:\n  PARTIAL: interrupted"), "{stdout}");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(doc["partial"], true);
+    let csv_flag = csv.to_str().unwrap();
+    let args = ["commit", "--clients", "1,2", "--secs", "18", "--method", "write", "--csv", csv_flag];
+    let doc = interrupted(&args, dir.path(), "point-", &json);
     let points = doc["commit"]["points"].as_array().unwrap();
     assert_eq!(points.len(), 1, "only the point with a finished round: {points:?}");
     let rounds = points[0]["rounds_commits_per_s"].as_array().unwrap().len();
@@ -83,7 +93,6 @@ fn ctrl_c_in_commit_prints_and_exports_the_finished_points_marked_partial() {
     assert!(points[0]["commits"].as_u64().unwrap() > 0);
     let csv = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(csv.lines().count(), 2, "a header and the finished point: {csv}");
-    assert!(ours_left_in(dir.path()).is_empty(), "left behind: {:?}", ours_left_in(dir.path()));
 }
 
 #[test]
@@ -92,26 +101,13 @@ fn ctrl_c_in_pages_prints_and_exports_the_finished_rows_marked_partial() {
     let (json, markdown) = (out.path().join("pages.json"), out.path().join("pages.md"));
     // Two rows in 3 rounds of 4 s, each round on a store of its own, made and loaded as the round starts.
     let small = ["--accounts-per-branch", "2000", "--page-size", "4096", "--dw-batch", "8", "--buffer-pool", "160KiB"];
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
-        .args(["pages", "--mode", "none,fpw", "--secs", "12", "--checkpoint-secs", "1"])
-        .args(small)
-        .arg("--json")
-        .arg(&json)
-        .arg("--markdown")
-        .arg(&markdown)
-        .arg(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_second_round(&mut child, dir.path(), ".syncbench-pages-");
-    interrupt(&child);
-    let output = child.wait_with_output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert_eq!(output.status.code(), Some(130), "{stdout}\n{stderr}");
-    assert!(stdout.starts_with("answer:\n  PARTIAL: interrupted"), "{stdout}");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(doc["partial"], true);
+    let md_flag = markdown.to_str().unwrap();
+    let args = [
+        &["pages", "--mode", "none,fpw", "--secs", "12", "--checkpoint-secs", "1"][..],
+        &small,
+        &["--markdown", md_flag],
+    ];
+    let doc = interrupted(&args.concat(), dir.path(), ".syncbench-pages-", &json);
     let rows = doc["pages"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "only the row with a finished round: {rows:?}");
     let rounds = rows[0]["rounds_tps"].as_array().unwrap().len();
@@ -119,5 +115,4 @@ fn ctrl_c_in_pages_prints_and_exports_the_finished_rows_marked_partial() {
     assert!(rows[0]["txns"].as_u64().unwrap() > 0, "{}", rows[0]);
     let markdown = std::fs::read_to_string(&markdown).unwrap();
     assert!(markdown.starts_with("**PARTIAL: interrupted"), "{markdown}");
-    assert!(ours_left_in(dir.path()).is_empty(), "left behind: {:?}", ours_left_in(dir.path()));
 }
