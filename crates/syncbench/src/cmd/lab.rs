@@ -168,7 +168,7 @@ fn run(action: Action) -> Outcome {
             let _lab = crate::core::registry::record_lab(&mount)?; // until the lab is left running on purpose
             let s = daemon::up(&config)?;
             let m = mount.display();
-            let disk = render::describe(&s.params);
+            let disk = crate::proof::lab::profile::describe(&s.params);
             println!("lab up: {} ({disk}) {} on {} at {m}, server pid {}", s.profile, s.fs, s.loop_device, s.pid);
             println!("  power cut: syncbench lab cut {m}    remove: syncbench lab down {m}");
         }

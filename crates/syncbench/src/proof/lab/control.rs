@@ -151,7 +151,7 @@ pub fn serve(stack: &mut Stack, listener: &UnixListener, dir: &Path, profile: &s
             Request::Set { overrides } => {
                 let params = overrides.apply(stack.config().params.clone());
                 stack.set_params(params.clone());
-                eprintln!("syncbench lab: parameters set live: {}", super::render::describe(&params));
+                eprintln!("syncbench lab: parameters set live: {}", super::profile::describe(&params));
                 if let Err(e) = write_state(dir, &state_of(stack, profile)) {
                     eprintln!("syncbench lab: cannot update the state file: {e:#}");
                 }
@@ -296,7 +296,7 @@ pub fn set(mount: &Path, overrides: Overrides) -> anyhow::Result<String> {
     let client = Client::for_mount(mount).map_err(|e| usage(format!("{e:#}")))?;
     let before = client.state()?.params;
     let now = client.set(overrides)?;
-    let (now, before) = (super::render::describe(&now), super::render::describe(&before));
+    let (now, before) = (super::profile::describe(&now), super::profile::describe(&before));
     Ok(format!("lab set: {} now {now} (was {before})", mount.display()))
 }
 

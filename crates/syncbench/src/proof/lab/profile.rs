@@ -305,6 +305,15 @@ pub struct DiskArgs {
     pub overrides: Overrides,
 }
 
+/// `honest, flush 200 µs, write 20 µs` (and `, untorn 16 KiB` when the unit is larger than a sector).
+pub fn describe(p: &DeviceParams) -> String {
+    let mut text = format!("{}, flush {} µs, write {} µs", p.honesty.name(), p.flush_ns / 1000, p.write_ns / 1000);
+    if p.untorn_bytes > SECTOR_BYTES {
+        text.push_str(&format!(", untorn {}", crate::core::units::format_size(p.untorn_bytes)));
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,24 +1,15 @@
 //! The lab's text output: the profile table, a cut's report, the device's counters.
 
 use super::model::Stats;
-use super::profile::{self, DeviceParams};
+use super::profile;
 use std::fmt::Write;
-
-/// `honest, flush 200 µs, write 20 µs` (and `, untorn 16 KiB` when the unit is larger than a sector).
-pub fn describe(p: &DeviceParams) -> String {
-    let mut text = format!("{}, flush {} µs, write {} µs", p.honesty.name(), p.flush_ns / 1000, p.write_ns / 1000);
-    if p.untorn_bytes > profile::SECTOR_BYTES {
-        let _ = write!(text, ", untorn {}", crate::core::units::format_size(p.untorn_bytes));
-    }
-    text
-}
 
 /// `lab stats`' first line: the profile, the parameters in force (the server's own: `lab set` may have
 /// changed them since `up`), the file system and the mount point.
 #[cfg(feature = "fuse")]
 pub fn stats_header(state: &super::control::State, stats: &Stats) -> String {
     let params = stats.params.as_ref().unwrap_or(&state.params);
-    format!("{} ({}) {} at {}", state.profile, describe(params), state.fs, state.mount.display())
+    format!("{} ({}) {} at {}", state.profile, profile::describe(params), state.fs, state.mount.display())
 }
 
 /// Every profile with its numbers and source.
