@@ -26,8 +26,17 @@ macro_rules! need_root_lab {
 }
 
 /// What a process left that names its lab directory (`.syncbench-lab-<pid>-`): mounts, loop devices and
-/// processes (a sqlite3 or shell on the mount).
+/// processes (a sqlite3 or shell on the mount); and any `.syncbench-*-<pid>-*` in TMPDIR (the lab's
+/// directories, a driver's private one with the server's log and socket).
 pub(crate) fn leftovers(pid: u32) -> Vec<String> {
+    let mut found = lab_leftovers(pid);
+    let ours = |name: &str| name.starts_with(".syncbench-") && name.contains(&format!("-{pid}-"));
+    let tmp = std::fs::read_dir(std::env::temp_dir()).unwrap().flatten();
+    found.extend(tmp.filter(|e| ours(&e.file_name().to_string_lossy())).map(|e| e.path().display().to_string()));
+    found
+}
+
+fn lab_leftovers(pid: u32) -> Vec<String> {
     let tag = format!(".syncbench-lab-{pid}-");
     let mut found: Vec<String> = std::fs::read_to_string("/proc/mounts")
         .unwrap_or_default()

@@ -232,46 +232,8 @@ pub mod on_the_lab {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> (Output, Vec<serde_json::Value>, Vec<String>) {
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("cells.json");
-        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
-            .args(["powercut", "db", "--db", db])
-            .args(args)
-            .args(["--json", json.to_str().unwrap()])
-            .envs(env.iter().copied())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let out = child.wait_with_output().unwrap();
-        let cells = std::fs::read_to_string(&json)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .map(|doc| doc["cells"].as_array().cloned().unwrap_or_default())
-            .unwrap_or_default();
-        let (lab, private) = (format!(".syncbench-lab-{pid}-"), format!(".syncbench-{db}-{pid}-"));
-        let mut left: Vec<String> = std::fs::read_to_string("/proc/mounts")
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.contains(&lab))
-            .map(|l| format!("mount: {l}"))
-            .collect();
-        let losetup = std::process::Command::new("losetup").arg("-a").output().unwrap();
-        left.extend(
-            String::from_utf8_lossy(&losetup.stdout).lines().filter(|l| l.contains(&lab)).map(|l| format!("loop: {l}")),
-        );
-        left.extend(
-            syncbench::proof::powercut::db::mariadb::supervise::processes_mentioning(&lab)
-                .iter()
-                .map(|p| format!("process {p}")),
-        );
-        let tmp = std::fs::read_dir(std::env::temp_dir()).unwrap().flatten();
-        left.extend(
-            tmp.filter(|e| e.file_name().to_string_lossy().starts_with(&private))
-                .map(|e| format!("{}", e.path().display())),
-        );
-        (out, cells, left)
+        let argv: Vec<&str> = ["db", "--db", db].iter().chain(args).copied().collect();
+        crate::powercut_db::run(&argv, env)
     }
 
     fn text(out: &Output) -> String {
