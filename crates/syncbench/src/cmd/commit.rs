@@ -89,9 +89,9 @@ pub fn main(args: Args) -> Outcome {
     let _lock = crate::observe::disturbance::DirLock::take(&plan.dir)?;
     let started_at = crate::core::schema::now_rfc3339();
     let environment = probe::collect(&plan.dir);
-    let root = Created::register(plan.dir.join(unique_name("commit")));
-    std::fs::create_dir(root.path())
-        .map_err(|e| usage(format!("cannot create a directory in {}: {e}", plan.dir.display())))?;
+    let (root, ()) = Created::create(plan.dir.join(unique_name("commit")), |p| {
+        std::fs::create_dir(p).map_err(|e| usage(format!("cannot create a directory in {}: {e}", plan.dir.display())))
+    })?;
     let progress = |i: usize, spec: &PointSpec| {
         if output::stderr_is_terminal() {
             eprintln!("syncbench commit: point {}/{}: {}", i + 1, plan.points.len(), spec.describe());

@@ -196,9 +196,9 @@ fn run(action: Action) -> Outcome {
             let path = std::env::temp_dir().join(crate::core::cleanup::unique_name("lab-mnt"));
             let config = a.disk.plan(path.clone())?;
             let _records = crate::core::registry::record_lab(&path)?;
-            let mount = crate::core::cleanup::Created::register(path);
-            std::fs::create_dir(mount.path())
-                .map_err(|e| usage(format!("cannot create {}: {e}", mount.path().display())))?;
+            let (_mount, ()) = crate::core::cleanup::Created::create(path, |p| {
+                std::fs::create_dir(p).map_err(|e| usage(format!("cannot create {}: {e}", p.display())))
+            })?;
             let status = daemon::run_command(&config, &a.command)?;
             let code =
                 status.code().unwrap_or(128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0));

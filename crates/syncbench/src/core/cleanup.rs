@@ -31,6 +31,22 @@ impl Created {
         Created { path, _record: record.flatten() }
     }
 
+    /// Register `path` and create it with `make` (which must create it exclusively), as one step the
+    /// signal handler cannot cut in two: a path registered before it exists, and removed by the handler
+    /// before `make` ran, would otherwise be made after the handler's sweep and left behind (a watch
+    /// killed with SIGTERM between two intervals once left a `.syncbench-fallocate-*` file so). Once a
+    /// signal is being handled no new path is made: the calling thread waits for the handler's exit.
+    pub fn create<T, E>(path: PathBuf, make: impl FnOnce(&Path) -> Result<T, E>) -> Result<(Created, T), E> {
+        let creating = creating();
+        if interrupted() {
+            drop(creating); // the handler takes it for its sweep
+            stop_if_interrupted();
+        }
+        let created = Created::register(path);
+        let made = make(&created.path)?;
+        Ok((created, made))
+    }
+
     /// The registered path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -46,6 +62,14 @@ impl Drop for Created {
 
 fn lock() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     REGISTERED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Held while a path is registered and made ([`Created::create`]), and by the signal handler from its
+/// sweep to the exit: a path is either made before the sweep (and removed by it) or never.
+static CREATING: Mutex<()> = Mutex::new(());
+
+fn creating() -> std::sync::MutexGuard<'static, ()> {
+    CREATING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn remove_path(path: &Path) {
@@ -139,6 +163,8 @@ pub fn install_signal_handlers(exit: fn(i32) -> !) {
                 unsafe { libc::_exit(code) }
             });
             run_exit_hooks();
+            // Held until the exit: a path being made now is finished first and swept; none is made after.
+            let _no_more = creating();
             remove_registered();
             say_if_it_fits(b"syncbench: interrupted; removed temporary files\n");
             exit(code);
@@ -201,5 +227,35 @@ mod tests {
         }
         assert!(!f.exists() && !d.exists());
         assert!(!registered().contains(&f));
+    }
+
+    /// The signal handler's sweep waits for a path being made (it takes `CREATING`): a path is never
+    /// made after the sweep, where nothing would remove it.
+    #[test]
+    fn a_path_being_made_holds_off_the_sweep_until_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(unique_name("made"));
+        let (entered_tx, entered) = std::sync::mpsc::channel();
+        let (go, go_rx) = std::sync::mpsc::channel::<()>();
+        let maker = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let (created, ()) = Created::create(path, |p| {
+                    entered_tx.send(()).unwrap();
+                    go_rx.recv().unwrap();
+                    std::fs::write(p, b"x")
+                })
+                .unwrap();
+                created
+            })
+        };
+        entered.recv().unwrap();
+        assert!(CREATING.try_lock().is_err(), "the sweep could run while the path is being made");
+        go.send(()).unwrap();
+        let created = maker.join().unwrap();
+        let _sweep = creating(); // what the handler takes: free once the path exists
+        assert!(path.exists() && registered().contains(&path));
+        drop(created);
+        assert!(!path.exists());
     }
 }

@@ -106,8 +106,7 @@ impl BackgroundWriter {
     /// Create the file in `dir` and start writing at `rate`.
     pub fn start(dir: &Path, rate: Rate) -> io::Result<BackgroundWriter> {
         let path = dir.join(unique_name("background"));
-        let created = Created::register(path.clone());
-        let fd = syncbench_sys::create_new(&path, OpenFlags::BUFFERED)?;
+        let (created, fd) = Created::create(path, |p| syncbench_sys::create_new(p, OpenFlags::BUFFERED))?;
         BackgroundWriter::start_on(fd, created, rate)
     }
 

@@ -287,8 +287,8 @@ impl DirLock {
     pub fn acquire(dir: &Path) -> anyhow::Result<DirLock> {
         let me = std::process::id();
         let path = dir.join(crate::core::cleanup::unique_name("lock"));
-        let created = Created::register(path.clone());
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
+        let (created, file) =
+            Created::create(path.clone(), |p| std::fs::OpenOptions::new().write(true).create_new(true).open(p))?;
         if !syncbench_sys::try_flock(&file, true)? {
             anyhow::bail!("locking {}: held by another process", path.display());
         }

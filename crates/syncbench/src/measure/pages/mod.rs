@@ -547,8 +547,9 @@ fn stats_delta(before: &StoreStats, after: &StoreStats) -> StoreStats {
 /// the new directory's name is durable (the store inside it must survive a power cut to be recovered).
 fn own_dir(parent: &Path, what: &str) -> anyhow::Result<Created> {
     let path = parent.join(unique_name(what));
-    let guard = Created::register(path.clone());
-    std::fs::create_dir(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    let (guard, ()) = Created::create(path.clone(), |p| {
+        std::fs::create_dir(p).with_context(|| format!("cannot create {}", p.display()))
+    })?;
     RealStorage
         .sync_dir(parent)
         .with_context(|| format!("cannot fsync {} after creating {}", parent.display(), path.display()))?;

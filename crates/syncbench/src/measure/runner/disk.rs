@@ -37,8 +37,7 @@ impl PreparedDir {
     pub fn prepare(dir: &Path, file_size_bytes: u64, fs_type: &str) -> io::Result<PreparedDir> {
         let path = dir.join(unique_name("run"));
         // Registered (and recorded for a later syncbench) before it exists: a SIGKILL in between leaves nothing unrecorded.
-        let overwrite = Created::register(path.clone());
-        let fd = syncbench_sys::create_new(&path, OpenFlags::BUFFERED)?;
+        let (overwrite, fd) = Created::create(path.clone(), |p| syncbench_sys::create_new(p, OpenFlags::BUFFERED))?;
         // 8 KiB writes, as pg_test_fsync and PostgreSQL's WAL zero-fill do: the page cache keeps the folio size
         // a file was written with, and on kernels with large folios (ext4 since 6.x) every later 8 KiB
         // write+fdatasync into a file written in 1 MiB chunks measured 10-20% slower (docs/benchmarks.md).
@@ -142,8 +141,9 @@ impl CaseFile<'_> {
             return Ok(CaseFile::Shared(dir.overwrite_path()));
         }
         let path = dir.dir.join(unique_name(case.file_state.name()));
-        let guard = Created::register(path.clone());
-        let fd = syncbench_sys::create_new(&path, OpenFlags::BUFFERED).map_err(|e| failed("creating the file", &e))?;
+        let (guard, fd) = Created::create(path, |p| {
+            syncbench_sys::create_new(p, OpenFlags::BUFFERED).map_err(|e| failed("creating the file", &e))
+        })?;
         if case.file_state == FileState::Fallocate {
             syncbench_sys::fallocate(&fd, 0, dir.file_size_bytes).map_err(|e| match is_refusal(&e) {
                 true => CaseFailure::Unsupported(format!("{}: {} does not support fallocate", errno(&e), dir.fs_label)),

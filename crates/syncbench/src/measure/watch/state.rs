@@ -191,17 +191,17 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp: PathBuf = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let guard = crate::core::cleanup::Created::register(tmp.clone());
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+    let write = || -> std::io::Result<crate::core::cleanup::Created> {
+        let (guard, mut file) = crate::core::cleanup::Created::create(tmp.clone(), |p| {
+            std::fs::OpenOptions::new().write(true).create_new(true).open(p)
+        })?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(guard) // dropped after the rename, it removes nothing: the name is gone
     };
-    let result = write();
-    drop(guard); // after a rename it removes nothing: the name is gone
-    result.map_err(|e| anyhow::anyhow!("writing {}: {}", path.display(), crate::core::workdir::reason(&e)))
+    write().map(drop).map_err(|e| anyhow::anyhow!("writing {}: {}", path.display(), crate::core::workdir::reason(&e)))
 }
 
 /// Refuse a textfile destination that exists and holds anything but `syncbench_` samples (someone

@@ -63,9 +63,11 @@ pub fn dir_facts(dir: &std::path::Path) -> DirFacts {
 }
 
 fn statx_of_new_file(dir: &std::path::Path) -> Result<syncbench_sys::StatxIo, String> {
-    let created = crate::core::cleanup::Created::register(dir.join(crate::core::cleanup::unique_name("probe")));
-    let fd = syncbench_sys::create_new(created.path(), syncbench_sys::OpenFlags::BUFFERED)
-        .map_err(|e| format!("statx skipped: cannot create a file in {}: {e}", dir.display()))?;
+    let path = dir.join(crate::core::cleanup::unique_name("probe"));
+    let (_created, fd) = crate::core::cleanup::Created::create(path, |p| {
+        syncbench_sys::create_new(p, syncbench_sys::OpenFlags::BUFFERED)
+            .map_err(|e| format!("statx skipped: cannot create a file in {}: {e}", dir.display()))
+    })?;
     syncbench_sys::statx_io(&fd).map_err(|e| format!("statx: {e}"))
 }
 

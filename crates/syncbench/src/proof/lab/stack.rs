@@ -279,8 +279,9 @@ impl Stack {
     /// Build the whole stack: image, FUSE server, loop device, mkfs, mount.
     pub fn build(config: StackConfig) -> anyhow::Result<Stack> {
         let workdir = config.work_parent.join(cleanup::unique_name(config.label));
-        let guard = Created::register(workdir.clone());
-        std::fs::create_dir(&workdir).with_context(|| format!("cannot create {}", workdir.display()))?;
+        let (guard, ()) = Created::create(workdir.clone(), |p| {
+            std::fs::create_dir(p).with_context(|| format!("cannot create {}", p.display()))
+        })?;
         let backing_path = workdir.join("image.img");
         let backing = syncbench_sys::create_new(&backing_path, syncbench_sys::OpenFlags::BUFFERED)
             .context("creating the image file")?;

@@ -344,8 +344,8 @@ fn make_private_dir(owner: Owner) -> anyhow::Result<Created> {
     let name =
         format!("{}pg-{}-{}", crate::core::cleanup::PREFIX, std::process::id(), N.fetch_add(1, Ordering::Relaxed));
     let path = std::env::temp_dir().join(name);
-    let created = Created::register(path.clone());
-    std::fs::create_dir(&path).with_context(|| format!("creating {}", path.display()))?;
+    let (created, ()) =
+        Created::create(path.clone(), |p| std::fs::create_dir(p).with_context(|| format!("creating {}", p.display())))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
     owner.chown(&path)?;
     Ok(created)

@@ -29,8 +29,9 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
 /// when dropped (and after a SIGKILL of syncbench, by the next one: it is in the registry).
 pub fn private_dir(what: &str) -> anyhow::Result<crate::core::cleanup::Created> {
     let path = std::env::temp_dir().join(crate::core::cleanup::unique_name(what));
-    let guard = crate::core::cleanup::Created::register(path.clone());
-    std::fs::create_dir(&path).with_context(|| format!("creating {}", path.display()))?;
+    let (guard, ()) = crate::core::cleanup::Created::create(path, |p| {
+        std::fs::create_dir(p).with_context(|| format!("creating {}", p.display()))
+    })?;
     Ok(guard)
 }
 
