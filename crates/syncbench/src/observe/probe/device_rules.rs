@@ -101,7 +101,7 @@ pub fn durable_commits_without_flush(results: &[CaseResult]) -> Vec<Verdict> {
 /// write, not whether what answers keeps the data. A spinning class only when it is a fact (a lab profile,
 /// a disk that says so and is not virtio, whose "rotational" is a default).
 pub fn flush_faster_than_device(env: &Environment, results: &[CaseResult]) -> Vec<Verdict> {
-    let spins = crate::observe::probe::rules::spins(env);
+    let spins = crate::observe::probe::disks::spins(env);
     let floor_ns = if spins { PLATTER_FLUSH_NS_MIN } else { ANY_FLUSH_NS_MIN };
     let fastest = results
         .iter()

@@ -6,6 +6,7 @@
 
 pub mod block;
 pub mod device_rules;
+pub mod disks;
 mod export;
 pub mod fs_type;
 pub mod mountinfo;

@@ -1,8 +1,9 @@
 //! The verdict rules: pure functions of (environment, measurements), each returning at most a few
 //! verdicts with what to do next. Every rule has a test that it fires and one that it stays silent.
 
+use super::disks::{all_disks_rotational, disks, rotational_is_a_default};
 use super::fs_type;
-use crate::core::environment::{Device, DeviceKind, Environment, Transport};
+use crate::core::environment::{Device, DeviceKind, Environment};
 use crate::core::method::SyncMethod;
 use crate::core::schema::CaseResult;
 use crate::core::verdict::{Severity, Verdict, VerdictCode};
@@ -73,28 +74,6 @@ fn one_verdict_per_fact(found: &mut Vec<Verdict>) {
 
 fn verdict(severity: Severity, code: VerdictCode, message: String, advice: String) -> Vec<Verdict> {
     vec![Verdict::new(severity, code, message, advice)]
-}
-
-/// Physical disks in the chain (partitions, loop, dm and md devices are layers above them).
-fn disks(env: &Environment) -> impl Iterator<Item = &Device> {
-    env.devices.iter().filter(|d| d.kind == DeviceKind::Disk)
-}
-
-/// Whether a disk's "rotational" is a default rather than a fact: virtio-blk does not learn what the host
-/// stores the disk on, and the kernel marks every disk rotational unless its driver says otherwise.
-pub fn rotational_is_a_default(d: &Device) -> bool {
-    d.transport == Some(Transport::Virtio)
-}
-
-/// Whether every physical disk under DIR says it spins, as a fact (and there is at least one).
-fn all_disks_rotational(env: &Environment) -> bool {
-    disks(env).count() > 0 && disks(env).all(|d| d.rotational == Some(true) && !rotational_is_a_default(d))
-}
-
-/// Whether DIR is known to be on a spinning disk: every physical disk says so as a fact, or a lab disk's
-/// profile spins (its loop device says nothing about it).
-pub fn spins(env: &Environment) -> bool {
-    all_disks_rotational(env) || env.emulated_disk.as_ref().is_some_and(|e| e.rotational)
 }
 
 /// Successful fdatasync/fsync measurements.

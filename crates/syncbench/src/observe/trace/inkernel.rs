@@ -35,8 +35,8 @@
 //! entry and an exit, or the scheduler event: `syncbench_sys::kevents::KernelEvent`), so
 //! `attach::Attacher` aggregates both the same way.
 
-use super::attach::{ENTRY_ONLY, OPENS, PLAIN_WRITES, TIMED, syscall_event};
 use super::follow::{self, Follow, Selection};
+use super::syscall_events::{ENTRY_ONLY, OPENS, PLAIN_WRITES, TIMED, syscall_event};
 use std::io;
 use syncbench_sys::bpf::{Alu, Asm, Cond, Map, MapType, Reg, Size, helper};
 use syncbench_sys::kevents::{self, KernelEvent, Session, Task, Wake, step};

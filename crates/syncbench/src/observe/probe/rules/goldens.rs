@@ -3,6 +3,7 @@
 //! lab `nvme-consumer` disk (Samsung 960 PRO, 1.4 ms flush) measured at a median 1.7 ms per commit; tmpfs.
 
 use super::*;
+use crate::core::environment::Transport;
 use crate::core::schema::LatencyNs;
 use crate::core::schema::device::DeviceAccounting;
 use crate::core::schema::device::DeviceReport;
