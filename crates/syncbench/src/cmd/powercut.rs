@@ -2,10 +2,12 @@
 //! witness (`write`, `listen`, `verify`), and on lab disks automatically (`lab`).
 
 mod db;
+mod exports;
 use crate::core::exit::{Outcome, usage};
 use crate::core::method::SyncMethod;
 use crate::proof::powercut::{acks, listen, render, verify, writer};
 pub use db::{DbArgs, RunArgs};
+pub use exports::TableExports;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -100,12 +102,9 @@ pub struct LabArgs {
     /// Seed of the cut moments and of what each cut keeps.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Write every cut as JSON to FILE (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the table as Markdown to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
+    /// Where the table goes besides the screen.
+    #[command(flatten)]
+    pub exports: TableExports,
 }
 
 /// Run the command.
@@ -219,32 +218,13 @@ fn lab(_a: LabArgs) -> Outcome {
 #[cfg(feature = "fuse")]
 fn lab(a: LabArgs) -> Outcome {
     use crate::proof::powercut::lab;
-    let profiles = a
-        .profile
-        .iter()
-        .map(|p| crate::proof::lab::profile::by_name(p).map_err(usage))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let methods = a.method.clone();
-    if a.cuts == 0 {
-        return Err(usage("--cuts must be at least 1"));
-    }
-    let missing = crate::proof::lab::prereq::missing_for_command();
-    if !missing.is_empty() {
-        return Err(usage(format!("powercut lab cannot run: missing {}", missing.join("; "))));
-    }
-    let plan = lab::LabPlan { profiles, fss: a.fs.clone(), methods, cuts: a.cuts, seed: a.seed };
+    let profiles = db::lab_inputs(&a.profile, &a.fs, a.cuts, "powercut lab")?;
+    let plan = lab::LabPlan { profiles, fss: a.fs.clone(), methods: a.method.clone(), cuts: a.cuts, seed: a.seed };
     let cells = lab::run(&plan, |cell, cut| eprintln!("{}", render::lab_progress(cell, cut)))?;
-    if a.json.as_deref() != Some(Path::new("-")) {
-        print!("{}", render::lab_table(&cells));
-    }
-    if let Some(dest) = &a.json {
-        crate::core::output::write_to(
-            dest,
-            &(serde_json::to_string_pretty(&serde_json::json!({ "seed": a.seed, "cells": cells }))? + "\n"),
-        )?;
-    }
-    if let Some(dest) = &a.markdown {
-        crate::core::output::write_to(dest, &render::lab_markdown(&cells))?;
-    }
+    a.exports.write(
+        &render::lab_table(&cells),
+        || Ok(serde_json::to_string_pretty(&serde_json::json!({ "seed": a.seed, "cells": cells }))? + "\n"),
+        || render::lab_markdown(&cells),
+    )?;
     Ok(if cells.iter().any(lab::Cell::unexpected_loss) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

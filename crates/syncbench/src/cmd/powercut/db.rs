@@ -2,7 +2,6 @@
 //! the campaign, and the table and exports, printed marked partial if Ctrl-C or SIGTERM stops it.
 
 use crate::core::exit::{Outcome, usage};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Flags of `powercut db`.
@@ -43,12 +42,9 @@ pub struct DbArgs {
     /// as unaimed.
     #[arg(long, value_enum, value_name = "AT")]
     pub aim: Option<crate::proof::powercut::db::aim::AimAt>,
-    /// Write every cell and cut as JSON to FILE (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the table as Markdown to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
+    /// Where the table goes besides the screen.
+    #[command(flatten)]
+    pub exports: super::TableExports,
 }
 
 /// Flags of `powercut run`.
@@ -88,12 +84,9 @@ pub struct RunArgs {
     /// (one a line) on stdin, exits non-zero on a loss (`lost KEY` lines on stdout are counted).
     #[arg(long, value_name = "CMD")]
     pub verify: String,
-    /// Write every cell and cut as JSON to FILE (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the table as Markdown to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
+    /// Where the table goes besides the screen.
+    #[command(flatten)]
+    pub exports: super::TableExports,
 }
 
 #[cfg(not(feature = "fuse"))]
@@ -115,8 +108,7 @@ pub fn run(_a: RunArgs) -> Outcome {
 #[derive(Clone)]
 struct Exports {
     seed: u64,
-    json: Option<PathBuf>,
-    markdown: Option<PathBuf>,
+    to: super::TableExports,
 }
 
 #[cfg(feature = "fuse")]
@@ -124,22 +116,17 @@ impl Exports {
     /// Print the table (unless the JSON goes to stdout) and write the exports.
     fn write(&self, cells: &[crate::proof::powercut::db::cell::DbCell], partial: bool) -> anyhow::Result<()> {
         use crate::proof::powercut::db::render;
-        if self.json.as_deref() != Some(std::path::Path::new("-")) {
-            print!("{}", render::table(cells, partial));
-        }
-        if let Some(dest) = &self.json {
-            crate::core::output::write_to(dest, &render::json(self.seed, cells, partial)?)?;
-        }
-        if let Some(dest) = &self.markdown {
-            crate::core::output::write_to(dest, &render::markdown(cells, partial))?;
-        }
-        Ok(())
+        self.to.write(
+            &render::table(cells, partial),
+            || Ok(render::json(self.seed, cells, partial)?),
+            || render::markdown(cells, partial),
+        )
     }
 }
 
 /// Profiles by name, and the lab's prerequisites for these file systems; each refusal one line.
 #[cfg(feature = "fuse")]
-fn lab_inputs(
+pub(super) fn lab_inputs(
     profiles: &[String],
     fss: &[crate::proof::lab::profile::LabFs],
     cuts: u32,
@@ -211,7 +198,7 @@ pub fn db(a: DbArgs) -> Outcome {
         untorn_bytes: a.untorn_bytes,
         aim: a.aim,
     };
-    let exports = Exports { seed: a.seed, json: a.json.clone(), markdown: a.markdown.clone() };
+    let exports = Exports { seed: a.seed, to: a.exports.clone() };
     report_campaign(exports, |store| {
         campaign::run(&plan, store, |cell, cut| eprintln!("{}", render::progress(cell, cut))).map(drop)
     })
@@ -240,7 +227,7 @@ pub fn run(a: RunArgs) -> Outcome {
         untorn_bytes: a.untorn_bytes,
         aim_bytes: a.aim.map(|_| a.page),
     };
-    let exports = Exports { seed: a.seed, json: a.json.clone(), markdown: a.markdown.clone() };
+    let exports = Exports { seed: a.seed, to: a.exports.clone() };
     report_campaign(exports, |store| {
         command::run(&plan, store, |cell, cut| eprintln!("{}", render::progress(cell, cut))).map(drop)
     })
