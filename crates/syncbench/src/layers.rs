@@ -1,7 +1,7 @@
 //! The layer rule of this crate (ARCHITECTURE.md), checked over the source text: every `crate::` path,
 //! grouped `use crate::{..}` tree and `super::` path that climbs out of its module is mapped to the
 //! (layer, module) it names, and a module may only use modules of its own layer or of a lower one, with
-//! no cycle between modules. The test reads the files, so a new `use` is checked the moment it is written.
+//! no cycle between modules, nor between the files of one module. The test reads the files, so a new `use` is checked the moment it is written.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -52,6 +52,7 @@ pub fn check(files: &[(String, String)]) -> Findings {
     problems.extend(upward_uses(&edges));
     let graph = graph_of(&edges);
     problems.extend(cycles(&graph, &edges));
+    problems.extend(file_cycles(files, &declared));
     let longest_path = if problems.is_empty() { longest_path(&graph) } else { Vec::new() };
     Findings { problems, longest_path }
 }
@@ -163,6 +164,30 @@ fn cycles(graph: &Graph, edges: &[Edge]) -> Vec<String> {
         problems.push(format!("import cycle: {}", steps.join(", ")));
     }
     problems
+}
+
+/// Files of one module that use each other, directly or round a ring (`probe/rules.rs` and
+/// `probe/device_rules.rs` once did): one job split in two, or a shared part that wants a file of its
+/// own. A file may use its ancestors (a `mod.rs` is its children's interface), so a path into a parent
+/// is no edge; uses between modules are [`cycles`]' business.
+fn file_cycles(files: &[(String, String)], declared: &BTreeMap<String, Vec<String>>) -> Vec<String> {
+    let module_of = |path: &String| declared.get(path).cloned().or_else(|| module_of_file(path));
+    let known: BTreeSet<Vec<String>> = files.iter().filter_map(|(path, _)| module_of(path)).collect();
+    let file_unit = |m: &[String]| (m[0].clone(), m[1..].join("::"));
+    let mut edges = Vec::new();
+    for (path, text) in files {
+        let Some(module) = module_of(path).filter(|m| m.len() > 1) else { continue };
+        for (line, target) in paths_in(&module, text, path == "main.rs") {
+            let Some(to) = (2..=target.len()).rev().map(|n| &target[..n]).find(|p| known.contains(*p)) else {
+                continue;
+            };
+            if module.starts_with(to) || unit_of(to) != unit_of(&module) {
+                continue;
+            }
+            edges.push(Edge { from: file_unit(&module), to: file_unit(to), at: format!("{path}:{line}") });
+        }
+    }
+    cycles(&graph_of(&edges), &edges)
 }
 
 /// The shortest way from `start` back to itself, as the list of modules (first = last = `start`).

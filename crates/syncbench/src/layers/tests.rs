@@ -123,3 +123,24 @@ fn the_longest_path_runs_from_cmd_to_core() {
     let path: Vec<String> = findings.longest_path.iter().map(name).collect();
     assert_eq!(path, ["cmd::run", "present::summary", "measure::runner", "core::schema"]);
 }
+
+#[test]
+fn files_of_one_module_that_use_each_other_are_a_cycle_but_a_use_of_a_parent_is_not() {
+    let files = fixture(&[
+        ("observe/probe/mod.rs", "pub mod rules;\npub mod device_rules;\nuse rules::all;\n"),
+        ("observe/probe/rules.rs", "use super::Environment;\nfn f() { crate::observe::probe::device_rules::all(); }\n"),
+        ("observe/probe/device_rules.rs", "\nuse super::rules::spins;\n"),
+        ("observe/trace/attach.rs", "use super::inkernel::InKernel;\n"),
+        ("observe/trace/inkernel.rs", "use crate::observe::trace::{attach::TIMED, Follow};\n"),
+    ]);
+    let problems = check(&files).problems;
+    assert_eq!(
+        problems,
+        [
+            "import cycle: observe::probe::device_rules -> observe::probe::rules (observe/probe/device_rules.rs:2), \
+             observe::probe::rules -> observe::probe::device_rules (observe/probe/rules.rs:2)",
+            "import cycle: observe::trace::attach -> observe::trace::inkernel (observe/trace/attach.rs:1), \
+             observe::trace::inkernel -> observe::trace::attach (observe/trace/inkernel.rs:1)",
+        ]
+    );
+}
