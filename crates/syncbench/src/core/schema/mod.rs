@@ -200,7 +200,8 @@ pub struct CaseResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ops_per_s_high: Option<f64>,
     /// Disturbed in too many rounds to leave them out: `ops_per_s` is what a disturbed disk gave, and a
-    /// disturbance only slows syncs, so it bounds the undisturbed rate from below (`≥ ops_per_s_low`).
+    /// disturbance only slows syncs, so it bounds the undisturbed rate from below (printed `≥ ops_per_s`);
+    /// `ops_per_s_low` is where a re-run, disturbed again, may land (what comparisons use).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lower_bound: bool,
     /// What the timed commits made each block device under the directory do (real runs on a block device).

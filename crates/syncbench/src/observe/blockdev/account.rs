@@ -359,14 +359,21 @@ fn shortfall(device: &DeviceReport, q: &super::requests::RequestReport) -> Optio
     })
 }
 
+/// `vda served requests that were not the commits' (12 KiB written, 3 flushes beyond them): …`: only
+/// what there was, each in a unit it reads in (a few KiB are not "0.0 MiB").
 fn foreign_sentence(name: &str, f: &Foreign) -> String {
-    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    use crate::core::units::format_bytes;
+    let parts: Vec<String> = [
+        (f.write_bytes > 0).then(|| format!("{} written", format_bytes(f.write_bytes as f64))),
+        (f.read_bytes > 0).then(|| format!("{} read", format_bytes(f.read_bytes as f64))),
+        (f.flushes > 0).then(|| format!("{} flush{}", f.flushes, if f.flushes == 1 { "" } else { "es" })),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     format!(
-        "{name} served requests that were not the commits' ({:.1} MiB written, {:.1} MiB read, {} flushes beyond them): \
-         the counts include them",
-        mib(f.write_bytes),
-        mib(f.read_bytes),
-        f.flushes
+        "{name} served requests that were not the commits' ({} beyond them): the counts include them",
+        parts.join(", ")
     )
 }
 
@@ -445,6 +452,17 @@ fn lab_counts(mount: &Path) -> Option<EmulatedCounts> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn foreign_io_is_said_in_units_it_reads_in_and_only_what_there_was() {
+        let few = Foreign { write_bytes: 12 * 1024, read_bytes: 0, flushes: 1 };
+        assert_eq!(
+            foreign_sentence("vda", &few),
+            "vda served requests that were not the commits' (12 KiB written, 1 flush beyond them): the counts include them"
+        );
+        let many = Foreign { write_bytes: 0, read_bytes: 17_300_000, flushes: 3 };
+        assert!(foreign_sentence("vda", &many).contains("(16.5 MiB read, 3 flushes beyond them)"));
+    }
 
     #[test]
     fn rounds_add_up_and_foreign_io_is_kept() {
