@@ -105,15 +105,14 @@ pub fn honoured_answer(results: &[&CaseResult]) -> String {
         return "cannot tell: no other durable case was measured to compare with".to_string();
     };
     let us = |ns: f64| format!("{:.0} µs", ns / 1000.0);
-    let mean = after.latency_ns.mean;
-    let (low, high) = (mean * (1.0 - after.ci95_rel).max(0.0), mean * (1.0 + after.ci95_rel));
+    // The interval is a rate's, multiplicative: the mean time divided or multiplied by the same factor.
+    let time = crate::core::stats::Estimate::from_rel(after.latency_ns.mean, after.ci95_rel);
+    let (low, high) = (time.low, time.high);
     let half = floor.latency_ns.mean / 2.0;
     let facts = format!(
-        "fsync on a descriptor that did not write took {} (95% interval {}–{}); the fastest durable commit \
+        "fsync on a descriptor that did not write took {}; the fastest durable commit \
          of one {} write in this run took {} ({} in ({}))",
-        us(mean),
-        us(low),
-        us(high),
+        time.text(|ns| format!("{:.0}", ns / 1000.0), " µs", "95% interval"),
         crate::core::suite::format_size(after.write_size_bytes),
         us(floor.latency_ns.mean),
         floor.label.trim(),
@@ -334,7 +333,7 @@ mod tests {
             answer_of(&results)
         };
         let yes = with(600_000.0, 575_000.0, 0.3);
-        assert!(yes.starts_with("→ yes:") && yes.contains("took 575 µs (95% interval 402 µs–748 µs)"), "{yes}");
+        assert!(yes.starts_with("→ yes:") && yes.contains("took 575 µs ±30%;"), "{yes}");
         assert!(yes.contains("in this run took 200 µs (fdatasync in (a))"), "{yes}");
         // A slow moment during the reference case (5.6 ms, then 0.57 ms: seen on this machine) is no "no".
         assert!(with(5_572_000.0, 575_000.0, 0.3).starts_with("→ yes:"));
@@ -342,6 +341,9 @@ mod tests {
         assert!(no.starts_with("→ NO:") && no.contains("took 12 µs"), "{no}");
         let unclear = with(600_000.0, 90_000.0, 0.3);
         assert!(unclear.starts_with("→ cannot tell from this run"), "{unclear}");
+        // A wide interval reads as a factor, never as "0 µs–10547224 µs".
+        let wide = with(600_000.0, 130_000.0, 80_000.0);
+        assert!(wide.contains("took 130 µs, 95% interval ×/÷ >1,000;"), "{wide}");
         // With (d) alone, the floor is one case: too little to say no.
         let alone = answer_of(&[
             close_case("write, fsync, close", 600_000.0, 0.1),
