@@ -364,14 +364,6 @@ pub fn rate_text(r: &Rate) -> String {
     r.estimate().text(|x| per_s(x).trim_end_matches("/s").to_string(), "/s", "re-run")
 }
 
-/// One case's commits/s with its interval, as [`rate_text`] (and `run`'s answer) print it.
-pub fn case_rate_text(c: &CaseResult) -> String {
-    if c.lower_bound {
-        return format!("≥ {} (disturbed)", per_s(c.estimate().low));
-    }
-    c.estimate().text(|x| per_s(x).trim_end_matches("/s").to_string(), "/s", "re-run")
-}
-
 /// "a is 12% faster than b (5200/s ±3.0% vs 4600/s ±4.0%)", "within 1%", or when [`decide`] cannot tell
 /// them apart, "a and b: undecided, their 95% intervals overlap (…)": no winner from noise.
 pub fn compare(a: &Rate, b: &Rate) -> String {

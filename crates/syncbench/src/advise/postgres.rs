@@ -331,11 +331,7 @@ fn wal_init_zero_reason(over_append: Option<(&CaseResult, &CaseResult)>) -> Stri
     let Some((o, a)) = over_append else {
         return format!("{what}. Not measured here (no overwrite and append cases, section g); {reserve}.");
     };
-    let numbers = format!(
-        "fdatasync of an overwrite did {}, of an append {}",
-        super::facts::case_rate_text(o),
-        super::facts::case_rate_text(a)
-    );
+    let numbers = format!("fdatasync of an overwrite did {}, of an append {}", o.rate_text(), a.rate_text());
     // The one rule for a winner (intervals apart, stats::decide), and a gain worth a sentence.
     let beyond = |x: &CaseResult, y: &CaseResult| match crate::core::stats::decide(&x.estimate(), &y.estimate()) {
         crate::core::stats::Decision::AFaster(ratio) => ratio > 1.0 + OVERWRITE_GAIN_MIN,

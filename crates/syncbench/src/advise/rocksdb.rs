@@ -115,8 +115,8 @@ fn recycle_gain(f: &Facts<'_>, o: &CaseResult, a: &CaseResult) -> Gain {
         format!(
             "Overwriting measured {gain:.0}% faster than appending ({} vs {}), but the two measurements' 95% \
              intervals overlap: undecided",
-            super::facts::case_rate_text(o),
-            super::facts::case_rate_text(a)
+            o.rate_text(),
+            a.rate_text()
         )
     } else {
         format!(

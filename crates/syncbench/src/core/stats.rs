@@ -365,6 +365,18 @@ impl crate::core::schema::CaseResult {
         };
         if self.lower_bound { estimate.open_upwards() } else { estimate }
     }
+
+    /// The case's commits/s as every answer quotes it: `5030/s ±3.0%`, `893/s, re-run 60–13,000/s`, or
+    /// for a disturbed lower bound `≥ 2100/s (disturbed)`: the rate it measured, which a disturbance only
+    /// lowers, so the disk does at least that — the number the tables show with their `≥`, not the low end
+    /// of where a re-run under other disturbances may land (which comparisons use).
+    pub fn rate_text(&self) -> String {
+        let number = |x: f64| if x >= 100.0 { format!("{x:.0}") } else { format!("{x:.1}") };
+        if self.lower_bound {
+            return format!("≥ {}/s (disturbed)", number(self.ops_per_s));
+        }
+        self.estimate().text(number, "/s", "re-run")
+    }
 }
 
 /// `3.2%` below 10%, `34%` above.

@@ -195,10 +195,10 @@ pub fn fastest_line(results: &[CaseResult], section: Section, how_many: &str) ->
         .filter(|c| !matches!(decide(&best.estimate(), &c.estimate()), Decision::AFaster(_)))
         .collect();
     if tied.is_empty() {
-        return format!("{head} {} {}", best.method, rate_with_interval(best));
+        return format!("{head} {} {}", best.method, best.rate_text());
     }
     let named: Vec<String> =
-        std::iter::once(best).chain(tied).map(|c| format!("{} {}", c.method, rate_with_interval(c))).collect();
+        std::iter::once(best).chain(tied).map(|c| format!("{} {}", c.method, c.rate_text())).collect();
     format!("{head} undecided, the 95% intervals overlap: {}", shorten(&named, 3))
 }
 
@@ -208,19 +208,6 @@ fn shorten(items: &[String], keep: usize) -> String {
     } else {
         format!("{} and {} more", items[..keep].join("; "), items.len() - keep)
     }
-}
-
-/// `5030/s ±3.0%`, `893/s, re-run 60–13,000/s`, or `≥ 3000/s (disturbed)` when the case measured a
-/// disturbed disk: the rate it measured, which a disturbance only lowers, so the disk does at least that —
-/// the number the table beside it shows with its `≥` (and `commit` and `pages` quote), not the low end of
-/// where a re-run under other disturbances may land.
-pub fn rate_with_interval(c: &CaseResult) -> String {
-    let number = |x: f64| if x >= 100.0 { format!("{x:.0}") } else { format!("{x:.1}") };
-    let per_s = |x: f64| format!("{}/s", number(x));
-    if c.lower_bound {
-        return format!("≥ {} (disturbed)", per_s(c.ops_per_s));
-    }
-    c.estimate().text(number, "/s", "re-run")
 }
 
 /// How many cases drifted or were disturbed, and by what.
@@ -441,7 +428,7 @@ mod tests {
         bound.lower_bound = true;
         bound.ops_per_s_low = Some(2100.4);
         // The rate measured (the table's number, which it marks `≥`), not the re-run interval's low end.
-        assert_eq!(rate_with_interval(&bound), "≥ 3000/s (disturbed)");
+        assert_eq!(bound.rate_text(), "≥ 3000/s (disturbed)");
         assert!(
             noise_line(&[bound])
                 .contains("1 of 1 cases disturbed (device I/O not ours), 1 of them only lower bounds (≥)")
