@@ -44,6 +44,29 @@ pub fn advise(f: &Facts<'_>) -> DatabaseAdvice {
     DatabaseAdvice { database: String::new(), version: String::new(), storage_warning: None, settings, caveats, pass }
 }
 
+/// "on an idle disk", or what else reached it while the case ran (then its p99 is at most what an idle disk
+/// would give: a disturbance only slows syncs).
+fn where_measured(c: &CaseResult) -> String {
+    if c.disturbances.is_empty() {
+        return "on an idle disk".to_string();
+    }
+    let written: u64 = c.disturbances.iter().map(|d| d.foreign_write_bytes).sum();
+    let flushes: u64 = c.disturbances.iter().map(|d| d.foreign_flushes).sum();
+    let steal = c.disturbances.iter().filter_map(|d| d.steal_pct).fold(0.0, f64::max);
+    let mut seen = Vec::new();
+    if written > 0 {
+        seen.push(format!("{} written", crate::core::units::format_bytes(written as f64)));
+    }
+    if flushes > 0 {
+        seen.push(format!("{flushes} flushes"));
+    }
+    if steal > 0.0 {
+        seen.push(format!("CPU steal up to {steal:.0}%"));
+    }
+    let seen = if seen.is_empty() { String::new() } else { format!(" ({})", seen.join(", ")) };
+    format!("while other I/O or tenants used the disk or the CPU{seen}, so not on an idle disk")
+}
+
 /// The verdict on the idle p99 and, when the case was also measured under background writes, on that p99
 /// too: etcd's WAL fsyncs share the disk with its backend's commits and other tenants' writes, so a disk
 /// that passes only when idle fails etcd in use.
@@ -55,8 +78,9 @@ fn judge(f: &Facts<'_>, c: &CaseResult) -> (Option<bool>, Vec<Setting>, Vec<Stri
     let pass = worst_p99 < ETCD_P99_LIMIT_NS;
     let verdict = if pass { "passes" } else { "FAILS" };
     let mut reason = format!(
-        "etcd needs the 99th percentile of write + fdatasync of 2300-byte appends below 10 ms; measured on an idle \
-         disk: p99 {} (p50 {}, max {}) over {} syncs in a {} file.",
+        "etcd needs the 99th percentile of write + fdatasync of 2300-byte appends below 10 ms; measured {}: p99 {} \
+         (p50 {}, max {}) over {} syncs in a {} file.",
+        where_measured(c),
         crate::core::units::format_ms_or_us(idle_p99 as f64),
         crate::core::units::format_ms_or_us(c.latency_ns.p50 as f64),
         crate::core::units::format_ms_or_us(c.latency_ns.max as f64),
@@ -148,4 +172,26 @@ fn under_writes(
         w.rate,
         passes(b99)
     )
+}
+
+#[cfg(test)]
+mod where_measured_tests {
+    use super::where_measured;
+    use crate::core::schema::{CaseResult, Disturbance, DisturbanceKind};
+
+    #[test]
+    fn a_disturbed_case_is_not_said_to_be_measured_on_an_idle_disk() {
+        let mut c = CaseResult::default();
+        assert_eq!(where_measured(&c), "on an idle disk");
+        c.disturbances = vec![Disturbance {
+            kind: DisturbanceKind::DeviceIo,
+            foreign_write_bytes: 150 * 1024 * 1024,
+            foreign_flushes: 12,
+            ..Default::default()
+        }];
+        assert_eq!(
+            where_measured(&c),
+            "while other I/O or tenants used the disk or the CPU (150 MiB written, 12 flushes), so not on an idle disk"
+        );
+    }
 }
