@@ -117,6 +117,12 @@ fn write_record(file: &Path, record: &Record) -> anyhow::Result<()> {
     std::fs::rename(&tmp, file).with_context(|| format!("writing {}", file.display()))
 }
 
+/// Write `record` to `file` in place of what it held (cleanup naming the device a dead process's loop record
+/// did not name yet).
+pub fn rewrite_record(file: &Path, record: &Record) -> anyhow::Result<()> {
+    write_record(file, record)
+}
+
 /// Record `object`, which this process just made (or is about to make, for a directory or a lab).
 pub fn record(object: Object) -> anyhow::Result<Recorded> {
     record_in(&root(), object)
@@ -158,8 +164,46 @@ pub fn record_loop(backing_file: &Path) -> anyhow::Result<Recorded> {
 pub fn loop_attached(record: &mut Recorded, device: &str) -> anyhow::Result<()> {
     let Object::Loop { backing_file, .. } = &record.record.object else { anyhow::bail!("not a loop device's record") };
     let diskseq = loop_diskseq(device).with_context(|| format!("reading the disk sequence number of {device}"))?;
+    if let Some(seq) = diskseq {
+        note_loop_attached(device, seq);
+    }
     let object = Object::Loop { backing_file: backing_file.clone(), device: Some(device.to_string()), diskseq };
     record.update(object)
+}
+
+/// In a private registry (`$SYNCBENCH_STATE_DIR` set, as the integration tests do), the loop devices its
+/// processes attached, one `DEVICE DISKSEQ` line each, never deleted: records go when their devices go, so
+/// only this history lets the registry's owner check at the end that every loop attached on its behalf is
+/// gone, whatever its backing file reads by then (`/image` once the FUSE mount under it went). Not kept in
+/// the shared [`ROOT`], where it would only grow.
+pub const LOOP_HISTORY: &str = "loops-attached.log";
+
+/// Append `device` attached with disk sequence number `diskseq` to the [`LOOP_HISTORY`] of a private
+/// registry (nothing in the shared one). Best effort: the record, not this line, is what cleanup uses.
+pub fn note_loop_attached(device: &str, diskseq: u64) {
+    if std::env::var_os(ROOT_ENV).is_some_and(|v| !v.is_empty()) {
+        append_loop_history(&root(), device, diskseq);
+    }
+}
+
+fn append_loop_history(root: &Path, device: &str, diskseq: u64) {
+    use std::io::Write;
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(root.join(LOOP_HISTORY));
+    // One write of one short line to an O_APPEND file: lines of concurrent processes never interleave.
+    if let Err(e) = file.and_then(|mut f| f.write_all(format!("{device} {diskseq}\n").as_bytes())) {
+        eprintln!("syncbench: warning: cannot note {device} in {}: {e}", root.join(LOOP_HISTORY).display());
+    }
+}
+
+/// The loop devices (device, disk sequence number) a private registry's [`LOOP_HISTORY`] lists.
+pub fn loops_attached_in(root: &Path) -> Vec<(String, u64)> {
+    let text = std::fs::read_to_string(root.join(LOOP_HISTORY)).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (device, seq) = l.split_once(' ')?;
+            Some((device.to_string(), seq.trim().parse().ok()?))
+        })
+        .collect()
 }
 
 /// Detach was asked of the loop device `record` names: on a device still open somewhere `losetup -d`

@@ -132,15 +132,17 @@ fn leftovers_in(root: &Path) -> Vec<Leftover> {
         if is_alive(record.pid, record.start_ticks) {
             continue;
         }
-        let lab = match &record.object {
-            Object::Lab { mount } => Some(lab_remains(mount, record.start_ticks)),
-            _ => None,
-        };
-        let leftover = Leftover { file: Some(file.clone()), record, lab };
-        if leftover.still_there() {
-            found.push(leftover);
-        } else {
-            let _ = std::fs::remove_file(&file);
+        for (file, record) in name_loop_devices(&file, record) {
+            let lab = match &record.object {
+                Object::Lab { mount } => Some(lab_remains(mount, record.start_ticks)),
+                _ => None,
+            };
+            let leftover = Leftover { file: Some(file.clone()), record, lab };
+            if leftover.still_there() {
+                found.push(leftover);
+            } else {
+                let _ = std::fs::remove_file(&file);
+            }
         }
     }
     let recorded_labs = fold_mount_dirs_into_labs(&mut found);
@@ -150,6 +152,31 @@ fn leftovers_in(root: &Path) -> Vec<Leftover> {
     }));
     found.sort_by_key(|l| (l.order(), std::cmp::Reverse(l.file.clone())));
     found
+}
+
+/// A dead process's loop record that does not name its device (it died between the attach and the record's
+/// update): each device reading its backing file now gets a record naming it and its disk sequence number,
+/// written before anything is removed. Removing the FUSE mount under it (first, see [`Leftover::order`])
+/// detaches that mount lazily, and from then on the backing file reads `/image`: found by its path only, the
+/// device would read as gone and stay attached, unrecorded, for good.
+fn name_loop_devices(file: &Path, record: Record) -> Vec<(PathBuf, Record)> {
+    let Object::Loop { backing_file, diskseq: None, .. } = &record.object else {
+        return vec![(file.to_path_buf(), record)];
+    };
+    let mut named = Vec::new();
+    for device in loops_on(backing_file) {
+        let Ok(Some(diskseq)) = crate::core::registry::loop_diskseq(&device) else { continue };
+        let object =
+            Object::Loop { backing_file: backing_file.clone(), device: Some(device.clone()), diskseq: Some(diskseq) };
+        let one = Record { object, ..record.clone() };
+        let target =
+            if named.is_empty() { file.to_path_buf() } else { file.with_extension(format!("{}.json", named.len())) };
+        if crate::core::registry::rewrite_record(&target, &one).is_ok() {
+            crate::core::registry::note_loop_attached(&device, diskseq);
+            named.push((target, one));
+        }
+    }
+    if named.is_empty() { vec![(file.to_path_buf(), record)] } else { named }
 }
 
 /// A dead `lab run`'s mount directory goes with its lab (`lab down` removes both, in order): one line.
@@ -251,11 +278,25 @@ pub fn remove_leftovers() -> Vec<Result<String, String>> {
     leftovers().into_iter().map(|l| l.remove()).collect()
 }
 
-/// Remove the leftover lab at `mount` (with its dead command's processes and mount directory), for
-/// `lab down`.
+/// Remove the leftover lab at `mount` (with its dead command's processes and mount directory, and what its
+/// server recorded if the server died: FUSE mount, loop device, file system), for `lab down`.
 pub fn remove_lab_leftovers(mount: &Path) -> Vec<Result<String, String>> {
-    let ours = |l: &Leftover| matches!(&l.record.object, Object::Lab { mount: m } if m == mount);
+    let server = lab_server_pid(mount);
+    let ours = |l: &Leftover| match &l.record.object {
+        Object::Lab { mount: m } => m == mount,
+        _ => server == Some(l.record.pid),
+    };
     leftovers().into_iter().filter(ours).map(|l| l.remove()).collect()
+}
+
+#[cfg(feature = "fuse")]
+fn lab_server_pid(mount: &Path) -> Option<u32> {
+    crate::proof::lab::control::read_state(&crate::proof::lab::control::state_dir(mount)).ok().map(|s| s.pid)
+}
+
+#[cfg(not(feature = "fuse"))]
+fn lab_server_pid(_mount: &Path) -> Option<u32> {
+    None
 }
 
 impl Leftover {

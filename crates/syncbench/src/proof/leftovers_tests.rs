@@ -108,3 +108,46 @@ fn a_process_with_a_pending_sigkill_is_dying_not_a_live_owner() {
     assert!(!super::sigkill_pending(term));
     assert!(!super::sigkill_pending(""));
 }
+
+/// A dead process's loop record that names only its backing file is given the device and its disk sequence
+/// number when first listed: after that the device is found whatever its backing file reads (a lazily
+/// unmounted FUSE image reads `/image`; here the file is renamed), and removed.
+#[test]
+fn a_loop_record_without_its_device_is_named_before_the_backing_file_s_path_changes() {
+    if !syncbench_sys::test_support::is_root_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let image = tmp.path().join("image");
+    std::fs::write(&image, vec![0u8; 1 << 20]).unwrap();
+    let out = std::process::Command::new(crate::proof::lab::prereq::find_program("losetup").unwrap())
+        .args(["--find", "--show"])
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let device = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let seq = crate::core::registry::loop_diskseq(&device).unwrap().expect("a kernel with diskseq");
+    let root = tmp.path().join("registry");
+    let file =
+        plant(&root, "a.json", DEAD_PID, Object::Loop { backing_file: image.clone(), device: None, diskseq: None });
+    let found = leftovers_in(&root);
+    let named = Object::Loop { backing_file: image.clone(), device: Some(device.clone()), diskseq: Some(seq) };
+    let on_disk: Record = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    std::fs::rename(&image, tmp.path().join("moved")).unwrap();
+    let removed = leftovers_in(&root).into_iter().map(Leftover::remove).collect::<Vec<_>>();
+    let still = crate::core::registry::loop_is_attached(&device, seq);
+    if still {
+        let _ = program("losetup", &["-d", &device]);
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].record.object, named);
+    assert_eq!(on_disk.object, named, "the record on disk names the device");
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert!(
+        removed[0].as_ref().is_ok_and(|r| r.starts_with(&format!("removed loop device {device} on "))),
+        "{removed:?}"
+    );
+    assert!(!still, "cleanup detached it");
+    assert!(!file.exists(), "and deleted its record");
+}

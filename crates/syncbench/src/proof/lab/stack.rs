@@ -496,11 +496,10 @@ impl Stack {
             // On a device still in use this only sets autoclear: it detaches when the last user closes it.
             let detached = run("losetup", &["-d", &device]).map(drop);
             // Kept if the device could not be detached, or (autoclear) is not detached yet: then it is still
-            // there to find and remove.
-            if detached.is_ok()
-                && let Some(record) = self.records.loop_device.take()
-            {
-                registry::loop_detach_asked(record);
+            // there to find and remove. Kept past this stack, too: dropping the guard (at the next attach or
+            // at teardown) would delete the record of a device still attached.
+            if let Some(record) = self.records.loop_device.take() {
+                if detached.is_ok() { registry::loop_detach_asked(record) } else { record.keep() }
             }
             warn_on_error("losetup -d", detached);
             active().loop_device = None;
