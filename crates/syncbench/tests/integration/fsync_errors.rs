@@ -106,7 +106,9 @@ mod as_root {
         crate::missing_stack_prerequisite(&["losetup", "mkfs.ext4", "mount", "umount"])
     }
 
-    /// Mounts, loop devices, directories and processes a run with this pid and run tag may have left behind.
+    /// Mounts, loop devices, directories and processes a run with this pid and run tag may have left behind,
+    /// and the loop devices this test's syncbench attached that are still attached, whatever their backing
+    /// files read.
     /// A process of the run that is still exiting gets up to 2 s to go.
     fn leftovers(pid: u32, run_tag: &str) -> Vec<String> {
         let tag = format!(".syncbench-fsync-errors-{pid}-");
@@ -131,6 +133,7 @@ mod as_root {
         );
         found.extend(dirs.into_iter().map(|d| format!("dir: {d}")));
         found.extend(processes.into_iter().map(|p| format!("process: {p}")));
+        found.extend(crate::attached_loops::still_attached());
         found
     }
 
@@ -155,7 +158,7 @@ mod as_root {
         // Twice: the second run must find the machine as clean as the first did.
         for run in 1..=2 {
             let run_tag = new_run_tag("ext4");
-            let child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+            let child = crate::attached_loops::private(&mut Command::new(assert_cmd::cargo::cargo_bin("syncbench")))
                 .args(["fsync-errors", "--fs", "ext4", "--json", "-"])
                 .env(RUN_TAG_VAR, &run_tag)
                 .stdout(std::process::Stdio::piped())
@@ -191,7 +194,7 @@ mod as_root {
         std::fs::set_permissions(&fake_mkfs, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let path = format!("{}:{}", fake_bin.path().display(), std::env::var("PATH").unwrap_or_default());
         let run_tag = new_run_tag("setup-failure");
-        let child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        let child = crate::attached_loops::private(&mut Command::new(assert_cmd::cargo::cargo_bin("syncbench")))
             .args(["fsync-errors", "--fs", "ext4"])
             .env("PATH", path)
             .env(RUN_TAG_VAR, &run_tag)
@@ -216,7 +219,7 @@ mod as_root {
         // A quiet machine runs all five cases in about 0.3 s, so a fixed delay could miss the run: signal as soon
         // as the first case has mounted something, with four more cases still to go.
         let run_tag = new_run_tag("interrupt");
-        let child = Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        let child = crate::attached_loops::private(&mut Command::new(assert_cmd::cargo::cargo_bin("syncbench")))
             .args(["fsync-errors", "--fs", "ext4,ext4-journal,ext4-journal-write,xfs,btrfs"])
             .env(RUN_TAG_VAR, &run_tag)
             .stdout(std::process::Stdio::null())

@@ -67,8 +67,11 @@ mod as_root {
         ])
     }
 
+    /// syncbench with this test's private registry: the loop devices it attaches are noted there.
     fn syncbench() -> Command {
-        Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        let mut command = Command::new(assert_cmd::cargo::cargo_bin("syncbench"));
+        crate::attached_loops::private(&mut command);
+        command
     }
 
     /// Run syncbench to completion; panics with its stderr unless it exits 0.
@@ -87,7 +90,8 @@ mod as_root {
         (dir, mount)
     }
 
-    /// Everything a lab at `mount` (served by `server_pid`, if known) could leave behind.
+    /// Everything a lab at `mount` (served by `server_pid`, if known) could leave behind, and every loop device
+    /// this test's syncbench attached that is still attached, whatever its backing file reads.
     fn leftovers(mount: &Path, server_pid: Option<u32>) -> Vec<String> {
         let deadline = Instant::now() + Duration::from_secs(5);
         while server_pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists()) && Instant::now() < deadline {
@@ -123,16 +127,22 @@ mod as_root {
                 }
             }
         }
+        found.extend(crate::attached_loops::still_attached());
         found
     }
 
-    /// Takes a lab down when a test fails half-way, so one failure does not leave mounts for the next.
+    /// Takes a lab down when a test fails half-way, so one failure does not leave mounts for the next; at the
+    /// end of a test that did not fail, fails it if a loop device its syncbench attached is still attached.
     struct DownOnDrop(PathBuf);
 
     impl Drop for DownOnDrop {
         fn drop(&mut self) {
             if syncbench::proof::lab::control::state_dir(&self.0).exists() {
                 let _ = syncbench().args(["lab", "down"]).arg(&self.0).output();
+            }
+            if !std::thread::panicking() {
+                let left = crate::attached_loops::still_attached();
+                assert!(left.is_empty(), "loop devices left attached: {left:#?}");
             }
         }
     }

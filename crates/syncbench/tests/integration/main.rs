@@ -3,6 +3,7 @@
 //! prerequisite fails the test instead of letting it pass without having run.
 
 mod advise;
+mod attached_loops;
 mod commit;
 mod crashtest;
 mod devacct;

@@ -124,13 +124,18 @@ mod as_root {
         crate::missing_stack_prerequisite(&["losetup", "mkfs.ext4", "mount", "umount"])
     }
 
-    /// `powercut lab` with `args` and `--json`: its exit code, its table, and the cells of the JSON.
+    /// `powercut lab` with `args` and `--json`: its exit code, its table, and the cells of the JSON; fails if a
+    /// loop device it attached is still attached.
     fn lab(args: &[&str]) -> (Option<i32>, String, Vec<serde_json::Value>) {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("cuts.json");
+        let mut command = syncbench();
+        command.env(syncbench::core::registry::ROOT_ENV, crate::attached_loops::registry());
         let out =
-            syncbench().args(["powercut", "lab"]).args(args).args(["--json", json.to_str().unwrap()]).output().unwrap();
+            command.args(["powercut", "lab"]).args(args).args(["--json", json.to_str().unwrap()]).output().unwrap();
         let table = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        let left = crate::attached_loops::still_attached();
+        assert!(left.is_empty(), "loop devices left attached: {left:#?}\n{table}");
         let text = std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("no JSON ({e}): {table}"));
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
         (out.status.code(), table, doc["cells"].as_array().unwrap().clone())

@@ -9,8 +9,11 @@ use crate::skip;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// syncbench with this test's private registry: the loop devices it attaches are noted there.
 fn syncbench() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin("syncbench"));
+    crate::attached_loops::private(&mut command);
+    command
 }
 
 fn missing_prerequisite() -> Option<String> {
@@ -27,9 +30,11 @@ macro_rules! need_root_lab {
 
 /// What a process left that names its lab directory (`.syncbench-lab-<pid>-`): mounts, loop devices and
 /// processes (a sqlite3 or shell on the mount); and any `.syncbench-*-<pid>-*` in TMPDIR (the lab's
-/// directories, a driver's private one with the server's log and socket).
+/// directories, a driver's private one with the server's log and socket); and every loop device this test's
+/// syncbench attached that is still attached, whatever its backing file reads.
 pub(crate) fn leftovers(pid: u32) -> Vec<String> {
     let mut found = lab_leftovers(pid);
+    found.extend(crate::attached_loops::still_attached());
     let ours = |name: &str| name.starts_with(".syncbench-") && name.contains(&format!("-{pid}-"));
     let tmp = std::fs::read_dir(std::env::temp_dir()).unwrap().flatten();
     found.extend(tmp.filter(|e| ours(&e.file_name().to_string_lossy())).map(|e| e.path().display().to_string()));
