@@ -21,6 +21,7 @@ pub mod ftrace;
 pub mod kevents;
 #[cfg(target_os = "linux")]
 pub mod perf;
+pub mod process;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod ptrace;
 #[doc(hidden)]

@@ -278,7 +278,7 @@ fn command_name() -> String {
 /// Field 22 of `/proc/<pid>/stat`: when the process started, in clock ticks after boot.
 pub fn start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+    syncbench_sys::process::stat_field(&stat, 22)?.parse().ok()
 }
 
 #[cfg(test)]

@@ -520,14 +520,10 @@ fn processes_of_lab(mount: &Path, after_ticks: u64) -> Vec<u32> {
     pids
 }
 
-/// Whether `pid` runs (not a zombie, not dying of a SIGKILL) and, if `start_ticks` is not 0, is the process
-/// that started then.
-fn is_alive(pid: u32, start_ticks: u64) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    let Some((_, rest)) = stat.rsplit_once(')') else { return false };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let running = !matches!(fields.first(), None | Some(&"Z") | Some(&"X")) && !killed(pid);
-    running && (start_ticks == 0 || fields.get(19).and_then(|t| t.parse().ok()) == Some(start_ticks))
+/// Whether `pid` runs (see [`syncbench_sys::process::is_running`]: not a zombie), is not dying of a SIGKILL
+/// and, if `start_ticks` is not 0, is the process that started then.
+fn is_alive(pid: u32, ticks: u64) -> bool {
+    syncbench_sys::process::is_running(pid) && !killed(pid) && (ticks == 0 || start_ticks(pid) == Some(ticks))
 }
 
 /// Whether a SIGKILL is pending for `pid`. Such a process is dying, and it may be unable to finish: a

@@ -3,6 +3,7 @@
 //! the fork events seen and, for a process first seen without its fork, from `/proc`.
 
 use std::collections::{HashMap, HashSet};
+use syncbench_sys::process::stat_field;
 use syncbench_sys::ptrace::Pid;
 
 /// What to follow.
@@ -174,35 +175,15 @@ fn parent_of(pid: Pid) -> Option<Pid> {
     stat_field(&stat, 4)?.parse().ok()
 }
 
-/// Field `n` (1-based) of a `/proc/PID/stat` line; the name (field 2) may hold spaces and parentheses.
-pub fn stat_field(stat: &str, n: usize) -> Option<&str> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(n.checked_sub(3)?)
-}
-
-/// Whether process `pid` exists and is not a zombie (a leader that exited before its other threads
-/// is one, but its process runs).
+/// Whether process `pid` runs (see [`syncbench_sys::process::is_running`]: a zombie does not, a zombie
+/// leader whose other threads run does).
 pub fn is_alive(pid: Pid) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    match stat_field(&stat, 3) {
-        Some("X") => false,
-        // A leader that exited first (pthread_exit) is a zombie while its other threads run: the
-        // process is alive while it has more threads than that one (field 20, num_threads).
-        Some("Z") => stat_field(&stat, 20).and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n > 1),
-        _ => true,
-    }
+    u32::try_from(pid).is_ok_and(syncbench_sys::process::is_running)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_fields_survive_odd_names() {
-        let stat = "42 (a) b (c)) S 7 42 42 0";
-        assert_eq!(stat_field(stat, 3), Some("S"));
-        assert_eq!(stat_field(stat, 4), Some("7"));
-    }
 
     #[test]
     fn a_process_the_kernel_followed_is_followed_even_when_gone_from_proc() {

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use syncbench_sys::process::is_running;
 
 impl DiskArgs {
     /// What `up` and `run` build, checked: a bad flag is one line and exit 2.
@@ -75,7 +76,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 pub fn refusal(mount: &Path) -> Option<String> {
     let dir = control::state_dir(mount);
     if let Ok(state) = control::read_state(&dir) {
-        return Some(if alive(state.pid) {
+        return Some(if is_running(state.pid) {
             format!(
                 "a lab is already up at {} (server pid {}); `syncbench lab down {0}` first",
                 mount.display(),
@@ -313,29 +314,22 @@ pub fn loop_backing_is(device: &str, image: &Path) -> bool {
 /// Take down the lab at `mount` (through its server, or by hand if the server is gone); its last state.
 pub fn down(client: &control::Client) -> anyhow::Result<State> {
     let state = client.state()?;
-    if alive(state.pid) {
+    if is_running(state.pid) {
         let asked = client.down();
         // Confirmed: the process is about to exit. Refused: it may be dying (a SIGKILLed server takes a
         // moment to release its FUSE mount). Either way, wait for it briefly.
         let deadline = Instant::now() + Duration::from_secs(5);
-        while alive(state.pid) && Instant::now() < deadline {
+        while is_running(state.pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
         match asked {
             Ok(()) => return Ok(state),
-            Err(e) if alive(state.pid) => return Err(e),
+            Err(e) if is_running(state.pid) => return Err(e),
             Err(_) => {}
         }
     }
     clean_after_dead_server(client.state_dir(), &state)?;
     Ok(state)
-}
-
-/// Whether process `pid` runs (a zombie does not).
-fn alive(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
-    !matches!(state, None | Some('Z' | 'X'))
 }
 
 /// `lab run`: bring a lab up at `config.mount`, run `command` with `SYNCBENCH_LAB_MOUNT` and
@@ -370,18 +364,4 @@ pub fn up(config: &ServeConfig) -> anyhow::Result<State> {
     crate::core::cleanup::stop_if_interrupted();
     server.detach();
     Ok(state)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn this_process_is_alive_and_a_reaped_child_is_not() {
-        assert!(alive(std::process::id()));
-        let mut child = Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        assert!(!alive(pid));
-    }
 }
