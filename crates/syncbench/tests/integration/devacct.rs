@@ -123,20 +123,28 @@ mod as_root {
     use serde_json::Value;
     use std::process::Command;
 
+    /// syncbench with this test's private registry: the loop devices it attaches are noted there.
     fn syncbench() -> Command {
-        Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        let mut command = Command::new(assert_cmd::cargo::cargo_bin("syncbench"));
+        crate::attached_loops::private(&mut command);
+        command
     }
 
     fn missing_prerequisite() -> Option<String> {
         crate::missing_stack_prerequisite(&["losetup", "mkfs.ext4", "mount", "umount"])
     }
 
-    /// Takes the lab down however the test ends.
+    /// Takes the lab down however the test ends; then, unless the test failed already, fails it if a loop
+    /// device its syncbench attached is still attached.
     struct Lab(std::path::PathBuf);
 
     impl Drop for Lab {
         fn drop(&mut self) {
             let _ = syncbench().args(["lab", "down"]).arg(&self.0).output();
+            if !std::thread::panicking() {
+                let left = crate::attached_loops::still_attached();
+                assert!(left.is_empty(), "loop devices left attached: {left:#?}");
+            }
         }
     }
 

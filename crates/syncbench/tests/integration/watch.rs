@@ -401,8 +401,11 @@ mod end_to_end {
     use std::process::{Child, Command, Stdio};
     use std::time::{Duration, Instant};
 
+    /// syncbench with this test's private registry: the loop devices it attaches are noted there.
     fn syncbench() -> Command {
-        Command::new(assert_cmd::cargo::cargo_bin("syncbench"))
+        let mut command = Command::new(assert_cmd::cargo::cargo_bin("syncbench"));
+        crate::attached_loops::private(&mut command);
+        command
     }
 
     fn program(name: &str) -> Option<PathBuf> {
@@ -428,6 +431,10 @@ mod end_to_end {
             }
             if let Some(mount) = &self.lab {
                 let _ = syncbench().args(["lab", "down"]).arg(mount).output();
+            }
+            if !std::thread::panicking() {
+                let left = crate::attached_loops::still_attached();
+                assert!(left.is_empty(), "loop devices left attached: {left:#?}");
             }
         }
     }
