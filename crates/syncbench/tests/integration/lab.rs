@@ -397,6 +397,14 @@ mod as_root {
         ok(&["lab", "down", m]);
         let left = leftovers(&mount, Some(pid));
         assert!(left.is_empty(), "down after SIGKILL left behind: {left:#?}");
+        // What the dead server recorded (FUSE mount, loop device, file system) went with its lab.
+        let records: Vec<String> = std::fs::read_dir(crate::attached_loops::registry())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(&format!("{pid}-")))
+            .collect();
+        assert!(records.is_empty(), "the dead server's records outlived lab down: {records:?}");
     }
 
     /// An ext4 lab needs fewer programs than the tests across file systems.
