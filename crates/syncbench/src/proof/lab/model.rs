@@ -209,6 +209,8 @@ pub struct DeviceModel {
     counters: Counters,
     write_latency: Samples,
     flush_latency: Samples,
+    /// How long after its charged time each reply went out (the server's lateness, not the model's).
+    reply_late: Samples,
     cut_reports: Vec<CutReport>,
     /// The byte ranges of the last writes received, newest last (for telling appends from other writes).
     recent: std::collections::VecDeque<(u64, u64)>,
@@ -280,6 +282,7 @@ impl DeviceModel {
             counters: Counters::default(),
             write_latency: Samples::new(),
             flush_latency: Samples::new(),
+            reply_late: Samples::new(),
             cut_reports: Vec::new(),
             recent: std::collections::VecDeque::with_capacity(RECENT_WRITES),
             aim: None,
@@ -599,6 +602,12 @@ impl DeviceModel {
         Ok(())
     }
 
+    /// A reply went out `late_ns` after the time the model charged for its request: kept apart from the
+    /// charge, so what the server adds to a profile's latency can be seen.
+    pub fn record_reply_late(&mut self, late_ns: u64) {
+        self.reply_late.record(late_ns);
+    }
+
     /// Counters, with the latency histograms and every cut's report.
     pub fn stats(&self) -> Stats {
         Stats {
@@ -607,6 +616,7 @@ impl DeviceModel {
             write_latency_ns: self.write_latency.latency(),
             flushes_completed: self.flush_latency.count(),
             flush_latency_ns: self.flush_latency.latency(),
+            reply_late_ns: self.reply_late.latency(),
             queue_depth_during_flush: QueueDepth::of(&self.depth_during_flush),
             cuts: self.cut_reports.clone(),
             params: Some(self.params.clone()),
@@ -771,6 +781,9 @@ pub struct Stats {
     pub flushes_completed: u64,
     /// Flush latency the device charged.
     pub flush_latency_ns: LatencyNs,
+    /// How long after the charged time replies went out (absent from servers before it: all zero).
+    #[serde(default)]
+    pub reply_late_ns: LatencyNs,
     /// Requests in flight at once while flushes ran (absent from servers before it: all zero).
     #[serde(default)]
     pub queue_depth_during_flush: QueueDepth,

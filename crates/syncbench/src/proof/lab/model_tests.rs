@@ -245,6 +245,20 @@ fn stats_record_the_latency_the_device_charged() {
     // One sample each: every percentile is the exact latency charged.
     assert_eq!((stats.write_latency_ns.p50, stats.write_latency_ns.max), (20_000, 20_000), "{stats:?}");
     assert_eq!((stats.flush_latency_ns.p99, stats.flush_latency_ns.mean), (200_000, 200_000.0), "{stats:?}");
+    assert_eq!(stats.reply_late_ns.max, 0, "no reply was recorded late");
+}
+
+#[test]
+fn the_server_s_lateness_is_kept_apart_from_the_charge() {
+    let mem = Mem::new(1 << 16);
+    let mut dev = DeviceModel::new(params(Honesty::Honest), 1);
+    let mut now = 0;
+    write(&mut dev, &mem, &mut now, 0, 1, 1);
+    dev.record_reply_late(3_000);
+    dev.record_reply_late(900_000);
+    let stats = dev.stats();
+    assert_eq!((stats.reply_late_ns.min, stats.reply_late_ns.max), (3_000, 900_000), "{stats:?}");
+    assert_eq!(stats.write_latency_ns.max, 20_000, "the charge stays what the model charged: {stats:?}");
 }
 
 #[test]

@@ -126,6 +126,15 @@ pub fn stats(header: &str, stats: &Stats) -> String {
             l.max as f64 / 1e3
         );
     }
+    let late = &stats.reply_late_ns;
+    let _ = writeln!(
+        out,
+        "  replies sent after their charged time by (the server's delay): p50 {:.1} µs  p90 {:.1}  p99 {:.1}  max {:.1}",
+        late.p50 as f64 / 1e3,
+        late.p90 as f64 / 1e3,
+        late.p99 as f64 / 1e3,
+        late.max as f64 / 1e3
+    );
     let q = &stats.queue_depth_during_flush;
     let _ = writeln!(
         out,
