@@ -31,6 +31,13 @@ const IMAGE_INO: INodeNo = INodeNo(2);
 const ATTR_TTL: Duration = Duration::from_secs(60);
 /// How often the completer runs the model's background destaging when nothing else wakes it.
 const IDLE_TICK: Duration = Duration::from_millis(10);
+/// The completer sleeps until this long before a reply is due and spins the rest: a timed sleep's
+/// wake-up comes tens of µs late on this VM, which would add to every modelled latency.
+const SPIN_NS: u64 = 50_000;
+/// The real-time priority of the server's threads (FIFO, low: above every normal thread, below the kernel's
+/// own real-time threads). The lab stands for a disk, whose timing does not depend on the host's CPU load;
+/// at normal priority a loaded machine delays each wake-up of the server by up to milliseconds.
+const SERVER_RT_PRIORITY: i32 = 10;
 
 /// The image file on the host: the durable medium.
 pub struct FileMedium(pub OwnedFd);
@@ -139,6 +146,7 @@ impl Device {
         if let Err(e) = syncbench_sys::set_thread_timer_slack_ns(1) {
             eprintln!("syncbench lab: cannot lower the completer's timer slack ({e}); latencies run late");
         }
+        promote_this_thread();
         let mut q = self.queue();
         while !self.stopping.load(Ordering::SeqCst) {
             let now = self.now_ns();
@@ -150,12 +158,24 @@ impl Device {
                     self.complete(item.pending);
                     q = self.queue();
                 }
+                // Close to due: spin, releasing the queue so receivers can add an earlier reply meanwhile.
+                Some(due) if due - now <= SPIN_NS => {
+                    drop(q);
+                    std::hint::spin_loop();
+                    q = self.queue();
+                }
                 _ => {
-                    let wait = next_due.map_or(IDLE_TICK, |due| Duration::from_nanos(due - now).min(IDLE_TICK));
                     drop(q);
                     self.background(now);
                     q = self.queue();
-                    q = self.wake.wait_timeout(q, wait).unwrap_or_else(|p| p.into_inner()).0;
+                    // Timed from after the destaging, and from the queue as it is now.
+                    let now = self.now_ns();
+                    let wake_at = q.heap.peek().map(|Reverse(item)| item.due_ns.saturating_sub(SPIN_NS));
+                    let wait =
+                        wake_at.map_or(IDLE_TICK, |at| Duration::from_nanos(at.saturating_sub(now)).min(IDLE_TICK));
+                    if !wait.is_zero() {
+                        q = self.wake.wait_timeout(q, wait).unwrap_or_else(|p| p.into_inner()).0;
+                    }
                 }
             }
         }
@@ -181,20 +201,55 @@ impl Device {
 
     fn complete(&self, pending: Pending) {
         match pending {
-            Pending::Write(ticket, reply, len) => match self.model().complete_write(ticket, &self.medium) {
-                Ok(()) => reply.written(len),
-                Err(DeviceLost) => reply.error(Errno::EIO),
-            },
-            Pending::Flush(ticket, reply) => match self.model().complete_flush(ticket, &self.medium) {
-                Ok(()) => reply.ok(),
-                Err(DeviceLost) => reply.error(Errno::EIO),
-            },
+            Pending::Write(ticket, reply, len) => {
+                let done = self.finish(ticket.done_at_ns, |model| model.complete_write(ticket, &self.medium));
+                match done {
+                    Ok(()) => reply.written(len),
+                    Err(DeviceLost) => reply.error(Errno::EIO),
+                }
+            }
+            Pending::Flush(ticket, reply) => {
+                let done_at_ns = ticket.done_at_ns;
+                match self.finish(done_at_ns, |model| model.complete_flush(ticket, &self.medium)) {
+                    Ok(()) => reply.ok(),
+                    Err(DeviceLost) => reply.error(Errno::EIO),
+                }
+            }
         }
+    }
+
+    /// Complete a request in the model, recording how late its reply goes out against its charged time.
+    fn finish<T>(&self, done_at_ns: u64, complete: impl FnOnce(&mut DeviceModel) -> T) -> T {
+        let mut model = self.model();
+        model.record_reply_late(self.now_ns().saturating_sub(done_at_ns));
+        complete(&mut model)
     }
 
     /// Whether a request through handle `fh` reaches a powered device.
     fn current(&self, fh: FileHandle) -> bool {
         self.model().epoch() == fh.0
+    }
+}
+
+thread_local! {
+    static PROMOTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Move the calling server thread into the real-time class, once per thread (`fuser` starts the FUSE
+/// threads, so each promotes itself on its first request). Without the privilege the lab still works, its
+/// latencies running late on a loaded machine; that is said once.
+fn promote_this_thread() {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if PROMOTED.with(|p| p.replace(true)) {
+        return;
+    }
+    let promoted = syncbench_sys::set_thread_realtime(Some(SERVER_RT_PRIORITY));
+    if let Err(e) = promoted
+        && !WARNED.swap(true, Ordering::Relaxed)
+    {
+        eprintln!(
+            "syncbench lab: cannot run the server's threads at real-time priority ({e}); under load its latencies run late"
+        );
     }
 }
 
@@ -275,6 +330,7 @@ impl Filesystem for ImageFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        promote_this_thread();
         if !self.0.current(fh) {
             return reply.error(Errno::EIO);
         }
@@ -298,6 +354,7 @@ impl Filesystem for ImageFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        promote_this_thread();
         if offset + data.len() as u64 > self.0.size_bytes {
             return reply.error(Errno::ENOSPC);
         }
@@ -327,6 +384,7 @@ impl Filesystem for ImageFs {
 
     /// The loop device's flush.
     fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        promote_this_thread();
         let now = self.0.now_ns();
         let ticket = {
             let mut model = self.0.model();
