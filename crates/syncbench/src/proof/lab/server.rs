@@ -146,7 +146,7 @@ impl Device {
         if let Err(e) = syncbench_sys::set_thread_timer_slack_ns(1) {
             eprintln!("syncbench lab: cannot lower the completer's timer slack ({e}); latencies run late");
         }
-        promote_this_thread();
+        promote_this_thread(true);
         let mut q = self.queue();
         while !self.stopping.load(Ordering::SeqCst) {
             let now = self.now_ns();
@@ -238,9 +238,9 @@ thread_local! {
 /// Move the calling server thread into the real-time class, once per thread (`fuser` starts the FUSE
 /// threads, so each promotes itself on its first request). Without the privilege the lab still works, its
 /// latencies running late on a loaded machine; that is said once.
-fn promote_this_thread() {
+fn promote_this_thread(completer: bool) {
     static WARNED: AtomicBool = AtomicBool::new(false);
-    if PROMOTED.with(|p| p.replace(true)) {
+    if PROMOTED.with(|p| p.replace(true)) || !realtime_wanted(completer) {
         return;
     }
     let promoted = syncbench_sys::set_thread_realtime(Some(SERVER_RT_PRIORITY));
@@ -250,6 +250,24 @@ fn promote_this_thread() {
         eprintln!(
             "syncbench lab: cannot run the server's threads at real-time priority ({e}); under load its latencies run late"
         );
+    }
+}
+
+/// Whether this thread runs at real-time priority: `SYNCBENCH_LAB_SERVER_RT=all|completer|off` (default
+/// all; what bench/lab_calibration.sh compares, an unreadable value counting as all with a warning).
+fn realtime_wanted(completer: bool) -> bool {
+    static MODE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let mode = MODE.get_or_init(|| {
+        let mode = std::env::var("SYNCBENCH_LAB_SERVER_RT").unwrap_or_else(|_| "all".into());
+        if !["all", "completer", "off"].contains(&mode.as_str()) {
+            eprintln!("syncbench lab: ignoring SYNCBENCH_LAB_SERVER_RT={mode:?} (all, completer or off)");
+        }
+        mode
+    });
+    match mode.as_str() {
+        "off" => false,
+        "completer" => completer,
+        _ => true,
     }
 }
 
@@ -330,7 +348,7 @@ impl Filesystem for ImageFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        promote_this_thread();
+        promote_this_thread(false);
         if !self.0.current(fh) {
             return reply.error(Errno::EIO);
         }
@@ -354,7 +372,7 @@ impl Filesystem for ImageFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        promote_this_thread();
+        promote_this_thread(false);
         if offset + data.len() as u64 > self.0.size_bytes {
             return reply.error(Errno::ENOSPC);
         }
@@ -384,7 +402,7 @@ impl Filesystem for ImageFs {
 
     /// The loop device's flush.
     fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        promote_this_thread();
+        promote_this_thread(false);
         let now = self.0.now_ns();
         let ticket = {
             let mut model = self.0.model();
