@@ -3,6 +3,7 @@
 //! See ARCHITECTURE.md for the layers and the test that keeps dependencies pointing down.
 
 pub mod blockdev;
+pub mod cpu_wait;
 pub mod disturbance;
 pub mod probe;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

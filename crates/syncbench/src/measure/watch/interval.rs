@@ -8,6 +8,7 @@ use crate::core::schema::CaseResult;
 use crate::core::suite::{Case, KIB};
 use crate::core::verdict::Verdict;
 use crate::measure::runner::{PreparedDir, RunBudget, Target};
+use crate::observe::cpu_wait::{Chain, Wait};
 use crate::observe::disturbance::Monitor;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -53,6 +54,8 @@ pub struct Interval {
     pub verdicts: Vec<Verdict>,
     /// Milliseconds the lowest device was busy while the interval measured (ours and anyone else's).
     pub device_busy_ms: Option<u64>,
+    /// How long the commit chain (our threads, the lab server's) waited on a run queue while the cases ran.
+    pub cpu_wait: Option<Wait>,
 }
 
 /// Measure one interval on `prepared` (a directory whose file was created once for the whole watch).
@@ -64,6 +67,8 @@ pub fn measure(dir: &Path, prepared: &PreparedDir, plan: &IntervalPlan) -> Inter
     let monitor = Monitor::new(&environment);
     let budget = RunBudget { max_samples: plan.max_commits_per_case, ..RunBudget::per_case(plan.case_secs) };
     let schedule = crate::measure::rounds::Schedule::fixed(plan.rounds);
+    let chain = Chain::of(environment.mount_point.as_deref());
+    let cpu_start = chain.start();
     let results = crate::measure::runner::run_plan(
         &cases(),
         schedule,
@@ -72,17 +77,39 @@ pub fn measure(dir: &Path, prepared: &PreparedDir, plan: &IntervalPlan) -> Inter
         Some(&monitor),
         &mut |_| {},
     );
+    let cpu_wait = chain.finish(&cpu_start);
     let busy = crate::observe::blockdev::stat::Snapshot::take(&disks).since(&before);
     let device_busy_ms = disks.last().and_then(|d| busy.get(d)).map(|delta| delta.busy_ms);
     let verdicts = crate::observe::probe::verdicts(&environment, &results);
-    Interval { measure_secs: started.elapsed().as_secs_f64(), environment, results, verdicts, device_busy_ms }
+    let measure_secs = started.elapsed().as_secs_f64();
+    Interval { measure_secs, environment, results, verdicts, device_busy_ms, cpu_wait }
 }
 
 impl Interval {
-    /// Whether other I/O (or the hypervisor) dominated: a case measured only as a lower bound, disturbed in
-    /// most of its rounds.
+    /// Whether something else dominated: other I/O or the hypervisor (a case measured only as a lower
+    /// bound, disturbed in most of its rounds), or the CPU queue (the commit chain starved of CPU).
     pub fn disturbed(&self) -> bool {
-        self.results.iter().any(|r| r.lower_bound)
+        !self.disturbance_causes().is_empty()
+    }
+
+    /// Why the interval is disturbed, per cause (empty when it is not): the `cause` label (`device_io`,
+    /// `cpu_steal`, `other_syncbench`, `cpu_starved`) and the cause in words, with its number for a starved CPU.
+    pub fn disturbance_causes(&self) -> Vec<(&'static str, String)> {
+        let mut causes: Vec<(&'static str, String)> = Vec::new();
+        for d in self.results.iter().filter(|r| r.lower_bound).flat_map(|r| &r.disturbances) {
+            if !causes.iter().any(|(label, _)| *label == d.kind.name()) {
+                causes.push((d.kind.name(), d.kind.words().to_string()));
+            }
+        }
+        if causes.is_empty() && self.results.iter().any(|r| r.lower_bound) {
+            causes.push(("device_io", "device I/O not ours".to_string()));
+        }
+        if let Some(wait) = self.cpu_wait.filter(Wait::starved) {
+            let words =
+                format!("cpu starved (waited {:.0}% on a run queue: {})", wait.share() * 100.0, wait.describe());
+            causes.push(("cpu_starved", words));
+        }
+        causes
     }
 
     /// What detection judges: per case the p99 and the rate (failed cases have none), the verdict codes,
@@ -169,6 +196,62 @@ pub fn virtualization(v: &crate::core::environment::Virtualization) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::watch::detect::Memory;
+
+    /// An interval whose three cases ran at `rate` commits/s, p99 1.5× the mean, with this run-queue wait.
+    fn interval_at(rate: f64, cpu_wait: Option<Wait>) -> Interval {
+        let result = |_: &str| CaseResult {
+            supported: true,
+            ops: 500,
+            ops_per_s: rate,
+            latency_ns: crate::core::schema::LatencyNs { p99: (1.5e9 / rate) as u64, ..Default::default() },
+            ..Default::default()
+        };
+        Interval {
+            measure_secs: 0.5,
+            environment: Environment::default(),
+            results: CASE_NAMES.iter().map(|n| result(n)).collect(),
+            verdicts: Vec::new(),
+            device_busy_ms: None,
+            cpu_wait,
+        }
+    }
+
+    /// A lab disk whose server is starved of CPU: its commits run at a third of the rate for a while. With
+    /// the run-queue wait read, those intervals are disturbed ("cpu starved"), never a change; with the
+    /// signal ignored (the planted bug: no wait read), the same intervals are reported as a change.
+    #[test]
+    fn a_starved_interval_is_disturbed_not_changed_and_ignoring_the_signal_would_report_a_change() {
+        let quiet = Wait { own_share: 0.02, server_share: Some(0.03) };
+        let starved = Wait { own_share: 0.05, server_share: Some(0.40) };
+        let judge = |signal: bool| {
+            let mut memory = Memory::default();
+            for i in 0..12 {
+                memory.judge_and_learn(interval_at(110.0 + f64::from(i % 3), Some(quiet)).observation());
+            }
+            (0..6)
+                .map(|_| {
+                    let interval = interval_at(35.0, signal.then_some(starved));
+                    (interval.disturbance_causes(), memory.judge_and_learn(interval.observation()))
+                })
+                .collect::<Vec<_>>()
+        };
+        for (causes, judgement) in judge(true) {
+            assert!(judgement.disturbed && judgement.changes.is_empty(), "{judgement:?}");
+            assert_eq!(causes.len(), 1);
+            assert_eq!(causes[0].0, "cpu_starved");
+            assert_eq!(causes[0].1, "cpu starved (waited 45% on a run queue: ours 5%, lab server 40%)");
+        }
+        let ignored = judge(false);
+        assert!(ignored.iter().any(|(_, j)| !j.changes.is_empty()), "the planted bug must show: {ignored:?}");
+    }
+
+    #[test]
+    fn a_quiet_cpu_wait_disturbs_nothing() {
+        let interval = interval_at(100.0, Some(Wait { own_share: 0.1, server_share: Some(0.1) }));
+        assert!(!interval.disturbed() && interval.disturbance_causes().is_empty());
+        assert!(!interval_at(100.0, None).disturbed());
+    }
 
     #[test]
     fn a_long_fact_is_cut_to_the_bound_and_still_compares() {

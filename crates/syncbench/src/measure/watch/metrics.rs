@@ -195,8 +195,15 @@ fn bookkeeping_families(inputs: &Inputs<'_>) -> Vec<Family> {
         gauge(
             "syncbench_watch_disturbed",
             "",
-            "1 when other I/O dominated this interval (not a change).",
+            "1 when something else dominated this interval: other I/O, CPU steal, or the commit chain starved of CPU (not a change).",
             Some(yes(j.disturbed)),
+        ),
+        disturbed_causes(interval),
+        gauge(
+            "syncbench_watch_cpu_wait_ratio",
+            "",
+            "Time the commit chain (watch's threads, a lab disk's server) waited on a CPU run queue while the cases ran, divided by that wall time; at 0.25 or more the interval is disturbed (cpu_starved).",
+            interval.cpu_wait.map(|w| w.share()),
         ),
         gauge(
             "syncbench_watch_baseline_intervals",
@@ -236,6 +243,19 @@ fn bookkeeping_families(inputs: &Inputs<'_>) -> Vec<Family> {
             Some(inputs.bytes_per_hour_max as f64),
         ),
     ]
+}
+
+/// `syncbench_watch_disturbed_cause`: 1 for each cause that disturbed this interval.
+fn disturbed_causes(interval: &Interval) -> Family {
+    let mut family = Family::new(
+        "syncbench_watch_disturbed_cause",
+        "",
+        "1 for each cause that disturbed this interval: device_io, cpu_steal, other_syncbench, cpu_starved.",
+    );
+    for (cause, _) in interval.disturbance_causes() {
+        family.push(vec![("cause", cause.to_string())], 1.0);
+    }
+    family
 }
 
 /// The severity as the JSON spells it.

@@ -262,7 +262,8 @@ fn summary_line(interval: &Interval, judgement: &detect::Judgement) -> String {
         .collect();
     let mut verdict = Vec::new();
     if judgement.disturbed {
-        verdict.push("disturbed by other I/O (not judged)".to_string());
+        let causes: Vec<String> = interval.disturbance_causes().into_iter().map(|(_, words)| words).collect();
+        verdict.push(format!("disturbed: {} (not judged)", causes.join(", ")));
     }
     for ((case, metric), direction) in &judgement.changes {
         let ratio = judgement.ratios.get(&(case.clone(), *metric)).map_or(String::new(), |r| format!(" ×{r:.2}"));
@@ -278,5 +279,7 @@ fn summary_line(interval: &Interval, judgement: &detect::Judgement) -> String {
             format!("learning ({} of {})", judgement.baseline_len, detect::MIN_BASELINE)
         });
     }
-    format!("{} {} — {}", crate::core::schema::now_rfc3339(), cases.join(", "), verdict.join("; "))
+    let cpu_wait =
+        interval.cpu_wait.map_or(String::new(), |w| format!(", cpu wait {:.0}% ({})", w.share() * 100.0, w.describe()));
+    format!("{} {}{cpu_wait} — {}", crate::core::schema::now_rfc3339(), cases.join(", "), verdict.join("; "))
 }
