@@ -9,8 +9,11 @@
 //!
 //! The rules, each one a reason for a number below:
 //! - A metric *deviates* when the interval's value is outside the baseline's prediction interval **and**
-//!   at least [`MIN_EFFECT`] away from the baseline's median: a disk whose intervals agree to 1% must not
-//!   raise an alarm over a 5% step, which no operator would act on.
+//!   at least [`MIN_EFFECT`] away from the baseline's median **and** beyond the range the disk has shown
+//!   for long enough ([`SEEN_MAX`] intervals, a level counting once [`SEEN_LEVEL`] intervals reached it):
+//!   a disk with fast and slow regimes (a virtual disk whose flush rate swings 10× within minutes) is
+//!   judged against both, so a regime it has been in before is not a change. A 5% step on a disk whose
+//!   intervals agree to 1% is not a change either: no operator would act on it.
 //! - A deviation is a *change* once the last [`CONFIRM`] undisturbed intervals deviate the same way: one
 //!   or two odd intervals are not a change. A 2× step is reported in the third full interval after it.
 //! - Facts are not noise: a verdict that no baseline interval had, or a write-cache, FUA or device-chain
@@ -36,6 +39,12 @@ pub const CONFIRM: usize = 3;
 pub const RELEARN: usize = 12;
 /// The smallest step reported, as a factor from the baseline's median.
 pub const MIN_EFFECT: f64 = 1.5;
+/// Values kept per case and metric for the range the disk has shown: a day at the default five-minute
+/// interval, long enough to hold both regimes of a switching disk.
+pub const SEEN_MAX: usize = 288;
+/// Intervals that must have reached a level before it counts as seen: as many as confirm a change, so a
+/// level held for a change's worth of intervals is a regime, and one or two odd intervals widen nothing.
+pub const SEEN_LEVEL: usize = CONFIRM;
 
 /// A numeric metric of one case that is judged against the baseline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -109,6 +118,10 @@ pub struct Memory {
     pub baseline: Vec<Observation>,
     /// The undisturbed intervals since the last one that joined the baseline (they deviated), oldest first.
     pub deviating: Vec<Observation>,
+    /// Per case and metric, the values of the last [`SEEN_MAX`] undisturbed intervals, except the
+    /// deviating run still open (a step being confirmed must not hide itself): the range the disk has shown.
+    #[serde(default)]
+    pub seen: BTreeMap<String, BTreeMap<Metric, Vec<f64>>>,
 }
 
 /// A metric's baseline band: its prediction interval and median.
@@ -212,7 +225,8 @@ impl Memory {
         }
         for (case, metrics) in &obs.values {
             for (&metric, &value) in metrics {
-                if let Some(direction) = self.band(case, metric).and_then(|band| deviation(band, value, metric)) {
+                let direction = self.band(case, metric).and_then(|band| deviation(band, value, metric));
+                if let Some(direction) = direction.filter(|_| self.beyond_seen(case, metric, value)) {
                     d.numeric.insert((case.clone(), metric), direction);
                 }
             }
@@ -233,19 +247,54 @@ impl Memory {
         d
     }
 
+    /// Whether `value` lies beyond the [`SEEN_LEVEL`]-th most extreme value the disk has shown on that
+    /// side (below the SEEN_LEVEL-th smallest or above the SEEN_LEVEL-th largest), or nothing was seen yet.
+    fn beyond_seen(&self, case: &str, metric: Metric, value: f64) -> bool {
+        let Some(seen) = self.seen.get(case).and_then(|m| m.get(&metric)) else { return true };
+        if seen.len() < SEEN_LEVEL {
+            return true;
+        }
+        let mut sorted = seen.clone();
+        sorted.sort_by(f64::total_cmp);
+        value < sorted[SEEN_LEVEL - 1] || value > sorted[sorted.len() - SEEN_LEVEL]
+    }
+
     /// Take an undisturbed interval in: into the baseline when it deviates in nothing, else among the
-    /// deviating ones, which become the baseline once they have held for [`RELEARN`] intervals.
+    /// deviating ones, which become the baseline once they have held for [`RELEARN`] intervals. A deviating
+    /// run joins the range seen when it ends, either way: the disk has now shown that level.
     fn learn(&mut self, now: Observation, deviates: bool) {
         if !deviates {
-            self.deviating.clear();
+            for past in std::mem::take(&mut self.deviating) {
+                self.remember(&past);
+            }
+            self.remember(&now);
             push_bounded(&mut self.baseline, now, BASELINE_MAX);
             return;
         }
         push_bounded(&mut self.deviating, now, RELEARN);
         if self.deviating.len() >= RELEARN {
             self.baseline = std::mem::take(&mut self.deviating);
+            for past in self.baseline.clone() {
+                self.remember(&past);
+            }
         }
     }
+
+    /// Add an interval's values to the range seen (bounded by [`SEEN_MAX`] per case and metric).
+    fn remember(&mut self, obs: &Observation) {
+        for (case, metrics) in &obs.values {
+            for (&metric, &value) in metrics.iter().filter(|(_, v)| v.is_finite() && **v > 0.0) {
+                let list = self.seen.entry(case.clone()).or_default().entry(metric).or_default();
+                push_bounded(list, round_to_4_digits(value), SEEN_MAX);
+            }
+        }
+    }
+}
+
+/// `value` to 4 significant digits: the range needs no more, and the state file stays small.
+fn round_to_4_digits(value: f64) -> f64 {
+    let scale = 10f64.powi(3 - value.abs().log10().floor() as i32);
+    (value * scale).round() / scale
 }
 
 /// What one interval deviates in.
@@ -486,6 +535,42 @@ mod tests {
         }
     }
 
+    /// A virtual disk that switches regime: 4 ms for a while, then 16 ms for six intervals, again and
+    /// again. The first slow episode is new and reported; once the disk has shown that regime, its return
+    /// is not a change. A real 2× step beyond both regimes is still reported within three intervals.
+    #[test]
+    fn a_regime_the_disk_has_been_in_is_not_a_change() {
+        let (mut memory, mut rng) = (Memory::default(), Rng(23));
+        feed(&mut memory, &mut rng, 20, 4.0, 250.0, 0.15);
+        let first = feed(&mut memory, &mut rng, 6, 16.0, 62.0, 0.15);
+        assert!(first.iter().any(|j| !j.changes.is_empty()), "a regime never seen is a change");
+        for round in 0..8 {
+            let fast = feed(&mut memory, &mut rng, 15, 4.0, 250.0, 0.15);
+            let slow = feed(&mut memory, &mut rng, 6, 16.0, 62.0, 0.15);
+            let alarms = fast.iter().chain(&slow).filter(|j| !j.changes.is_empty()).count();
+            assert_eq!(alarms, 0, "round {round}: a regime seen before was reported");
+        }
+        let step = feed(&mut memory, &mut rng, 3, 40.0, 25.0, 0.15);
+        assert!(step.iter().any(|j| j.changes.get(&KEY_P99()) == Some(&Direction::Slower)), "{step:?}");
+    }
+
+    /// The planted bug for the rule above: a range that forgets (never remembers a value) reports every
+    /// slow episode again.
+    #[test]
+    fn without_the_range_seen_every_slow_episode_is_a_change() {
+        let (mut memory, mut rng) = (Memory::default(), Rng(23));
+        feed(&mut memory, &mut rng, 20, 4.0, 250.0, 0.15);
+        let mut episodes_reported = 0;
+        for _ in 0..8 {
+            feed(&mut memory, &mut rng, 15, 4.0, 250.0, 0.15);
+            let slow = feed(&mut memory, &mut rng, 6, 16.0, 62.0, 0.15);
+            memory.seen.clear(); // the bug
+            episodes_reported += usize::from(slow.iter().any(|j| !j.changes.is_empty()));
+        }
+        // With the range, none of these episodes is reported (the test above); without it, most are.
+        assert!(episodes_reported >= 4, "{episodes_reported} of 8");
+    }
+
     #[test]
     fn memory_stays_bounded() {
         let (mut memory, mut rng) = (Memory::default(), Rng(17));
@@ -493,6 +578,7 @@ mod tests {
             let level = if (i / 40) % 2 == 0 { 2.0 } else { 9.0 };
             feed(&mut memory, &mut rng, 1, level, 1000.0 / level, 0.2);
             assert!(memory.baseline.len() <= BASELINE_MAX && memory.deviating.len() <= RELEARN);
+            assert!(memory.seen.values().flat_map(|m| m.values()).all(|list| list.len() <= SEEN_MAX));
         }
     }
 }

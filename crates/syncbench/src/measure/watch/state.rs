@@ -18,8 +18,8 @@ pub const SCHEMA: &str = "syncbench/watch-state/v1";
 pub const DUTY_HISTORY: usize = 24;
 /// The most a state file holds, whatever the watch has seen: at most [`super::detect::BASELINE_MAX`] +
 /// [`super::detect::RELEARN`] intervals of three cases × two numbers, every verdict code there is, five facts of
-/// [`super::interval::FACT_BYTES_MAX`] each, and two histories of [`DUTY_HISTORY`]; the directory's path up
-/// to PATH_MAX. A unit test fills every one of them to the brim and checks the file stays under this.
+/// [`super::interval::FACT_BYTES_MAX`] each, the range seen ([`super::detect::SEEN_MAX`] values of 4 digits
+/// per case and number), and two histories of [`DUTY_HISTORY`]; the directory's path up to PATH_MAX. A unit test fills every one of them to the brim and checks the file stays under this.
 pub const STATE_BYTES_MAX: usize = 128 * 1024;
 
 /// Everything `watch` keeps between intervals.
