@@ -4,7 +4,8 @@
 # Runs `watch DIR --every EVERY --duty DUTY --intervals N` (defaults 200, 2s, 25%) with a state file and a
 # textfile in OUT, and counts intervals judged, disturbed, still learning, skipped, and reporting a change
 # (every change on an unchanged disk is a false alarm). Beside it: the load average every 30 s
-# (OUT/load.txt), and the lowest block device's own counters (/sys/block/DEV/stat: io_ticks, field 10)
+# (OUT/load.txt), the commit chain's run-queue wait per interval by how the interval was judged, and the
+# lowest block device's own counters (/sys/block/DEV/stat: io_ticks, field 10)
 # read before and after the run, so the device busy time is quoted by the device itself: on a disk only
 # watch uses (a lab disk) all of it is watch's; on a shared disk it is everyone's, and watch's own share is
 # the busy time inside its measuring windows (`syncbench_watch_device_busy_ratio`, the state's totals).
@@ -35,11 +36,29 @@ judged=$(grep -c -e "no change" -e "CHANGED" -e "verdict appeared" -e "changed$"
 {
   echo "intervals: $(grep -c "^20" "$out/watch.log" || true)"
   echo "learning: $(grep -c "learning (" "$out/watch.log" || true)"
-  echo "disturbed: $(grep -c "disturbed by other I/O" "$out/watch.log" || true)"
+  echo "disturbed: $(grep -c "disturbed: " "$out/watch.log" || true)"
+  for cause in "device I/O not ours" "CPU steal" "another syncbench" "cpu starved"; do
+    echo "  disturbed by $cause: $(grep -c "disturbed: .*$cause" "$out/watch.log" || true)"
+  done
   echo "skipped (device busy): $(grep -c "interval skipped" "$out/watch.log" || true)"
   echo "judged: $judged"
   echo "numeric changes reported (false alarms): $(grep -c "CHANGED" "$out/watch.log" || true)"
   echo "verdicts appeared/gone, facts changed: $(grep -c -e "verdict appeared" -e "verdict gone" -e " changed" "$out/watch.log" || true)"
+  # The commit chain's run-queue wait per interval (`cpu wait N%`), by what the interval was judged.
+  python3 - "$out/watch.log" <<'EOF'
+import re, statistics, sys
+waits = {"undisturbed": [], "cpu starved": [], "disturbed otherwise": []}
+for line in open(sys.argv[1]):
+    m = re.search(r"cpu wait (\d+)%", line)
+    if not m:
+        continue
+    kind = "cpu starved" if "cpu starved" in line else "disturbed otherwise" if "disturbed: " in line else "undisturbed"
+    waits[kind].append(int(m.group(1)))
+for kind, w in waits.items():
+    if w:
+        q = statistics.quantiles(w, n=20) if len(w) > 1 else [w[0]] * 19
+        print(f"cpu wait of {kind} intervals: n {len(w)}, median {statistics.median(w)}%, p5 {q[0]:.0f}%, p95 {q[-1]:.0f}%, max {max(w)}%")
+EOF
   python3 - "$out/state.json" "$ticks_before" "$ticks_after" "$t0" "$t1" <<'EOF'
 import json, sys
 state = json.load(open(sys.argv[1]))
