@@ -33,7 +33,9 @@ status=0
 t1=$(date +%s); kill "$sampler" 2>/dev/null || true
 {
     echo "# suite in a fresh clone of $repo: SYNCBENCH_REQUIRE_ALL_TESTS=1 CI=true bash scripts/test.sh, as root"
-    echo "# main $head, $(date -u +%F) $start–$(date -u +%H:%M) UTC, beside: ${load_repo:+a looping release build of $load_repo}${load_repo:-whatever else ran}"
+    beside="whatever else ran"
+    [[ -n $load_repo ]] && beside="a looping release build of $load_repo"
+    echo "# main $head, $(date -u +%F) $start–$(date -u +%H:%M) UTC, beside: $beside"
     echo "# wall $(( (t1 - t0) / 60 )) min $(( (t1 - t0) % 60 )) s, exit $status"
     grep -E '^test result:|^scripts/test.sh:|FAILED|panicked' "$work/log.txt" || true
     cat "$work/load.txt"
