@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-static REGISTERED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Each registered path, with its record in the per-boot registry if it has one: the signal handler, which
+/// exits without dropping the guards, deletes the record of each path it removed.
+static REGISTERED: Mutex<Vec<(PathBuf, Option<PathBuf>)>> = Mutex::new(Vec::new());
 
 /// The prefix of every name syncbench creates in a user's directory.
 pub const PREFIX: &str = ".syncbench-";
@@ -24,11 +26,12 @@ pub struct Created {
 impl Created {
     /// Register `path` (which the caller is about to create, or has just created exclusively).
     pub fn register(path: PathBuf) -> Created {
-        lock().push(path.clone());
         let ours = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(PREFIX));
         let record = ours
-            .then(|| crate::core::registry::record(crate::core::registry::Object::Path { path: path.clone() }).ok());
-        Created { path, _record: record.flatten() }
+            .then(|| crate::core::registry::record(crate::core::registry::Object::Path { path: path.clone() }).ok())
+            .flatten();
+        lock().push((path.clone(), record.as_ref().map(|r| r.file().to_path_buf())));
+        Created { path, _record: record }
     }
 
     /// Register `path` and create it with `make` (which must create it exclusively), as one step the
@@ -56,11 +59,11 @@ impl Created {
 impl Drop for Created {
     fn drop(&mut self) {
         remove_path(&self.path);
-        lock().retain(|p| p != &self.path);
+        lock().retain(|(p, _)| p != &self.path);
     }
 }
 
-fn lock() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+fn lock() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Option<PathBuf>)>> {
     REGISTERED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
@@ -72,20 +75,25 @@ fn creating() -> std::sync::MutexGuard<'static, ()> {
     CREATING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn remove_path(path: &Path) {
+/// Remove `path`; true once it is gone.
+fn remove_path(path: &Path) -> bool {
     // Only paths registered by this process get here, so removing a directory tree is safe. On a signal
     // the main thread may still be creating a file in the tree while it is removed ("Directory not
     // empty"): try again a few times, briefly, before giving up and saying so.
     let mut result = remove_once(path);
     for _ in 0..20 {
         if result.is_ok() {
-            return;
+            return true;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
         result = remove_once(path);
     }
-    if let Err(e) = result {
-        eprintln!("syncbench: could not remove {}: {e}", path.display());
+    match result {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("syncbench: could not remove {}: {e}", path.display());
+            false
+        }
     }
 }
 
@@ -124,15 +132,20 @@ pub fn remove_all() {
 }
 
 fn remove_registered() {
-    let paths: Vec<PathBuf> = lock().drain(..).collect();
-    for p in paths.iter().rev() {
-        remove_path(p);
+    let paths: Vec<(PathBuf, Option<PathBuf>)> = lock().drain(..).collect();
+    for (path, record) in paths.iter().rev() {
+        // A path that could not be removed keeps its record, for a later syncbench to find.
+        if remove_path(path)
+            && let Some(record) = record
+        {
+            let _ = std::fs::remove_file(record);
+        }
     }
 }
 
 /// Paths currently registered (for tests).
 pub fn registered() -> Vec<PathBuf> {
-    lock().clone()
+    lock().iter().map(|(p, _)| p.clone()).collect()
 }
 
 /// How long the teardown after a signal may take before the process ends anyway: the hooks wait for a

@@ -97,6 +97,11 @@ impl Drop for Recorded {
 }
 
 impl Recorded {
+    /// The record's file in the registry.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
     /// The object now reads `object` (e.g. a loop device, once attached, names its device).
     pub fn update(&mut self, object: Object) -> anyhow::Result<()> {
         self.record.object = object;

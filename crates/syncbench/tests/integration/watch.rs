@@ -140,7 +140,22 @@ fn spawn_watch(dir: &Path, textfile: &Path, state: Option<&Path>, stderr: &Path)
     if let Some(state) = state {
         cmd.arg("--state").arg(state);
     }
+    // Its own registry beside its stderr: what it records is its own (see `registry_left`).
+    cmd.env("SYNCBENCH_STATE_DIR", registry_of(stderr));
     Watch(Some(cmd.stdout(std::process::Stdio::null()).stderr(std::fs::File::create(stderr).unwrap()).spawn().unwrap()))
+}
+
+fn registry_of(stderr: &Path) -> PathBuf {
+    stderr.with_extension("registry")
+}
+
+/// The records a watch (whose stderr went to `stderr`) left in its registry.
+fn registry_left(stderr: &Path) -> Vec<String> {
+    let registry = registry_of(stderr);
+    if !registry.exists() {
+        return Vec::new(); // killed before it recorded anything
+    }
+    names_in(&registry).into_iter().filter(|n| n.ends_with(".json")).collect()
 }
 
 /// Wait (up to 120 s) for `cond`, failing with `what` and the watch's stderr.
@@ -300,6 +315,8 @@ fn sigterm_at_random_moments_leaves_whole_files_and_nothing_else() {
         let context = format!("kill {kill} after {delay_ms} ms (seed {seed})");
         assert_whole(&textfile);
         assert_eq!(names_in(tmp.path()), Vec::<String>::new(), "left in DIR: {context}");
+        // The handler exits without dropping guards: it deletes the records of what it removed itself.
+        assert_eq!(registry_left(&stderr), Vec::<String>::new(), "records left: {context}");
         let beside = names_in(out.path());
         assert!(beside.iter().all(|n| n == "s.prom" || n == "state.json"), "{beside:?}: {context}");
         if state.exists() {
