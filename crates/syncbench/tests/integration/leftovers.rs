@@ -187,9 +187,16 @@ fn leaked_programs(before: &BTreeSet<u64>) -> Vec<u64> {
 /// cannot finish dying until cleanup aborts the connection; /proc shows it a zombie, which counts as dead.
 fn settled(tmp: &Path, pid: u32) -> BTreeSet<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
+    // Dead as `cleanup` judges it (`sys::process::is_running`): a zombie leader counts only once its other
+    // threads are gone too; right after a SIGKILL they may still be exiting, and a cleanup run then keeps
+    // what the process made (an ftrace instance once stayed so under load).
     let dead = || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        stat.rsplit_once(')').is_none_or(|(_, r)| r.trim_start().starts_with(['Z', 'X']))
+        stat.rsplit_once(')').is_none_or(|(_, r)| {
+            let fields: Vec<&str> = r.split_whitespace().collect();
+            let threads = fields.get(17).and_then(|n| n.parse::<u32>().ok()).unwrap_or(1);
+            fields.first().is_some_and(|s| s.starts_with(['Z', 'X'])) && threads <= 1
+        })
     };
     while !dead() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
