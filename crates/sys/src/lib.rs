@@ -14,6 +14,8 @@
 mod aligned;
 #[cfg(target_os = "linux")]
 pub mod bpf;
+#[cfg(target_os = "linux")]
+mod cpu_latency;
 mod fiemap;
 #[cfg(target_os = "linux")]
 pub mod ftrace;
@@ -31,6 +33,8 @@ pub mod tracefs;
 mod uring;
 
 pub use aligned::AlignedBuf;
+#[cfg(target_os = "linux")]
+pub use cpu_latency::{CpuLatencyRequest, cpu_latency_in_force_us, request_cpu_latency};
 pub use fiemap::{FileExtent, fiemap};
 pub use uring::Uring;
 

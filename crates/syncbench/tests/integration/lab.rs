@@ -28,7 +28,7 @@ fn profiles_lists_every_profile_with_its_source() {
         assert!(text.contains(name), "{name} missing from:\n{text}");
     }
     assert!(text.contains("118 fdatasync/s") && text.contains("ignores-flush"), "{text}");
-    assert!(text.contains("the stack's own cost") && text.contains("bench/lab_stack_cost.sh"), "{text}");
+    assert!(text.contains("the stack's own cost") && text.contains("bench/lab_cpu_idle.sh"), "{text}");
 }
 
 #[test]

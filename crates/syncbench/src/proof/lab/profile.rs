@@ -218,13 +218,13 @@ pub struct StackCost {
     pub measured: &'static str,
 }
 
-/// The stack's own cost as bench/lab_stack_cost.sh last measured it (docs/benchmarks.md, "lab stack cost").
+/// The stack's own cost as bench/lab_cpu_idle.sh last measured it (docs/benchmarks.md, "lab stack cost").
 pub const STACK_COST: StackCost = StackCost {
-    write_us: 32,
-    flush_us: 27,
-    commit_8k_us: 55,
-    measured: "bench/lab_stack_cost.sh, 2026-11-29 00:10-01:12 UTC, 23 rounds in four alternating runs, ext4 \
-               on `zero`, 2 vCPUs at load 9-29 (medians; a quiet machine was not available)",
+    write_us: 20,
+    flush_us: 25,
+    commit_8k_us: 46,
+    measured: "bench/lab_cpu_idle.sh, 2026-11-29 05:48-05:50 UTC, 8 alternating rounds, ext4 on `zero`, \
+               2 vCPUs at load 1.0-1.5, idle CPUs polling (the default; 85 µs when they halt)",
 };
 
 /// The profile called `name`, or a one-line error listing the names.

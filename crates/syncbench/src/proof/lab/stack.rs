@@ -61,6 +61,14 @@ pub struct StackTuning {
     pub loop_direct_io: bool,
     /// Threads reading FUSE requests (each with its own cloned /dev/fuse descriptor).
     pub fuse_threads: usize,
+    /// Keep idle CPUs polling while the stack is up (a PM QoS request of 0 µs wake-up latency, see
+    /// [`syncbench_sys::request_cpu_latency`]). A request hops between the loop driver, a FUSE thread and
+    /// the completer; on this project's VM a halted vCPU woken for each hop cost `zero`'s 8 KiB commit
+    /// 87 µs at the median against 46 µs polling (bench/lab_cpu_idle.sh, docs/benchmarks.md "lab stack
+    /// cost"). The machine's other work is not slowed (a polling CPU runs whatever becomes runnable), but an
+    /// idle machine burns its idle CPUs while a lab is up.
+    #[serde(default)]
+    pub cpu_idle_poll: bool,
 }
 
 /// The default, chosen by bench/lab_stack_cost.sh and bench/lab_queue.sh (docs/benchmarks.md, "lab stack
@@ -68,13 +76,14 @@ pub struct StackTuning {
 /// under 16 writers, never more than 1 before) and cost no more per commit than the buffered single thread.
 impl Default for StackTuning {
     fn default() -> StackTuning {
-        StackTuning { loop_direct_io: true, fuse_threads: 4 }
+        StackTuning { loop_direct_io: true, fuse_threads: 4, cpu_idle_poll: true }
     }
 }
 
 impl StackTuning {
-    /// The default, with `SYNCBENCH_LAB_LOOP_DIO=on|off` and `SYNCBENCH_LAB_FUSE_THREADS=N` applied (what
-    /// bench/lab_stack_cost.sh alternates; an unreadable value is ignored with a warning).
+    /// The default, with `SYNCBENCH_LAB_LOOP_DIO=on|off`, `SYNCBENCH_LAB_FUSE_THREADS=N` and
+    /// `SYNCBENCH_LAB_CPU_IDLE=poll|default` applied (what bench/lab_stack_cost.sh and bench/lab_cpu_idle.sh
+    /// alternate; an unreadable value is ignored with a warning).
     pub fn from_env() -> StackTuning {
         let mut tuning = StackTuning::default();
         if let Ok(text) = std::env::var("SYNCBENCH_LAB_LOOP_DIO") {
@@ -88,6 +97,13 @@ impl StackTuning {
             match text.parse::<usize>() {
                 Ok(n @ 1..=64) => tuning.fuse_threads = n,
                 _ => eprintln!("syncbench lab: ignoring SYNCBENCH_LAB_FUSE_THREADS={text:?} (1 to 64)"),
+            }
+        }
+        if let Ok(text) = std::env::var("SYNCBENCH_LAB_CPU_IDLE") {
+            match text.as_str() {
+                "poll" => tuning.cpu_idle_poll = true,
+                "default" => tuning.cpu_idle_poll = false,
+                other => eprintln!("syncbench lab: ignoring SYNCBENCH_LAB_CPU_IDLE={other:?} (poll or default)"),
             }
         }
         tuning
@@ -261,6 +277,8 @@ pub struct Stack {
     loop_device: Option<String>,
     fs_mounted: bool,
     fuse: Option<fuser::BackgroundSession>,
+    /// Idle CPUs kept polling while the stack is up ([`StackTuning::cpu_idle_poll`]).
+    _cpu_idle_poll: Option<syncbench_sys::CpuLatencyRequest>,
     /// The records of what is set up now (see [`registry`]): deleted once each is removed, so what a
     /// killed process left is found by the next syncbench.
     records: Records,
@@ -273,6 +291,24 @@ struct Records {
     fuse: Option<Recorded>,
     loop_device: Option<Recorded>,
     fs_mount: Option<Recorded>,
+}
+
+/// A 0 µs wake-up latency request, or `None` with a warning (once per process) when the kernel refuses it:
+/// the lab then works, each hop of a request paying an idle CPU's wake-up.
+fn keep_cpus_polling() -> Option<syncbench_sys::CpuLatencyRequest> {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    match syncbench_sys::request_cpu_latency(0) {
+        Ok(request) => Some(request),
+        Err(e) => {
+            if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                eprintln!(
+                    "syncbench lab: cannot keep idle CPUs polling (/dev/cpu_dma_latency: {e}); the stack's own cost \
+                     then includes waking idle CPUs"
+                );
+            }
+            None
+        }
+    }
 }
 
 impl Stack {
@@ -305,6 +341,7 @@ impl Stack {
             loop_device: None,
             fs_mounted: false,
             fuse: None,
+            _cpu_idle_poll: config.tuning.cpu_idle_poll.then(keep_cpus_polling).flatten(),
             records: Records::default(),
             config,
             _workdir: guard,
