@@ -36,8 +36,11 @@ const RING_BYTES: u32 = 32 << 20;
 /// of ~60 bytes each; nothing reads them until the window closes).
 pub const FTRACE_KB: u32 = 4096;
 /// The environment variable that picks the block tracepoints' reader: `ftrace` an ftrace instance only,
-/// `bpf` the eBPF programs only, `perf` the perf events, `bpf-then-perf` eBPF with perf when refused;
-/// anything else or unset: an ftrace instance, else eBPF, else perf.
+/// `bpf` the eBPF programs only, `perf` the perf events, `bpf-then-perf` eBPF with perf when refused, `off`
+/// none (the /sys/block counters only, as without root); anything else or unset: an ftrace instance, else
+/// eBPF, else perf. The tracepoints cost the timed commits a little: with the ftrace instance, 2.4% of an
+/// 8 KiB fdatasync's rate at ~12,000 commits/s (bench/run_vs_pg_test_fsync_tracing.sh, docs/benchmarks.md
+/// "pg_test_fsync"), which `off` gives back.
 pub const TRACER_ENV: &str = "SYNCBENCH_TRACER";
 
 /// Counts of one disk per commit.
@@ -303,16 +306,22 @@ impl Recorded {
 /// reader that sees every completion on the project VM: docs/trace.md, "The disks"), the eBPF programs, or perf
 /// events when the kernel refuses them (with why) or [`TRACER_ENV`] asks; `None` when neither opens.
 fn open_trace(tracefs: &Tracefs) -> (Option<BlockTrace>, Option<String>) {
+    open_trace_as(tracefs, std::env::var(TRACER_ENV).ok().as_deref())
+}
+
+/// [`open_trace`] with [`TRACER_ENV`] read as `choice`.
+fn open_trace_as(tracefs: &Tracefs, choice: Option<&str>) -> (Option<BlockTrace>, Option<String>) {
     let perf = || BlockTrace::prepare_perf(tracefs, RING_PAGES).ok();
     let bpf_or_perf = || match BlockTrace::prepare_bpf(tracefs, RING_BYTES) {
         Ok(t) => (Some(t), None),
         Err(e) => (perf(), Some(e.to_string())),
     };
-    match std::env::var(TRACER_ENV).as_deref() {
-        Ok("perf") => (perf(), Some(format!("{TRACER_ENV}=perf"))),
-        Ok("bpf") => (BlockTrace::prepare_bpf(tracefs, RING_BYTES).ok(), None),
-        Ok("ftrace") => (BlockTrace::prepare_ftrace(tracefs, FTRACE_KB).ok(), None),
-        Ok("bpf-then-perf") => bpf_or_perf(),
+    match choice {
+        Some("off") => (None, None),
+        Some("perf") => (perf(), Some(format!("{TRACER_ENV}=perf"))),
+        Some("bpf") => (BlockTrace::prepare_bpf(tracefs, RING_BYTES).ok(), None),
+        Some("ftrace") => (BlockTrace::prepare_ftrace(tracefs, FTRACE_KB).ok(), None),
+        Some("bpf-then-perf") => bpf_or_perf(),
         _ => match BlockTrace::prepare_ftrace(tracefs, FTRACE_KB) {
             Ok(t) => (Some(t), None),
             Err(_) => bpf_or_perf(),
@@ -595,5 +604,19 @@ mod tests {
         assert!(q.writes.count + q.flush_carriers >= device.stat.writes, "{r:?}");
         assert!(q.flushes.count >= device.stat.flushes, "{r:?}");
         assert!(!instance.exists(), "the instance outlived its window: {instance:?}");
+    }
+
+    #[test]
+    fn tracer_off_opens_no_reader() {
+        let dir = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+        if !syncbench_sys::test_support::is_root_or_skip() {
+            return;
+        }
+        let acct = Accountant::for_dir(dir.path(), true);
+        let Some(tracefs) = acct.tracefs.as_deref() else { return assert!(acct.is_empty(), "no tracefs") };
+        let (reader, refused) = open_trace_as(tracefs, Some("off"));
+        assert!(reader.is_none() && refused.is_none());
+        let (reader, _) = open_trace_as(tracefs, Some("ftrace"));
+        assert_eq!(reader.map(|r| r.mechanism()), Some(Mechanism::Ftrace), "the planted contrast: ftrace traces");
     }
 }
