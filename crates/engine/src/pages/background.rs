@@ -74,10 +74,15 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         };
         let mut threads = vec![flusher, checkpointer];
         if self.protection.pipelined().is_some() {
-            threads.extend(DwPipelined::start_threads(self, &stop));
+            threads.extend(DwPipelined::start_threads(self, &stop, pipelined::<S>));
         }
         Background { stop, threads }
     }
+}
+
+/// The ring of a `pipelined` store, for its threads.
+fn pipelined<S: Storage + Clone + 'static>(store: &PageStore<S>) -> &DwPipelined<S::File> {
+    store.protection.pipelined().expect("pipelined")
 }
 
 impl Drop for Background {

@@ -1,10 +1,11 @@
 //! Batch flushes: the background flusher's step and the checkpoint's batches take copies of idle dirty
 //! frames under the pool lock and write them through the protection outside it.
 
+use super::access::{BatchFlush, Inner, PageAccess, PageCopy, lock};
 use super::error::PageResult;
 use super::page;
 use super::pool::Frame;
-use super::store::{Inner, PageCopy, PageStore, lock};
+use super::store::PageStore;
 use crate::storage::Storage;
 use syncbench_sys::AlignedBuf;
 
@@ -14,45 +15,6 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     /// ([`super::protection::Protection::flush_ahead`]). Returns pages written.
     pub fn flush_ahead(&self) -> PageResult<usize> {
         self.protection.flush_ahead(self)
-    }
-
-    /// The flusher step of every protection but `pipelined`: writes one batch when clean frames are below
-    /// max(frames / 4, 2 × batch), or, with `ahead_of_victims` (2012 `dw`) and a full pool, when a dirty
-    /// frame the clock would take is within one batch of the hand: a client that finds no clean victim
-    /// pays two syncs under the pool lock, so those pages are double-written first (only unreferenced
-    /// ones: pages in use are skipped by the clock and would only be written again and again — measured:
-    /// docs/pages.md). Returns pages written.
-    pub(super) fn flush_ahead_of_clock(&self, ahead_of_victims: bool) -> PageResult<usize> {
-        let batch = self.config.dw_batch_pages;
-        let (clean, frames, victims_ahead) = {
-            let inner = self.lock_inner();
-            let pool = &inner.pool;
-            let dw_full = ahead_of_victims && pool.is_full();
-            (pool.clean_frames(), pool.frames.len(), if dw_full { pool.dirty_victims_ahead(batch) } else { 0 })
-        };
-        if clean < self.clean_target(frames) {
-            return self.flush_batch(|_| true);
-        }
-        if victims_ahead > 0 {
-            return self.flush_batch(|frame| !frame.referenced);
-        }
-        Ok(0)
-    }
-
-    /// Clean frames the flusher keeps available: max(frames / 4, 2 × batch).
-    pub(super) fn clean_target(&self, frames: usize) -> usize {
-        (frames / 4).max(2 * self.config.dw_batch_pages)
-    }
-
-    /// Flush up to one batch of dirty pages chosen by `pick` (called on each idle dirty frame, in
-    /// clock order from the hand). Returns how many were written.
-    pub(super) fn flush_batch(&self, pick: impl Fn(&Frame) -> bool) -> PageResult<usize> {
-        self.flush_batch_of(false, pick)
-    }
-
-    /// [`PageStore::flush_batch`] among the running checkpoint's frames only.
-    pub(super) fn flush_checkpoint_batch(&self, pick: impl Fn(&Frame) -> bool) -> PageResult<usize> {
-        self.flush_batch_of(true, |f| f.checkpoint_needed && pick(f))
     }
 
     /// Copy frame `idx` for a flush if it is dirty, idle and `pick` takes it, marking it busy.
@@ -126,5 +88,47 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         drop(inner);
         self.poison(result)?;
         Ok(copies.len())
+    }
+}
+
+/// The batch flushes the protections drive (`super::access`).
+impl<S: Storage + Clone + 'static> BatchFlush for PageStore<S> {
+    /// The flusher step of every protection but `pipelined`: writes one batch when clean frames are below
+    /// max(frames / 4, 2 × batch), or, with `ahead_of_victims` (2012 `dw`) and a full pool, when a dirty
+    /// frame the clock would take is within one batch of the hand: a client that finds no clean victim
+    /// pays two syncs under the pool lock, so those pages are double-written first (only unreferenced
+    /// ones: pages in use are skipped by the clock and would only be written again and again — measured:
+    /// docs/pages.md). Returns pages written.
+    fn flush_ahead_of_clock(&self, ahead_of_victims: bool) -> PageResult<usize> {
+        let batch = self.config.dw_batch_pages;
+        let (clean, frames, victims_ahead) = {
+            let inner = self.lock_inner();
+            let pool = &inner.pool;
+            let dw_full = ahead_of_victims && pool.is_full();
+            (pool.clean_frames(), pool.frames.len(), if dw_full { pool.dirty_victims_ahead(batch) } else { 0 })
+        };
+        if clean < self.clean_target(frames) {
+            return self.flush_batch(|_| true);
+        }
+        if victims_ahead > 0 {
+            return self.flush_batch(|frame| !frame.referenced);
+        }
+        Ok(0)
+    }
+
+    /// Clean frames the flusher keeps available: max(frames / 4, 2 × batch).
+    fn clean_target(&self, frames: usize) -> usize {
+        (frames / 4).max(2 * self.config.dw_batch_pages)
+    }
+
+    /// Flush up to one batch of dirty pages chosen by `pick` (called on each idle dirty frame, in
+    /// clock order from the hand). Returns how many were written.
+    fn flush_batch(&self, pick: impl Fn(&Frame) -> bool) -> PageResult<usize> {
+        self.flush_batch_of(false, pick)
+    }
+
+    /// [`BatchFlush::flush_batch`] among the running checkpoint's frames only.
+    fn flush_checkpoint_batch(&self, pick: impl Fn(&Frame) -> bool) -> PageResult<usize> {
+        self.flush_batch_of(true, |f| f.checkpoint_needed && pick(f))
     }
 }

@@ -5,6 +5,7 @@
 //! Each protection is a module of [`protection`]; the store ([`PageStore`]) calls them where they differ.
 //! On-disk formats: docs/format-pages.md. Recovery: [`PageStore::open`].
 
+mod access;
 mod background;
 pub mod control;
 pub mod dw;
@@ -20,13 +21,14 @@ mod stats;
 mod store;
 mod tx;
 
+pub use access::DW_FLUSH_MARK;
 pub use background::Background;
 pub use error::{PageError, PageResult};
 pub use log::{LogRecord, LogStats, PageLog};
 pub use page::{Lsn, PageId};
 pub use protection::{atomic, dw_pipelined};
 pub use stats::StoreStats;
-pub use store::{DW_FLUSH_MARK, PageStore, data_file_path};
+pub use store::{PageStore, data_file_path};
 pub use tx::Tx;
 
 use std::path::PathBuf;

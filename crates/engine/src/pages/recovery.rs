@@ -1,17 +1,21 @@
-//! Recovery after the protection has restored what it can ([`super::protection`]): redo of the log after
-//! the checkpoint's redo LSN, and the checksum scan of every page that follows the end-of-recovery
+//! Recovery: [`PageStore::open`] (here, not in `store.rs`, so that the store never calls into recovery),
+//! redo of the log after the checkpoint's redo LSN once the protection has restored what it can
+//! ([`super::protection`]), and the checksum scan of every page that follows the end-of-recovery
 //! checkpoint. Also the check that a store is opened with the settings it was created with.
 
-use super::control::ControlRecord;
+use super::access::{Inner, PageAccess};
+use super::control::{ControlFile, ControlRecord};
 use super::error::{PageError, PageResult};
-use super::log::LogRecord;
+use super::log::{LogRecord, open_wal};
 use super::page::{self, Lsn, PageCheck, PageId};
+use super::protection::{self, Protection};
 use super::record::{self, Edit};
 use super::stats::add;
-use super::store::{Inner, PageStore, corruption};
+use super::store::{CONTROL_FILE_NAME, PageStore, corruption, data_file_path};
 use super::{DwDesign, Mode, StoreConfig};
 use crate::storage::{Storage, StorageFile};
 use std::collections::BTreeSet;
+use std::path::Path;
 use syncbench_sys::AlignedBuf;
 
 /// The store on disk was created with `on_disk`'s page size, mode and design; `config` must match.
@@ -34,6 +38,33 @@ pub(super) fn check_settings(on_disk: &ControlRecord, config: &StoreConfig) -> P
 }
 
 impl<S: Storage + Clone + 'static> PageStore<S> {
+    /// Open an existing store and recover it: double-write restore, redo of the log after the last
+    /// checkpoint, an end-of-recovery checkpoint, and a checksum scan of every page. Any page that is
+    /// torn and cannot be repaired stops recovery with an error.
+    pub fn open(storage: S, dir: &Path, config: StoreConfig) -> PageResult<Self> {
+        config.validate().map_err(PageError::Invalid)?;
+        let (wal_dir, dw_dir) = Self::paths(dir, &config);
+        let control = ControlFile::open(&storage, &dir.join(CONTROL_FILE_NAME))?;
+        check_settings(&control.current(), &config)?;
+        let opts = protection::data_file_options(&config);
+        let files = (0..config.data_files)
+            .map(|n| storage.open(&data_file_path(dir, n), opts))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        // Trust nothing still in a page cache from before the crash until it is synced (PostgreSQL's
+        // SyncDataDirectory): an error here means the state is unknown, so stop.
+        for f in &files {
+            f.sync_all()?;
+        }
+        let (log, records) = open_wal(storage.clone(), &wal_dir, config.wal.clone())?;
+        let protection = Protection::open(&storage, &dw_dir, &config, control.current().redo_lsn)?;
+        let store = Self::assemble(storage, dir, config, files, Box::new(log), protection, control);
+        store.protection.restore_torn_pages(&store)?;
+        store.redo(&records)?;
+        store.checkpoint()?;
+        store.verify_all_pages()?;
+        Ok(store)
+    }
+
     pub(super) fn redo(&self, records: &[LogRecord]) -> PageResult<()> {
         let mut guard = self.lock_inner();
         let inner = &mut *guard;

@@ -1,7 +1,9 @@
 //! The page store: page access through the buffer pool, the log, the home writes every protection shares
-//! (write-ahead, sealing, the asserted disk reads and writes), and checkpoints. What differs between the
-//! torn-page protections is in [`super::protection`]; recovery in [`super::recovery`]; batch flushes in
-//! [`super::flush`]; the background threads in [`super::background`].
+//! (write-ahead, sealing, the asserted disk reads and writes: the store's side of [`super::access`]), and
+//! checkpoints. What differs between the torn-page protections is in [`super::protection`], which reaches
+//! the store only through `access`. The files above this one add to `PageStore` and are never called from
+//! here (no import circle, see ARCHITECTURE.md): opening and recovery in `recovery.rs`, transactions in
+//! `tx.rs`, batch flushes in `flush.rs`, the background threads in `background.rs`.
 //!
 //! Locking: `inner` (pool + redo LSN) is held for every page access and for a whole transaction, so log
 //! order equals page-change order. `batch_io` serialises batch flushes (flusher and checkpoint share the
@@ -11,8 +13,8 @@
 //! clock; `Pipeline::spool` is taken before `inner`, and the read side of its home-write lock after.
 
 use super::StoreConfig;
+use super::access::{Inner, PageAccess, PageCopy, lock, seal_checked};
 use super::control::{ControlFile, ControlRecord};
-use super::dw_pipelined::RingCopy;
 use super::error::{PageError, PageResult};
 use super::log::{PageLog, open_wal};
 use super::page::{self, Lsn, PageCheck, PageId};
@@ -20,7 +22,6 @@ use super::pool::Pool;
 use super::protection::{self, Protection};
 use super::record;
 use super::stats::{Counters, StoreStats, add};
-use super::tx::Tx;
 use crate::storage::{Storage, StorageFile, WriteSync};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -28,50 +29,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 use syncbench_sys::AlignedBuf;
 
-const CONTROL_FILE_NAME: &str = "control";
+pub(super) const CONTROL_FILE_NAME: &str = "control";
 const WAL_SUBDIR: &str = "wal";
-/// The [`Storage::mark`] tag put on the timeline right before each write to the double-write area
-/// (a batch, or one evicted page).
-pub const DW_FLUSH_MARK: &str = "dw_flush";
-
-/// What the pool lock guards.
-pub(super) struct Inner {
-    pub(super) pool: Pool,
-    /// The frames the running checkpoint marked (`checkpoint_needed`), so its flushes and spools look
-    /// at those rather than walk the whole pool for each batch under the pool lock (at 256 MiB, 32,768
-    /// frames per batch); pruned as they are written.
-    pub(super) checkpoint_frames: Vec<usize>,
-    /// Changes after this LSN need a full-page image in `fpw` mode (the current checkpoint's redo LSN).
-    pub(super) redo_lsn: Lsn,
-    /// `pipelined`: the ring copies of pages not in the pool (a copy outlives its page's stay in a
-    /// frame: it protects the page for the rest of its checkpoint cycle). Pruned of recycled copies when
-    /// it holds more than twice the ring's pages. Under the pool lock because it changes with the frames.
-    pub(super) copies: HashMap<PageId, RingCopy>,
-    /// While recovery's redo runs: the LSN up to which every record has been applied (the pages do not
-    /// yet hold the rest of the log, so a copy taken now holds the changes up to here only).
-    pub(super) redo_applied: Option<Lsn>,
-}
-
-/// Seal a private copy of page `id` in place and validate it before it may be written (InnoDB's
-/// "croak"): a page that does not check out is a bug, never something to write.
-pub(super) fn seal_checked(id: PageId, copy: &mut [u8]) {
-    page::seal(copy);
-    let check = page::check(copy, id);
-    assert!(matches!(check, PageCheck::Valid { .. }), "refusing to write page {id:?}: {check:?}");
-}
-
-/// A page copy on its way to disk.
-pub(super) struct PageCopy {
-    pub(super) frame: usize,
-    pub(super) id: PageId,
-    pub(super) lsn: Lsn,
-    /// The frame was marked for the running checkpoint when this copy was taken.
-    pub(super) for_checkpoint: bool,
-    /// `pipelined`: the frame's ring copy when this copy was taken.
-    pub(super) dw: RingCopy,
-    pub(super) bytes: AlignedBuf,
-}
-
 /// The page store.
 pub struct PageStore<S: Storage> {
     pub(super) storage: S,
@@ -92,16 +51,12 @@ pub struct PageStore<S: Storage> {
     pub(super) counters: Counters,
 }
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 pub(super) fn corruption(msg: String) -> PageError {
     PageError::Corruption(msg)
 }
 
 impl<S: Storage + Clone + 'static> PageStore<S> {
-    fn paths(dir: &Path, config: &StoreConfig) -> (PathBuf, PathBuf) {
+    pub(super) fn paths(dir: &Path, config: &StoreConfig) -> (PathBuf, PathBuf) {
         let wal_dir = config.wal_dir.clone().unwrap_or_else(|| dir.join(WAL_SUBDIR));
         let dw_dir = config.dw_dir.clone().unwrap_or_else(|| dir.to_path_buf());
         (wal_dir, dw_dir)
@@ -138,7 +93,7 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(Self::assemble(storage, dir, config, files, Box::new(log), protection, control))
     }
 
-    fn assemble(
+    pub(super) fn assemble(
         storage: S,
         dir: &Path,
         config: StoreConfig,
@@ -192,33 +147,6 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         Ok(self.storage.sync_dir(&self.dir)?)
     }
 
-    /// Open an existing store and recover it: double-write restore, redo of the log after the last
-    /// checkpoint, an end-of-recovery checkpoint, and a checksum scan of every page. Any page that is
-    /// torn and cannot be repaired stops recovery with an error.
-    pub fn open(storage: S, dir: &Path, config: StoreConfig) -> PageResult<Self> {
-        config.validate().map_err(PageError::Invalid)?;
-        let (wal_dir, dw_dir) = Self::paths(dir, &config);
-        let control = ControlFile::open(&storage, &dir.join(CONTROL_FILE_NAME))?;
-        super::recovery::check_settings(&control.current(), &config)?;
-        let opts = protection::data_file_options(&config);
-        let files = (0..config.data_files)
-            .map(|n| storage.open(&data_file_path(dir, n), opts))
-            .collect::<std::io::Result<Vec<_>>>()?;
-        // Trust nothing still in a page cache from before the crash until it is synced (PostgreSQL's
-        // SyncDataDirectory): an error here means the state is unknown, so stop.
-        for f in &files {
-            f.sync_all()?;
-        }
-        let (log, records) = open_wal(storage.clone(), &wal_dir, config.wal.clone())?;
-        let protection = Protection::open(&storage, &dw_dir, &config, control.current().redo_lsn)?;
-        let store = Self::assemble(storage, dir, config, files, Box::new(log), protection, control);
-        store.protection.restore_torn_pages(&store)?;
-        store.redo(&records)?;
-        store.checkpoint()?;
-        store.verify_all_pages()?;
-        Ok(store)
-    }
-
     /// Where page `id` lives in its data file, for I/O of `buf`: asserted to be a page of this store, one
     /// whole page, from a page-aligned buffer (O_DIRECT in `atomic` mode needs it; every page buffer is
     /// an `AlignedBuf`).
@@ -230,88 +158,12 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         id.page_no as u64 * page_size as u64
     }
 
-    /// Read page `id` from its data file into `buf` (zeros past the end of the file) and check it: the
-    /// checksum after every read.
-    pub(super) fn read_home(&self, id: PageId, buf: &mut [u8]) -> PageResult<PageCheck> {
-        let offset = self.home_offset(id, buf);
-        let file = &self.files[id.file as usize];
-        if offset + self.config.page_size as u64 > file.len()? {
-            buf.fill(0);
-            return Ok(PageCheck::Zero);
-        }
-        file.read_exact_at(buf, offset)?;
-        Ok(page::check(buf, id))
-    }
-
-    /// Write a sealed copy of page `id` home. The write-ahead rule: the log is durable up to the page's
-    /// LSN (`flushed` is what [`Self::write_ahead`] saw; the flushed LSN never goes back).
-    pub(super) fn write_home(&self, id: PageId, bytes: &[u8], sync: WriteSync, flushed: Lsn) -> PageResult<()> {
-        let lsn = page::lsn(bytes);
-        // The deliberate bug writes evicted pages with no write-ahead step at all; only the simulator's own
-        // rule check may see that.
-        assert!(
-            lsn <= flushed || self.config.faults.evict_skip_write_ahead,
-            "write-ahead rule violated: page {id:?} at LSN {lsn} goes home with the log flushed to {flushed}"
-        );
-        self.write_page_home(id, bytes, sync)
-    }
-
-    /// Recovery: write home a page restored from a double-write copy. No write-ahead check: the copy was
-    /// written under the rule before the crash, and the log recovered may end before it (media damage
-    /// cut its tail), which verification after redo judges, not this write.
-    pub(super) fn write_restored(&self, id: PageId, bytes: &[u8]) -> PageResult<()> {
-        self.write_page_home(id, bytes, WriteSync::None)
-    }
-
     fn write_page_home(&self, id: PageId, bytes: &[u8], sync: WriteSync) -> PageResult<()> {
         let offset = self.home_offset(id, bytes);
         assert_eq!(page::id(bytes), id, "a copy of another page is never written as page {id:?}");
         self.files[id.file as usize].write_at(bytes, offset, sync)?;
         add(&self.counters.home_bytes, bytes.len() as u64);
         Ok(())
-    }
-
-    /// Write sealed copies home in order with `sync`; the data files written.
-    pub(super) fn write_home_batch(
-        &self,
-        copies: &[&PageCopy],
-        sync: WriteSync,
-        flushed: Lsn,
-    ) -> PageResult<BTreeSet<u32>> {
-        let mut touched = BTreeSet::new();
-        for c in copies {
-            self.write_home(c.id, c.bytes.as_slice(), sync, flushed)?;
-            touched.insert(c.id.file);
-        }
-        Ok(touched)
-    }
-
-    /// Fail-stop: never syncs after a failed sync (of any file: a retried fsync can succeed with the data
-    /// lost), and poisons the store on its own failure before another sync can start.
-    pub(super) fn sync_data_file(&self, file: u32) -> PageResult<()> {
-        let _one_at_a_time = lock(&self.data_sync);
-        self.check_poison()?;
-        self.poison(self.files[file as usize].sync_all().map_err(PageError::from))?;
-        add(&self.counters.data_syncs, 1);
-        Ok(())
-    }
-
-    pub(super) fn check_poison(&self) -> PageResult<()> {
-        match &*lock(&self.poisoned) {
-            Some(why) => Err(PageError::Poisoned { cause: why.clone() }),
-            None => Ok(()),
-        }
-    }
-
-    pub(super) fn poison<T>(&self, result: PageResult<T>) -> PageResult<T> {
-        if let Err(e) = &result {
-            lock(&self.poisoned).get_or_insert_with(|| e.to_string());
-        }
-        result
-    }
-
-    pub(super) fn lock_inner(&self) -> MutexGuard<'_, Inner> {
-        lock(&self.inner)
     }
 
     /// The frame holding `id`, reading it (and evicting a victim) if needed. During recovery a page that
@@ -346,34 +198,6 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         inner.pool.install(idx, id, torn);
         self.protection.page_installed(inner, idx, id, leaving);
         Ok(idx)
-    }
-
-    /// The write-ahead rule: the log is durable up to the page's LSN before the page is written. Returns
-    /// the log's flushed LSN, which the home writes check their pages against.
-    pub(super) fn write_ahead(&self, lsn: Lsn) -> PageResult<Lsn> {
-        if !self.config.faults.wal_rule_skip_flush {
-            self.log.flush_to(lsn)?;
-        }
-        let flushed = self.log.flushed_lsn();
-        assert!(flushed >= lsn, "write-ahead rule violated: page LSN {lsn} is past the flushed log LSN {flushed}");
-        Ok(flushed)
-    }
-
-    /// Seal a private copy and validate it before it may be written (InnoDB's "croak"): a page that does
-    /// not check out is a bug, never something to write.
-    pub(super) fn sealed_copy(&self, id: PageId, data: &[u8]) -> AlignedBuf {
-        let mut copy = AlignedBuf::new(self.config.page_size, self.config.page_size);
-        copy.as_mut_slice().copy_from_slice(data);
-        seal_checked(id, copy.as_mut_slice());
-        copy
-    }
-
-    /// One page on its way out of the pool (an eviction): write-ahead (skipped only by a deliberate bug),
-    /// then a sealed copy. Returns the copy and the flushed LSN to check its home write against.
-    pub(super) fn single_copy(&self, id: PageId, lsn: Lsn, data: &[u8]) -> PageResult<(AlignedBuf, Lsn)> {
-        let flushed =
-            if self.config.faults.evict_skip_write_ahead { self.log.flushed_lsn() } else { self.write_ahead(lsn)? };
-        Ok((self.sealed_copy(id, data), flushed))
     }
 
     /// A client needs frame `idx`: write its dirty page now, through the protection's single-page path.
@@ -449,17 +273,6 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
         self.log.truncate_before(redo_lsn)
     }
 
-    /// Run `body` as one transaction: its page writes are applied and logged as one record (all or
-    /// nothing after a crash). Returns the record's LSN; the change is durable after [`Self::commit`].
-    pub fn update<T>(&self, tag: u64, body: impl FnOnce(&mut Tx<'_, S>) -> PageResult<T>) -> PageResult<(T, Lsn)> {
-        self.check_poison()?;
-        let mut guard = lock(&self.inner);
-        let mut tx = Tx { store: self, inner: &mut guard, edits: Vec::new(), pinned: Vec::new() };
-        let result = body(&mut tx).and_then(|value| Ok((value, tx.finish(tag)?)));
-        // Pages may have changed in memory without a log record: nothing can be trusted any more.
-        self.poison(result)
-    }
-
     /// Wait until the record at `lsn` is durable (group commit).
     pub fn commit(&self, lsn: Lsn) -> PageResult<()> {
         // Fail-stop: after any failure (a data-file sync in another client's eviction, say) nothing more
@@ -507,6 +320,131 @@ impl<S: Storage + Clone + 'static> PageStore<S> {
     /// Counters since open.
     pub fn stats(&self) -> StoreStats {
         self.counters.snapshot(self.log.stats().syncs)
+    }
+}
+
+/// What the protections use of the store (`super::access`): the home I/O, its assertions and the
+/// fail-stop state live here, with the store's files and locks.
+impl<S: Storage + Clone + 'static> PageAccess for PageStore<S> {
+    type File = S::File;
+
+    fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    fn page_log(&self) -> &dyn PageLog {
+        self.log.as_ref()
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn mark(&self, tag: &'static str) {
+        self.storage.mark(tag);
+    }
+
+    fn data_files(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Read page `id` from its data file into `buf` (zeros past the end of the file) and check it: the
+    /// checksum after every read.
+    fn read_home(&self, id: PageId, buf: &mut [u8]) -> PageResult<PageCheck> {
+        let offset = self.home_offset(id, buf);
+        let file = &self.files[id.file as usize];
+        if offset + self.config.page_size as u64 > file.len()? {
+            buf.fill(0);
+            return Ok(PageCheck::Zero);
+        }
+        file.read_exact_at(buf, offset)?;
+        Ok(page::check(buf, id))
+    }
+
+    /// Write a sealed copy of page `id` home. The write-ahead rule: the log is durable up to the page's
+    /// LSN (`flushed` is what [`Self::write_ahead`] saw; the flushed LSN never goes back).
+    fn write_home(&self, id: PageId, bytes: &[u8], sync: WriteSync, flushed: Lsn) -> PageResult<()> {
+        let lsn = page::lsn(bytes);
+        // The deliberate bug writes evicted pages with no write-ahead step at all; only the simulator's own
+        // rule check may see that.
+        assert!(
+            lsn <= flushed || self.config.faults.evict_skip_write_ahead,
+            "write-ahead rule violated: page {id:?} at LSN {lsn} goes home with the log flushed to {flushed}"
+        );
+        self.write_page_home(id, bytes, sync)
+    }
+
+    /// Recovery: write home a page restored from a double-write copy. No write-ahead check: the copy was
+    /// written under the rule before the crash, and the log recovered may end before it (media damage
+    /// cut its tail), which verification after redo judges, not this write.
+    fn write_restored(&self, id: PageId, bytes: &[u8]) -> PageResult<()> {
+        self.write_page_home(id, bytes, WriteSync::None)
+    }
+
+    /// Write sealed copies home in order with `sync`; the data files written.
+    fn write_home_batch(&self, copies: &[&PageCopy], sync: WriteSync, flushed: Lsn) -> PageResult<BTreeSet<u32>> {
+        let mut touched = BTreeSet::new();
+        for c in copies {
+            self.write_home(c.id, c.bytes.as_slice(), sync, flushed)?;
+            touched.insert(c.id.file);
+        }
+        Ok(touched)
+    }
+
+    /// Fail-stop: never syncs after a failed sync (of any file: a retried fsync can succeed with the data
+    /// lost), and poisons the store on its own failure before another sync can start.
+    fn sync_data_file(&self, file: u32) -> PageResult<()> {
+        let _one_at_a_time = lock(&self.data_sync);
+        self.check_poison()?;
+        self.poison(self.files[file as usize].sync_all().map_err(PageError::from))?;
+        add(&self.counters.data_syncs, 1);
+        Ok(())
+    }
+
+    fn check_poison(&self) -> PageResult<()> {
+        match &*lock(&self.poisoned) {
+            Some(why) => Err(PageError::Poisoned { cause: why.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    fn poison<T>(&self, result: PageResult<T>) -> PageResult<T> {
+        if let Err(e) = &result {
+            lock(&self.poisoned).get_or_insert_with(|| e.to_string());
+        }
+        result
+    }
+
+    fn lock_inner(&self) -> MutexGuard<'_, Inner> {
+        lock(&self.inner)
+    }
+
+    /// The write-ahead rule: the log is durable up to the page's LSN before the page is written. Returns
+    /// the log's flushed LSN, which the home writes check their pages against.
+    fn write_ahead(&self, lsn: Lsn) -> PageResult<Lsn> {
+        if !self.config.faults.wal_rule_skip_flush {
+            self.log.flush_to(lsn)?;
+        }
+        let flushed = self.log.flushed_lsn();
+        assert!(flushed >= lsn, "write-ahead rule violated: page LSN {lsn} is past the flushed log LSN {flushed}");
+        Ok(flushed)
+    }
+
+    /// Seal a private copy and validate it before it may be written (InnoDB's "croak"): a page that does
+    /// not check out is a bug, never something to write.
+    fn sealed_copy(&self, id: PageId, data: &[u8]) -> AlignedBuf {
+        let mut copy = AlignedBuf::new(self.config.page_size, self.config.page_size);
+        copy.as_mut_slice().copy_from_slice(data);
+        seal_checked(id, copy.as_mut_slice());
+        copy
+    }
+
+    /// One page on its way out of the pool (an eviction): write-ahead (skipped only by a deliberate bug),
+    /// then a sealed copy. Returns the copy and the flushed LSN to check its home write against.
+    fn single_copy(&self, id: PageId, lsn: Lsn, data: &[u8]) -> PageResult<(AlignedBuf, Lsn)> {
+        let flushed =
+            if self.config.faults.evict_skip_write_ahead { self.log.flushed_lsn() } else { self.write_ahead(lsn)? };
+        Ok((self.sealed_copy(id, data), flushed))
     }
 }
 

@@ -3,34 +3,25 @@
 //! whether a file can take such writes: O_DIRECT works and `statx(STATX_WRITE_ATOMIC)` reports
 //! `unit_min ≤ page size ≤ unit_max` (Linux ≥ 6.11, and the device and file system must support it).
 
+use crate::pages::access::{PageCopy, StoreAccess};
 use crate::pages::error::PageResult;
 use crate::pages::page::{Lsn, PageId};
-use crate::pages::store::{PageCopy, PageStore};
-use crate::storage::{Storage, WriteSync};
+use crate::storage::WriteSync;
 use std::path::Path;
 
 /// How a page is written (plain only under a deliberate test bug).
-fn page_write<S: Storage + Clone + 'static>(store: &PageStore<S>) -> WriteSync {
-    if store.config.faults.atomic_plain_write { WriteSync::None } else { WriteSync::AtomicDsync }
+fn page_write<A: StoreAccess>(store: &A) -> WriteSync {
+    if store.config().faults.atomic_plain_write { WriteSync::None } else { WriteSync::AtomicDsync }
 }
 
 /// An evicted page: write-ahead, then one untorn, durable home write.
-pub(super) fn write_one<S: Storage + Clone + 'static>(
-    store: &PageStore<S>,
-    id: PageId,
-    lsn: Lsn,
-    data: &[u8],
-) -> PageResult<()> {
+pub(super) fn write_one<A: StoreAccess>(store: &A, id: PageId, lsn: Lsn, data: &[u8]) -> PageResult<()> {
     let (copy, flushed) = store.single_copy(id, lsn, data)?;
     store.write_home(id, copy.as_slice(), page_write(store), flushed)
 }
 
 /// A batch: untorn, durable home writes.
-pub(super) fn write_batch<S: Storage + Clone + 'static>(
-    store: &PageStore<S>,
-    copies: &[&PageCopy],
-    flushed: Lsn,
-) -> PageResult<()> {
+pub(super) fn write_batch<A: StoreAccess>(store: &A, copies: &[&PageCopy], flushed: Lsn) -> PageResult<()> {
     store.write_home_batch(copies, page_write(store), flushed).map(drop)
 }
 

@@ -4,12 +4,12 @@
 //! restores a torn home page from its newest valid copy in the area ([`restore_from_area`], which the
 //! `pipelined` design shares).
 
+use crate::pages::access::{DW_FLUSH_MARK, PageCopy, StoreAccess};
 use crate::pages::dw::{self, DoubleWrite, Region};
 use crate::pages::error::PageResult;
 use crate::pages::page::{self, Lsn, PageCheck, PageId};
 use crate::pages::stats::add;
-use crate::pages::store::{DW_FLUSH_MARK, PageCopy, PageStore};
-use crate::storage::{Storage, StorageFile, WriteSync};
+use crate::storage::{StorageFile, WriteSync};
 use std::collections::BTreeSet;
 use syncbench_sys::AlignedBuf;
 
@@ -29,9 +29,9 @@ impl<F: StorageFile> Dw2012<F> {
     }
 
     /// An evicted page, through a single-page slot.
-    pub(super) fn write_one<S: Storage<File = F> + Clone + 'static>(
+    pub(super) fn write_one<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         id: PageId,
         lsn: Lsn,
         data: &[u8],
@@ -40,9 +40,9 @@ impl<F: StorageFile> Dw2012<F> {
     }
 
     /// A batch, through the batch region.
-    pub(super) fn write_batch<S: Storage<File = F> + Clone + 'static>(
+    pub(super) fn write_batch<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         copies: &[&PageCopy],
         flushed: Lsn,
     ) -> PageResult<()> {
@@ -52,22 +52,22 @@ impl<F: StorageFile> Dw2012<F> {
 
 /// Write one page through a single-page slot of `area`: write-ahead, the copy written and synced, the
 /// home write, and its sync (the slots are reused a few evictions later).
-pub(super) fn write_one_through<S: Storage + Clone + 'static>(
-    store: &PageStore<S>,
-    area: &DoubleWrite<S::File>,
+pub(super) fn write_one_through<A: StoreAccess>(
+    store: &A,
+    area: &DoubleWrite<A::File>,
     id: PageId,
     lsn: Lsn,
     data: &[u8],
 ) -> PageResult<()> {
     let (copy, flushed) = store.single_copy(id, lsn, data)?;
-    let skip_sync = store.config.faults.dw_skip_fsync;
-    store.storage.mark(DW_FLUSH_MARK);
+    let skip_sync = store.config().faults.dw_skip_fsync;
+    store.mark(DW_FLUSH_MARK);
     area.write(Region::Single, copy.as_slice(), skip_sync)?;
     count_area_write(store, copy.len(), skip_sync);
-    add(&store.counters.evictions_waited_for_dw, 1);
+    add(&store.counters().evictions_waited_for_dw, 1);
     store.write_home(id, copy.as_slice(), WriteSync::None, flushed)?;
     // The single-page slots are reused a few evictions later: the home copy must be durable.
-    if store.config.faults.dw_reuse_slot_before_home_sync {
+    if store.config().faults.dw_reuse_slot_before_home_sync {
         return Ok(());
     }
     store.sync_data_file(id.file)
@@ -75,19 +75,19 @@ pub(super) fn write_one_through<S: Storage + Clone + 'static>(
 
 /// Write sealed copies (write-ahead done up to `flushed`) through the batch region of `area`: the
 /// images in one write and a sync, then home, then the data files synced before the region is reused.
-pub(super) fn write_batch_through<S: Storage + Clone + 'static>(
-    store: &PageStore<S>,
-    area: &DoubleWrite<S::File>,
+pub(super) fn write_batch_through<A: StoreAccess>(
+    store: &A,
+    area: &DoubleWrite<A::File>,
     copies: &[&PageCopy],
     flushed: Lsn,
 ) -> PageResult<()> {
-    let page_size = store.config.page_size;
+    let page_size = store.config().page_size;
     let mut images = AlignedBuf::new(copies.len() * page_size, page_size);
     for (slot, c) in images.as_mut_slice().chunks_exact_mut(page_size).zip(copies) {
         slot.copy_from_slice(c.bytes.as_slice());
     }
-    let skip_sync = store.config.faults.dw_skip_fsync;
-    store.storage.mark(DW_FLUSH_MARK);
+    let skip_sync = store.config().faults.dw_skip_fsync;
+    store.mark(DW_FLUSH_MARK);
     area.write(Region::Batch, images.as_slice(), skip_sync)?;
     count_area_write(store, images.len(), skip_sync);
     let touched = store.write_home_batch(copies, WriteSync::None, flushed)?;
@@ -98,29 +98,26 @@ pub(super) fn write_batch_through<S: Storage + Clone + 'static>(
     Ok(())
 }
 
-fn count_area_write<S: Storage + Clone + 'static>(store: &PageStore<S>, bytes: usize, skip_sync: bool) {
-    add(&store.counters.dw_bytes, bytes as u64);
-    add(&store.counters.data_syncs, u64::from(!skip_sync));
-    add(&store.counters.dw_syncs, u64::from(!skip_sync));
+fn count_area_write<A: StoreAccess>(store: &A, bytes: usize, skip_sync: bool) {
+    add(&store.counters().dw_bytes, bytes as u64);
+    add(&store.counters().data_syncs, u64::from(!skip_sync));
+    add(&store.counters().dw_syncs, u64::from(!skip_sync));
 }
 
 /// Recovery: restore every page whose home copy is torn or zero from its newest valid copy in `area`,
 /// then sync the data files written.
-pub(super) fn restore_from_area<S: Storage + Clone + 'static>(
-    store: &PageStore<S>,
-    area: &DoubleWrite<S::File>,
-) -> PageResult<()> {
+pub(super) fn restore_from_area<A: StoreAccess>(store: &A, area: &DoubleWrite<A::File>) -> PageResult<()> {
     let mut touched = BTreeSet::new();
-    let page_size = store.config.page_size;
+    let page_size = store.config().page_size;
     let mut home = AlignedBuf::new(page_size, page_size);
     // In slot order, not the map's: a HashMap's order changes from one map to the next, and a recovery
     // cut by a crash must restore the same pages whatever the process (crashtest replays it by seed).
     let reads_before = area.scan_reads();
     let mut copies: Vec<_> = area.newest_copies()?.into_iter().collect();
-    add(&store.counters.dw_scan_reads, area.scan_reads() - reads_before);
+    add(&store.counters().dw_scan_reads, area.scan_reads() - reads_before);
     copies.sort_unstable_by_key(|&(_, (_, slot))| slot);
     for (id, (copy_lsn, slot)) in copies {
-        if id.file as usize >= store.files.len() {
+        if id.file as usize >= store.data_files() {
             continue; // not a page of this store
         }
         let check = store.read_home(id, home.as_mut_slice())?;
@@ -129,7 +126,7 @@ pub(super) fn restore_from_area<S: Storage + Clone + 'static>(
             assert_eq!(page::check(home.as_slice(), id), PageCheck::Valid { lsn: copy_lsn }, "restored copy");
             store.write_restored(id, home.as_slice())?;
             touched.insert(id.file);
-            add(&store.counters.dw_restored_pages, 1);
+            add(&store.counters().dw_restored_pages, 1);
         }
     }
     for file in touched {

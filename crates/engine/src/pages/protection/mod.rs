@@ -7,10 +7,12 @@
 //! data-file sync) and recovery (restore torn pages from the double-write area).
 //!
 //! An enum, not a trait object: the set is closed (the control file's mode and design codes name it),
-//! every hook is generic over the store's [`Storage`], which a `dyn` trait could not be without boxing
+//! every hook is generic over the store it is given, which a `dyn` trait could not be without boxing
 //! each call's store, and a `match` at each hook shows all five side by side where they differ. What
 //! is common to all of them (write-ahead, sealing, the home write and its assertions, the flush of a
-//! batch) stays in the store.
+//! batch) stays in the store, which each hook reaches through [`super::access::StoreAccess`], never
+//! `PageStore`: the store owns its protection, and a protection that imported the store back would close
+//! an import circle (ARCHITECTURE.md).
 
 pub mod atomic;
 pub mod dw_2012;
@@ -18,11 +20,11 @@ pub mod dw_pipelined;
 pub mod fpw;
 pub mod none;
 
+use super::access::{Inner, PageCopy, StoreAccess};
 use super::dw::DoubleWrite;
 use super::error::PageResult;
 use super::page::{Lsn, PageId};
 use super::pool::Pool;
-use super::store::{Inner, PageCopy, PageStore};
 use super::{DwDesign, Mode, StoreConfig};
 use crate::storage::{FileOptions, Storage, StorageFile};
 use dw_2012::Dw2012;
@@ -85,9 +87,9 @@ impl<F: StorageFile> Protection<F> {
     /// A transaction is about to change page `id` (bytes `data`): `fpw` logs the page's image first if
     /// this is its first change since the checkpoint's redo LSN. True if it did (the page's LSN is now
     /// the image record's).
-    pub(super) fn image_on_first_change<S: Storage<File = F> + Clone + 'static>(
+    pub(super) fn image_on_first_change<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         id: PageId,
         data: &mut [u8],
         redo_lsn: Lsn,
@@ -115,9 +117,9 @@ impl<F: StorageFile> Protection<F> {
 
     /// Write evicted dirty frame `idx` (page `id` at `lsn`) home through the protection, under the pool
     /// lock.
-    pub(super) fn write_evicted<S: Storage<File = F> + Clone + 'static>(
+    pub(super) fn write_evicted<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         inner: &mut Inner,
         idx: usize,
         (id, lsn): (PageId, Lsn),
@@ -134,9 +136,9 @@ impl<F: StorageFile> Protection<F> {
 
     /// Write a batch of sealed page copies (sorted by page, write-ahead done: the log is flushed to
     /// `flushed`) home through the protection.
-    pub(super) fn write_batch<S: Storage<File = F> + Clone + 'static>(
+    pub(super) fn write_batch<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         copies: &[&PageCopy],
         flushed: Lsn,
     ) -> PageResult<()> {
@@ -150,10 +152,7 @@ impl<F: StorageFile> Protection<F> {
     }
 
     /// The background flusher's step: pages written.
-    pub(super) fn flush_ahead<S: Storage<File = F> + Clone + 'static>(
-        &self,
-        store: &PageStore<S>,
-    ) -> PageResult<usize> {
+    pub(super) fn flush_ahead<A: StoreAccess<File = F>>(&self, store: &A) -> PageResult<usize> {
         match self {
             Protection::DwPipelined(p) => p.flush_ahead(store),
             // A 2012 client that finds no clean victim pays two syncs under the pool lock: write its
@@ -171,10 +170,7 @@ impl<F: StorageFile> Protection<F> {
     }
 
     /// Write every page the checkpoint marked.
-    pub(super) fn checkpoint_flush<S: Storage<File = F> + Clone + 'static>(
-        &self,
-        store: &PageStore<S>,
-    ) -> PageResult<()> {
+    pub(super) fn checkpoint_flush<A: StoreAccess<File = F>>(&self, store: &A) -> PageResult<()> {
         match self {
             Protection::DwPipelined(p) => p.checkpoint_flush(store),
             _ => {
@@ -185,15 +181,11 @@ impl<F: StorageFile> Protection<F> {
     }
 
     /// Make the checkpoint's home writes durable before it is recorded at `redo_lsn`.
-    pub(super) fn checkpoint_sync<S: Storage<File = F> + Clone + 'static>(
-        &self,
-        store: &PageStore<S>,
-        redo_lsn: Lsn,
-    ) -> PageResult<()> {
+    pub(super) fn checkpoint_sync<A: StoreAccess<File = F>>(&self, store: &A, redo_lsn: Lsn) -> PageResult<()> {
         match self {
             Protection::DwPipelined(p) => p.checkpoint_sync(store, redo_lsn),
             _ => {
-                for n in 0..store.files.len() as u32 {
+                for n in 0..store.data_files() as u32 {
                     let synced = store.sync_data_file(n);
                     store.poison(synced)?;
                 }
@@ -203,10 +195,7 @@ impl<F: StorageFile> Protection<F> {
     }
 
     /// Recovery, before redo: repair what the protection can repair from outside the log.
-    pub(super) fn restore_torn_pages<S: Storage<File = F> + Clone + 'static>(
-        &self,
-        store: &PageStore<S>,
-    ) -> PageResult<()> {
+    pub(super) fn restore_torn_pages<A: StoreAccess<File = F>>(&self, store: &A) -> PageResult<()> {
         match self {
             Protection::Dw2012(d) => dw_2012::restore_from_area(store, d.area()),
             Protection::DwPipelined(p) => dw_2012::restore_from_area(store, p.area()),

@@ -14,14 +14,14 @@ pub use ring::{
 pub(in crate::pages) use spool::Pick;
 
 use crate::pages::StoreConfig;
+use crate::pages::access::{Inner, PageCopy, StoreAccess};
 use crate::pages::dw::DoubleWrite;
 use crate::pages::error::PageResult;
 use crate::pages::page::{self, Lsn, PageId};
 use crate::pages::pool::{Frame, Pool};
 use crate::pages::protection::{Leaving, dw_2012};
 use crate::pages::stats::add;
-use crate::pages::store::{Inner, PageCopy, PageStore};
-use crate::storage::{Storage, StorageFile, WriteSync};
+use crate::storage::{StorageFile, WriteSync};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -86,9 +86,9 @@ impl<F: StorageFile> DwPipelined<F> {
 
     /// A client evicts dirty frame `idx` (page `id` at `lsn`): home relying on a durable ring copy —
     /// synced now if only written, or spooled with the next evictions and synced — else the 2012 way.
-    pub(super) fn write_evicted<S: Storage<File = F> + Clone + 'static>(
+    pub(super) fn write_evicted<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         inner: &mut Inner,
         idx: usize,
         (id, lsn): (PageId, Lsn),
@@ -102,10 +102,10 @@ impl<F: StorageFile> DwPipelined<F> {
             // in progress) leaves this page to the 2012 path below, counted there once.
             let written = copy.seq <= p.written_seq();
             if !p.is_safe(copy, lsn) && written && store.poison(self.sync_ring_now(store))? {
-                add(&store.counters.evictions_waited_for_dw, 1);
+                add(&store.counters().evictions_waited_for_dw, 1);
             }
         } else if store.poison(self.spool_for_eviction(store, inner, idx))? {
-            add(&store.counters.evictions_waited_for_dw, 1);
+            add(&store.counters().evictions_waited_for_dw, 1);
         }
         let frame = &inner.pool.frames[idx];
         let home_write = p.home_write();
@@ -123,9 +123,9 @@ impl<F: StorageFile> DwPipelined<F> {
 
     /// A batch (sealed, sorted, write-ahead done up to `flushed`): the pages whose ring copy is durable go
     /// home first, with no double-write of their own; the rest take the 2012 path.
-    pub(super) fn write_batch<S: Storage<File = F> + Clone + 'static>(
+    pub(super) fn write_batch<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         copies: &[&PageCopy],
         flushed: Lsn,
     ) -> PageResult<()> {
@@ -151,10 +151,7 @@ impl<F: StorageFile> DwPipelined<F> {
     /// available by writing home pages whose ring copy is durable (no sync of their own); when there are
     /// none it writes a batch the 2012 way rather than let clients find no clean frame (measured: without
     /// it, a sixth of evictions found none and waited for two syncs under the pool lock).
-    pub(super) fn flush_ahead<S: Storage<File = F> + Clone + 'static>(
-        &self,
-        store: &PageStore<S>,
-    ) -> PageResult<usize> {
+    pub(super) fn flush_ahead<A: StoreAccess<File = F>>(&self, store: &A) -> PageResult<usize> {
         let (clean, frames) = {
             let inner = store.lock_inner();
             (inner.pool.clean_frames(), inner.pool.frames.len())
@@ -191,17 +188,14 @@ impl<F: StorageFile> DwPipelined<F> {
     /// first — with no double-write sync and no data-file sync per batch (the ring's recycle and the
     /// checkpoint's own fsync make them durable). A page changed after its copy was taken goes the 2012
     /// way. Each round writes at least one page or ends the loop.
-    pub(super) fn checkpoint_flush<S: Storage<File = F> + Clone + 'static>(
-        &self,
-        store: &PageStore<S>,
-    ) -> PageResult<()> {
+    pub(super) fn checkpoint_flush<A: StoreAccess<File = F>>(&self, store: &A) -> PageResult<()> {
         self.ring.set_checkpointing(true);
         let flushed = self.checkpoint_flush_rounds(store);
         self.ring.set_checkpointing(false);
         flushed
     }
 
-    fn checkpoint_flush_rounds<S: Storage<File = F> + Clone + 'static>(&self, store: &PageStore<S>) -> PageResult<()> {
+    fn checkpoint_flush_rounds<A: StoreAccess<File = F>>(&self, store: &A) -> PageResult<()> {
         let safe = |f: &Frame| copy_is_safe(&self.ring, f);
         loop {
             if store.flush_checkpoint_batch(safe)? > 0 {
@@ -228,38 +222,39 @@ impl<F: StorageFile> DwPipelined<F> {
 
     /// The checkpoint's data-file sync: a sync round. It first waits for home writes that checked their
     /// copy against the cycle before this one, so they are durable when the checkpoint is recorded.
-    pub(super) fn checkpoint_sync<S: Storage<File = F> + Clone + 'static>(
-        &self,
-        store: &PageStore<S>,
-        redo_lsn: Lsn,
-    ) -> PageResult<()> {
+    pub(super) fn checkpoint_sync<A: StoreAccess<File = F>>(&self, store: &A, redo_lsn: Lsn) -> PageResult<()> {
         store.poison(self.ring.checkpoint_round(redo_lsn, |n| store.sync_data_file(n)))
     }
 
     /// The spooler, and the sync thread it hands written batches to. The sync thread syncs once for every
-    /// batch waiting (group sync) while the spooler goes on writing the next ones.
-    pub(in crate::pages) fn start_threads<S: Storage<File = F> + Clone + 'static>(
-        store: &Arc<PageStore<S>>,
+    /// batch waiting (group sync) while the spooler goes on writing the next ones. `pipelined` finds the
+    /// ring in `store` (a function, not a borrow: each thread holds its own `Arc` of the store).
+    pub(in crate::pages) fn start_threads<A: StoreAccess<File = F> + Send + Sync + 'static>(
+        store: &Arc<A>,
         stop: &Arc<AtomicBool>,
-    ) -> Vec<JoinHandle<()>> {
-        let ring = store.protection.pipelined().map_or(1, |p| p.ring.ring_batches());
+        pipelined: fn(&A) -> &DwPipelined<F>,
+    ) -> Vec<JoinHandle<()>>
+    where
+        F: 'static,
+    {
+        let ring = pipelined(store).ring.ring_batches();
         let (written, to_sync) = std::sync::mpsc::sync_channel::<u64>(ring);
         let spooler = {
             let (store, stop) = (store.clone(), stop.clone());
             std::thread::spawn(move || {
-                let d = store.protection.pipelined().expect("pipelined");
-                d.run_spooler(&store, &stop, &written);
+                let d = pipelined(&store);
+                d.run_spooler(&*store, &stop, &written);
             })
         };
         let syncer = {
             let store = store.clone();
             std::thread::spawn(move || {
-                let d = store.protection.pipelined().expect("pipelined");
+                let d = pipelined(&store);
                 while let Ok(mut seq) = to_sync.recv() {
                     while let Ok(later) = to_sync.try_recv() {
                         seq = later;
                     }
-                    if d.sync_ring(&store, seq).is_err() {
+                    if d.sync_ring(&*store, seq).is_err() {
                         return;
                     }
                 }
@@ -268,9 +263,9 @@ impl<F: StorageFile> DwPipelined<F> {
         vec![spooler, syncer]
     }
 
-    fn run_spooler<S: Storage<File = F> + Clone + 'static>(
+    fn run_spooler<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         stop: &AtomicBool,
         written: &std::sync::mpsc::SyncSender<u64>,
     ) {

@@ -3,12 +3,12 @@
 
 use super::DwPipelined;
 use super::ring::{self, Pipeline, RingCopy};
+use crate::pages::access::{DW_FLUSH_MARK, Inner, StoreAccess, lock, seal_checked};
 use crate::pages::error::{PageError, PageResult};
 use crate::pages::page::{self, Lsn, PageId};
 use crate::pages::pool::Frame;
 use crate::pages::stats::add;
-use crate::pages::store::{DW_FLUSH_MARK, Inner, PageStore, lock, seal_checked};
-use crate::storage::{Storage, StorageFile};
+use crate::storage::StorageFile;
 use syncbench_sys::AlignedBuf;
 
 /// Which pages a spool step takes.
@@ -51,9 +51,9 @@ struct Picked {
 impl<F: StorageFile> DwPipelined<F> {
     /// Spool one batch of the pages `how` says into the next ring position, without syncing. `None` when
     /// there is nothing to spool or the ring position's previous batch is not yet durable.
-    pub(in crate::pages) fn spool_step<S: Storage<File = F> + Clone + 'static>(
+    pub(in crate::pages) fn spool_step<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         how: Pick,
     ) -> PageResult<Option<u64>> {
         store.check_poison()?;
@@ -83,9 +83,9 @@ impl<F: StorageFile> DwPipelined<F> {
     /// Write the picked pages' copies (the first `picks.len()` pages of `images`, in order) as ring batch
     /// `seq` (the spool lock held): recycle the position's previous batch, then seal and write (no sync:
     /// [`DwPipelined::sync_ring`] does that).
-    fn write_spooled<S: Storage<File = F> + Clone + 'static>(
+    fn write_spooled<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         seq: u64,
         picks: &[(PageId, Lsn)],
         images: &mut AlignedBuf,
@@ -102,15 +102,15 @@ impl<F: StorageFile> DwPipelined<F> {
         }
         let max_lsn = picks.iter().map(|(_, lsn)| *lsn).max().unwrap_or(0);
         let written = store.write_ahead(max_lsn).and_then(|flushed| {
-            let page_size = store.config.page_size;
+            let page_size = store.config().page_size;
             let images = &mut images.as_mut_slice()[..picks.len() * page_size];
             for (slot, (id, lsn)) in images.chunks_exact_mut(page_size).zip(picks) {
                 assert!(*lsn <= flushed, "write-ahead rule violated: ring copy of {id:?} at LSN {lsn} > {flushed}");
                 seal_checked(*id, slot);
             }
-            store.storage.mark(DW_FLUSH_MARK);
+            store.mark(DW_FLUSH_MARK);
             self.area.write_ring(p.position_to_overwrite(seq), images)?;
-            add(&store.counters.dw_bytes, images.len() as u64);
+            add(&store.counters().dw_bytes, images.len() as u64);
             Ok(())
         });
         store.poison(written)?;
@@ -123,9 +123,9 @@ impl<F: StorageFile> DwPipelined<F> {
     /// syncs the ring once, so the following evictions find their copies durable. False (nothing done)
     /// when the spooler is busy or the ring position is not yet free: the caller takes the 2012 path. The
     /// spool lock is only tried: its order is before `inner`, which the caller holds.
-    pub(super) fn spool_for_eviction<S: Storage<File = F> + Clone + 'static>(
+    pub(super) fn spool_for_eviction<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         inner: &mut Inner,
         idx: usize,
     ) -> PageResult<bool> {
@@ -160,9 +160,9 @@ impl<F: StorageFile> DwPipelined<F> {
     /// on, a copy would be recycled or the page changed before it goes home. `how`: with
     /// [`Pick::FullBatch`] (the spooler thread) next evictions alone are spooled only as a full batch or
     /// when one is near the front of the line ([`ring::worth_spooling`]); nothing is picked otherwise.
-    fn pick_for_spool<S: Storage<File = F> + Clone + 'static>(
+    fn pick_for_spool<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         inner: &mut Inner,
         seq: u64,
         how: Pick,
@@ -186,12 +186,7 @@ impl<F: StorageFile> DwPipelined<F> {
     }
 
     /// The frames [`DwPipelined::pick_for_spool`] looks at.
-    fn spool_candidates<S: Storage<File = F> + Clone + 'static>(
-        &self,
-        store: &PageStore<S>,
-        inner: &Inner,
-        how: Pick,
-    ) -> Candidates {
+    fn spool_candidates<A: StoreAccess<File = F>>(&self, store: &A, inner: &Inner, how: Pick) -> Candidates {
         let window = ring::spool_line_pages(self.batch_pages);
         let clean_target = store.clean_target(inner.pool.frames.len());
         let low_clean = inner.pool.clean_frames() < clean_target;
@@ -243,9 +238,9 @@ impl<F: StorageFile> DwPipelined<F> {
     }
 
     /// Copy the picked frames into `images` (in order) and note each copy in its frame as batch `seq`.
-    fn take_copies<S: Storage<File = F> + Clone + 'static>(
+    fn take_copies<A: StoreAccess<File = F>>(
         &self,
-        store: &PageStore<S>,
+        store: &A,
         inner: &mut Inner,
         seq: u64,
         picked: Vec<usize>,
@@ -255,31 +250,28 @@ impl<F: StorageFile> DwPipelined<F> {
         // Every change to these pages up to here is in the copies (the pool lock is held): see
         // `RingCopy::taken_at`. During redo the log already ends where redo will end: the pages hold only
         // what has been replayed so far.
-        let taken_at = inner.redo_applied.unwrap_or_else(|| store.log.last_lsn());
+        let taken_at = inner.redo_applied.unwrap_or_else(|| store.page_log().last_lsn());
         let cycle = self.ring.cycle_lsn();
-        let page_size = store.config.page_size;
+        let page_size = store.config().page_size;
         assert!(picked.len() * page_size <= images.len(), "a spool batch fits its buffer");
         for (idx, slot) in picked.into_iter().zip(images.as_mut_slice().chunks_exact_mut(page_size)) {
             let frame = &mut inner.pool.frames[idx];
             // A copy taken earlier in this cycle would have covered the page: it was recycled first (or,
             // taken before the page's last change, it was of an earlier cycle's version): wasted work.
             if frame.dw.exists() && frame.dw.taken_at >= cycle {
-                add(&store.counters.dw_pages_respooled, 1);
+                add(&store.counters().dw_pages_respooled, 1);
             }
             frame.dw = RingCopy { seq, lsn: page::lsn(frame.data.as_slice()), taken_at };
             slot.copy_from_slice(frame.data.as_slice());
             copies.push((frame.id.expect("dirty frame has a page"), frame.dw.lsn));
         }
-        add(&store.counters.dw_pages_spooled, copies.len() as u64);
+        add(&store.counters().dw_pages_spooled, copies.len() as u64);
         copies
     }
 
     /// Sync the ring now if a batch is written and not yet durable (a client or the checkpoint needs a
     /// copy before the sync thread gets to it). True if it synced.
-    pub(super) fn sync_ring_now<S: Storage<File = F> + Clone + 'static>(
-        &self,
-        store: &PageStore<S>,
-    ) -> PageResult<bool> {
+    pub(super) fn sync_ring_now<A: StoreAccess<File = F>>(&self, store: &A) -> PageResult<bool> {
         let written = self.ring.written_seq();
         if written <= self.ring.durable_seq() {
             return Ok(false);
@@ -290,11 +282,7 @@ impl<F: StorageFile> DwPipelined<F> {
 
     /// Sync the double-write area, making every ring batch up to `seq` durable (all batches written before
     /// this call: the spooler hands them over in order).
-    pub(in crate::pages) fn sync_ring<S: Storage<File = F> + Clone + 'static>(
-        &self,
-        store: &PageStore<S>,
-        seq: u64,
-    ) -> PageResult<()> {
+    pub(in crate::pages) fn sync_ring<A: StoreAccess<File = F>>(&self, store: &A, seq: u64) -> PageResult<()> {
         // A ring sync after a failed one could succeed on copies the failed one lost: refuse once poisoned,
         // and poison before another ring sync can start.
         let _one_at_a_time = lock(&self.ring_sync);
@@ -302,10 +290,10 @@ impl<F: StorageFile> DwPipelined<F> {
         if self.ring.durable_seq() >= seq {
             return Ok(()); // the sync this one waited behind covered it
         }
-        if !store.config.faults.dw_skip_fsync {
+        if !store.config().faults.dw_skip_fsync {
             store.poison(self.area.sync().map_err(PageError::from))?;
-            add(&store.counters.data_syncs, 1);
-            add(&store.counters.dw_syncs, 1);
+            add(&store.counters().data_syncs, 1);
+            add(&store.counters().dw_syncs, 1);
         }
         self.ring.mark_durable(seq);
         Ok(())
