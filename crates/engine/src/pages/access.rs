@@ -9,7 +9,7 @@ use super::error::PageResult;
 use super::log::PageLog;
 use super::page::{self, Lsn, PageCheck, PageId};
 use super::pool::{Frame, Pool};
-use super::protection::dw_pipelined::RingCopy;
+use super::protection::dw_pipelined::ring::RingCopy;
 use super::stats::Counters;
 use crate::storage::{StorageFile, WriteSync};
 use std::collections::{BTreeSet, HashMap};

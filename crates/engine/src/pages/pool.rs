@@ -4,8 +4,8 @@
 //! store's job. Frames that are pinned by a running transaction or being written by a flush are never
 //! chosen as victims.
 
-use super::dw_pipelined::RingCopy;
 use super::page::PageId;
+use super::protection::dw_pipelined::ring::RingCopy;
 use std::collections::HashMap;
 use syncbench_sys::AlignedBuf;
 

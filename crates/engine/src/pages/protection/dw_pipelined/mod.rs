@@ -4,7 +4,7 @@
 //! module does its I/O at the store's hooks (eviction, batch, flusher, checkpoint), the spooling in
 //! [`spool`], and runs the spooler and sync threads.
 
-mod ring;
+pub(crate) mod ring;
 mod spool;
 
 pub use ring::{
