@@ -349,19 +349,20 @@ fn the_shipped_rules_pass_promtool_and_their_test_catches_a_planted_bug() {
         String::from_utf8_lossy(&test.stdout),
         String::from_utf8_lossy(&test.stderr)
     );
-    // The planted bug: the regression alert watches the wrong direction. Its unit test must fail.
+    // The planted bug: the regression alert fires on a disk confirmed faster (the gauge watch re-learns
+    // from, never an alarm) as well as on a slower one. Its unit test must fail.
     let planted = tempfile::tempdir().unwrap();
     let rules = std::fs::read_to_string(rules_dir.join("syncbench-rules.yml")).unwrap();
     let wrong = rules.replacen(
-        "what=~\"latency_p99|rate\", direction=\"slower\"",
-        "what=~\"latency_p99|rate\", direction=\"faster\"",
+        "(syncbench_watch_change{what=~\"latency_p99|rate\"})",
+        "({__name__=~\"syncbench_watch_change|syncbench_watch_faster\", what=~\"latency_p99|rate\"})",
         1,
     );
     assert_ne!(rules, wrong);
     std::fs::write(planted.path().join("syncbench-rules.yml"), wrong).unwrap();
     std::fs::copy(rules_dir.join("syncbench-rules.test.yml"), planted.path().join("syncbench-rules.test.yml")).unwrap();
     let caught = promtool_run(&["test", "rules", "syncbench-rules.test.yml"], planted.path());
-    assert!(!caught.status.success(), "the rules' test passed a regression alert on the wrong direction");
+    assert!(!caught.status.success(), "the rules' test passed a regression alert that fires on a faster disk");
 }
 
 #[test]

@@ -8,11 +8,12 @@ use crate::core::schema::CaseResult;
 use crate::core::suite::{Case, KIB};
 use crate::core::verdict::Verdict;
 use crate::measure::runner::{PreparedDir, RunBudget, Target};
+use crate::observe::blockdev::stat::Snapshot;
 use crate::observe::cpu_wait::{Chain, Wait};
 use crate::observe::disturbance::Monitor;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The canary's cases, by their stable names (the `case` label).
 pub const CASE_NAMES: [&str; 3] = ["fdatasync_8k", "odsync_8k", "etcd_wal_2300"];
@@ -41,6 +42,61 @@ pub struct IntervalPlan {
     pub max_commits_per_case: u64,
 }
 
+/// How far before an interval's window watch reads the device counters once more: the other I/O of those
+/// seconds is recorded with the interval ([`Before`]). Why: the disturbance monitor sees only the other I/O
+/// inside the window, but a build's writes queued below the guest (a hypervisor's cache destaging them)
+/// can slow the flushes of the window just after them. Five seconds: the kernel's writeback period
+/// (`dirty_writeback_centisecs`, 500), so a writer's dirty pages reach the device at least once in it.
+pub const LOOKBACK: Duration = Duration::from_secs(5);
+
+/// The device counters read [`LOOKBACK`] before an interval (during the sleep before it).
+#[derive(Clone, Debug)]
+pub struct LookbackStart {
+    snapshot: Snapshot,
+    at: Instant,
+}
+
+impl LookbackStart {
+    /// Read the counters of the disks under `dir` now.
+    pub fn take(dir: &Path) -> LookbackStart {
+        let disks = crate::observe::blockdev::disk::disks_of_path(dir);
+        LookbackStart { snapshot: Snapshot::take(&disks), at: Instant::now() }
+    }
+}
+
+/// What the lowest device did between the look-back reading and the window's start: nobody's I/O but
+/// others' (watch itself only reads counters then; its state and textfile were synced before it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Before {
+    /// Length of the look-back, seconds ([`LOOKBACK`], less when the sleep was shorter).
+    pub secs: f64,
+    /// Bytes written.
+    pub written_bytes: u64,
+    /// Write requests completed.
+    pub writes: u64,
+    /// Flush requests completed.
+    pub flushes: u64,
+    /// Milliseconds the device was busy (io_ticks).
+    pub busy_ms: u64,
+}
+
+impl Before {
+    /// The device's busy time ÷ the look-back's length.
+    pub fn busy_share(&self) -> f64 {
+        if self.secs > 0.0 { self.busy_ms as f64 / 1e3 / self.secs } else { 0.0 }
+    }
+
+    /// "before: 12.0 MiB written, busy 40% of 5 s".
+    pub fn describe(&self) -> String {
+        format!(
+            "before: {} written, busy {:.0}% of {}",
+            crate::core::units::format_size(self.written_bytes),
+            self.busy_share() * 100.0,
+            crate::core::units::format_duration(self.secs)
+        )
+    }
+}
+
 /// What one interval measured and saw.
 #[derive(Clone, Debug)]
 pub struct Interval {
@@ -56,14 +112,29 @@ pub struct Interval {
     pub device_busy_ms: Option<u64>,
     /// How long the commit chain (our threads, the lab server's) waited on a run queue while the cases ran.
     pub cpu_wait: Option<Wait>,
+    /// The other I/O on the lowest device in the seconds before the window (None without a look-back
+    /// reading: the first interval, `--once`).
+    pub before: Option<Before>,
 }
 
-/// Measure one interval on `prepared` (a directory whose file was created once for the whole watch).
-pub fn measure(dir: &Path, prepared: &PreparedDir, plan: &IntervalPlan) -> Interval {
+/// Measure one interval on `prepared` (a directory whose file was created once for the whole watch);
+/// `lookback`: the device counters read [`LOOKBACK`] before.
+pub fn measure(dir: &Path, prepared: &PreparedDir, plan: &IntervalPlan, lookback: Option<&LookbackStart>) -> Interval {
     let started = Instant::now();
     let environment = crate::observe::probe::collect(dir);
     let disks = crate::observe::blockdev::disk::disks_of_path(dir);
-    let before = crate::observe::blockdev::stat::Snapshot::take(&disks);
+    let before = Snapshot::take(&disks);
+    let other_before = lookback.and_then(|start| {
+        let delta = before.since(&start.snapshot).remove(disks.last()?)?;
+        let secs = start.at.elapsed().as_secs_f64();
+        Some(Before {
+            secs,
+            written_bytes: delta.write_bytes,
+            writes: delta.writes,
+            flushes: delta.flushes,
+            busy_ms: delta.busy_ms,
+        })
+    });
     let monitor = Monitor::new(&environment);
     let budget = RunBudget { max_samples: plan.max_commits_per_case, ..RunBudget::per_case(plan.case_secs) };
     let schedule = crate::measure::rounds::Schedule::fixed(plan.rounds);
@@ -78,11 +149,11 @@ pub fn measure(dir: &Path, prepared: &PreparedDir, plan: &IntervalPlan) -> Inter
         &mut |_| {},
     );
     let cpu_wait = chain.finish(&cpu_start);
-    let busy = crate::observe::blockdev::stat::Snapshot::take(&disks).since(&before);
+    let busy = Snapshot::take(&disks).since(&before);
     let device_busy_ms = disks.last().and_then(|d| busy.get(d)).map(|delta| delta.busy_ms);
     let verdicts = crate::observe::probe::verdicts(&environment, &results);
     let measure_secs = started.elapsed().as_secs_f64();
-    Interval { measure_secs, environment, results, verdicts, device_busy_ms, cpu_wait }
+    Interval { measure_secs, environment, results, verdicts, device_busy_ms, cpu_wait, before: other_before }
 }
 
 impl Interval {
@@ -214,6 +285,7 @@ mod tests {
             verdicts: Vec::new(),
             device_busy_ms: None,
             cpu_wait,
+            before: None,
         }
     }
 

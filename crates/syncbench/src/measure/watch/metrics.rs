@@ -2,7 +2,7 @@
 //! textfile collector and the rules in deploy/prometheus/syncbench-rules.yml (whose names these must match:
 //! the rules' unit test and the end-to-end test read them).
 
-use super::detect::{Direction, Judgement, Metric};
+use super::detect::{Judgement, Metric};
 use super::interval::{CASE_NAMES, Interval};
 use super::state::State;
 use crate::core::export::openmetrics::Family;
@@ -29,7 +29,28 @@ pub fn families(inputs: &Inputs<'_>) -> Vec<Family> {
     families.extend(judgement_families(inputs));
     families.extend(environment_families(inputs));
     families.extend(bookkeeping_families(inputs));
+    families.extend(before_families(inputs.interval));
     families
+}
+
+/// The other I/O on the lowest device in the seconds before the interval's window (absent without a
+/// look-back reading: the first interval, `--once`).
+fn before_families(interval: &Interval) -> Vec<Family> {
+    let mut busy = Family::new(
+        "syncbench_watch_device_busy_before_ratio",
+        "",
+        "Time the lowest block device was busy (io_ticks) in the seconds before this interval's window (up to 5 s, while watch slept) divided by their length: other I/O just before the canary measured.",
+    );
+    let mut written = Family::new(
+        "syncbench_watch_device_written_before_bytes",
+        "bytes",
+        "Bytes the lowest block device wrote in the seconds before this interval's window (up to 5 s, while watch slept).",
+    );
+    if let Some(before) = &interval.before {
+        busy.push(Vec::new(), before.busy_share());
+        written.push(Vec::new(), before.written_bytes as f64);
+    }
+    vec![busy, written]
 }
 
 fn case_label(name: &str) -> Vec<(&'static str, String)> {
@@ -90,7 +111,12 @@ fn judgement_families(inputs: &Inputs<'_>) -> Vec<Family> {
     let mut change = Family::new(
         "syncbench_watch_change",
         "",
-        "1 while a change beyond the baseline's interval is confirmed (three intervals in a row, at least 1.5x), else 0.",
+        "1 while durable writes are confirmed slower than the baseline's interval (three intervals in a row, at least 1.5x, beyond the range the disk has shown), else 0.",
+    );
+    let mut faster = Family::new(
+        "syncbench_watch_faster",
+        "",
+        "1 while durable writes are confirmed faster than the baseline's interval and the faster level is being re-learned (not a change: no alert), else 0.",
     );
     let mut ratio =
         Family::new("syncbench_watch_change_ratio", "", "This interval's value divided by the baseline's median.");
@@ -104,21 +130,15 @@ fn judgement_families(inputs: &Inputs<'_>) -> Vec<Family> {
         }
         for metric in Metric::ALL {
             let key = (name.to_string(), metric);
-            for direction in Direction::ALL {
-                let on = j.changes.get(&key) == Some(&direction);
-                let labels = vec![
-                    ("case", name.to_string()),
-                    ("what", metric.name().into()),
-                    ("direction", direction.name().into()),
-                ];
-                change.push(labels, f64::from(u8::from(on)));
-            }
+            let labels = vec![("case", name.to_string()), ("what", metric.name().into())];
+            change.push(labels.clone(), f64::from(u8::from(j.changes.contains(&key))));
+            faster.push(labels, f64::from(u8::from(j.faster.contains(&key))));
             if let Some(r) = j.ratios.get(&key) {
                 ratio.push(vec![("case", name.to_string()), ("what", metric.name().into())], *r);
             }
         }
     }
-    vec![baseline, change, ratio]
+    vec![baseline, change, faster, ratio]
 }
 
 fn environment_families(inputs: &Inputs<'_>) -> Vec<Family> {

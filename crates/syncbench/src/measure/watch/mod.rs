@@ -14,7 +14,7 @@ pub mod metrics;
 pub mod state;
 
 use crate::measure::runner::PreparedDir;
-use interval::{Interval, IntervalPlan};
+use interval::{Interval, IntervalPlan, LookbackStart};
 use state::State;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -102,9 +102,10 @@ pub fn run(plan: &Plan, out: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
     let (prepared, mut setup) = prepare(&plan.dir)?;
     out(&start_line(plan, &state));
     let mut done = 0u64;
+    let mut lookback = None;
     loop {
         let started = Instant::now();
-        match one_interval(plan, &prepared, &mut state, setup.take()) {
+        match one_interval(plan, &prepared, &mut state, setup.take(), lookback.take()) {
             Ok(line) => out(&line),
             // One line, and the watch goes on: a full file system or a textfile directory removed while
             // a package is reinstalled is the operator's to fix, and the next interval writes again when it
@@ -119,7 +120,7 @@ pub fn run(plan: &Plan, out: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
             return Ok(());
         }
         if !plan.no_sleep {
-            sleep_interruptibly(next_sleep(plan, &state, started.elapsed()));
+            lookback = Some(sleep_looking_back(&plan.dir, next_sleep(plan, &state, started.elapsed())));
         }
         crate::core::cleanup::stop_if_interrupted();
     }
@@ -157,6 +158,15 @@ fn next_sleep(plan: &Plan, state: &State, elapsed: Duration) -> Duration {
     regular.max(needed)
 }
 
+/// Sleep `total`, reading the device counters [`interval::LOOKBACK`] before its end (at once when the
+/// sleep is shorter): the other I/O just before the next window.
+fn sleep_looking_back(dir: &Path, total: Duration) -> LookbackStart {
+    sleep_interruptibly(total.saturating_sub(interval::LOOKBACK));
+    let start = LookbackStart::take(dir);
+    sleep_interruptibly(total.min(interval::LOOKBACK));
+    start
+}
+
 fn sleep_interruptibly(total: Duration) {
     let end = Instant::now() + total;
     while Instant::now() < end {
@@ -171,6 +181,7 @@ fn one_interval(
     prepared: &PreparedDir,
     state: &mut State,
     setup: Option<Setup>,
+    lookback: Option<LookbackStart>,
 ) -> anyhow::Result<String> {
     if let Some(share) = busy_share(&plan.dir).filter(|share| *share > BUSY_SHARE) {
         return Ok(format!(
@@ -180,7 +191,7 @@ fn one_interval(
         ));
     }
     let started_unix_s = unix_now();
-    let interval = interval::measure(&plan.dir, prepared, &plan.interval_plan());
+    let interval = interval::measure(&plan.dir, prepared, &plan.interval_plan(), lookback.as_ref());
     let observation = interval.observation();
     let judgement = state.memory.judge_and_learn(observation);
     if plan.planted == Some(PlantedBug::FrozenBaseline) {
@@ -246,7 +257,8 @@ fn start_line(plan: &Plan, state: &State) -> String {
     )
 }
 
-/// One line per interval: the cases' p99 and rates, and what changed.
+/// One line per interval: the cases' p99 and rates, the evidence beside them (run-queue wait, the device's
+/// own flush time, the other I/O just before), and what changed.
 fn summary_line(interval: &Interval, judgement: &detect::Judgement) -> String {
     let cases: Vec<String> = interval::CASE_NAMES
         .iter()
@@ -260,26 +272,124 @@ fn summary_line(interval: &Interval, judgement: &detect::Judgement) -> String {
             ),
         })
         .collect();
-    let mut verdict = Vec::new();
+    let mut evidence = String::new();
+    if let Some(w) = interval.cpu_wait {
+        evidence += &format!(", cpu wait {:.0}% ({})", w.share() * 100.0, w.describe());
+    }
+    let fdatasync_device = interval.results.first().and_then(|r| r.device.as_ref()).and_then(|d| d.lowest());
+    if let Some(lowest) = fdatasync_device.filter(|l| l.stat.flushes > 0) {
+        evidence += &format!(", device flush {:.1} ms", lowest.stat.flush_mean_ms);
+    }
+    let rounds: usize = interval.results.iter().map(|r| r.rounds_ops_per_s.len()).sum();
+    let touched: usize = interval
+        .results
+        .iter()
+        .flat_map(|r| &r.disturbances)
+        .filter(|d| d.kind.name() == "device_io")
+        .map(|d| d.rounds.len())
+        .sum();
+    if touched > 0 {
+        evidence += &format!(", other I/O in {touched} of {rounds} rounds");
+    }
+    if let Some(before) = &interval.before {
+        evidence += &format!(", {}", before.describe());
+    }
+    let words = judgement_words(interval, judgement).join("; ");
+    format!("{} {}{evidence} — {words}", crate::core::schema::now_rfc3339(), cases.join(", "))
+}
+
+/// What detection concluded, in words: disturbed, CHANGED (slower), faster (re-learning), verdicts, facts;
+/// else "no change" (with the deviations not confirmed yet) or "learning".
+fn judgement_words(interval: &Interval, judgement: &detect::Judgement) -> Vec<String> {
+    let ratio =
+        |key: &(String, detect::Metric)| judgement.ratios.get(key).map_or(String::new(), |r| format!(" ×{r:.2}"));
+    let mut words = Vec::new();
     if judgement.disturbed {
         let causes: Vec<String> = interval.disturbance_causes().into_iter().map(|(_, words)| words).collect();
-        verdict.push(format!("disturbed: {} (not judged)", causes.join(", ")));
+        words.push(format!("disturbed: {} (not judged)", causes.join(", ")));
     }
-    for ((case, metric), direction) in &judgement.changes {
-        let ratio = judgement.ratios.get(&(case.clone(), *metric)).map_or(String::new(), |r| format!(" ×{r:.2}"));
-        verdict.push(format!("CHANGED {case} {} {}{ratio}", metric.name(), direction.name()));
+    for key in &judgement.changes {
+        words.push(format!("CHANGED {} {} slower{}", key.0, key.1.name(), ratio(key)));
     }
-    verdict.extend(judgement.verdicts_appeared.iter().map(|c| format!("verdict appeared: {c}")));
-    verdict.extend(judgement.verdicts_disappeared.iter().map(|c| format!("verdict gone: {c}")));
-    verdict.extend(judgement.facts_changed.iter().map(|w| format!("{w} changed")));
-    if verdict.is_empty() {
-        verdict.push(if judgement.baseline_len >= detect::MIN_BASELINE {
+    if !judgement.faster.is_empty() {
+        let which: Vec<String> =
+            judgement.faster.iter().map(|k| format!("{} {}{}", k.0, k.1.name(), ratio(k))).collect();
+        let progress = match judgement.deviating_len {
+            0 => "re-learned".to_string(),
+            n => format!("re-learning {n} of {}", detect::RELEARN),
+        };
+        words.push(format!("faster than baseline (not a change, {progress}): {}", which.join(", ")));
+    }
+    words.extend(judgement.verdicts_appeared.iter().map(|c| format!("verdict appeared: {c}")));
+    words.extend(judgement.verdicts_disappeared.iter().map(|c| format!("verdict gone: {c}")));
+    words.extend(judgement.facts_changed.iter().map(|w| format!("{w} changed")));
+    if words.is_empty() && judgement.baseline_len < detect::MIN_BASELINE {
+        words.push(format!("learning ({} of {})", judgement.baseline_len, detect::MIN_BASELINE));
+    } else if words.is_empty() {
+        let pending: Vec<String> = judgement
+            .unconfirmed
+            .iter()
+            .map(|(k, direction)| format!("{} {} {}{}", k.0, k.1.name(), direction.name(), ratio(k)))
+            .collect();
+        words.push(if pending.is_empty() {
             "no change".to_string()
         } else {
-            format!("learning ({} of {})", judgement.baseline_len, detect::MIN_BASELINE)
+            format!("no change (not confirmed yet: {})", pending.join(", "))
         });
     }
-    let cpu_wait =
-        interval.cpu_wait.map_or(String::new(), |w| format!(", cpu wait {:.0}% ({})", w.share() * 100.0, w.describe()));
-    format!("{} {}{cpu_wait} — {}", crate::core::schema::now_rfc3339(), cases.join(", "), verdict.join("; "))
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::detect::{Direction, Judgement, Metric};
+    use super::*;
+
+    fn interval() -> Interval {
+        Interval {
+            measure_secs: 0.5,
+            environment: Default::default(),
+            results: Vec::new(),
+            verdicts: Vec::new(),
+            device_busy_ms: None,
+            cpu_wait: None,
+            before: Some(interval::Before {
+                secs: 5.0,
+                written_bytes: 12 * 1024 * 1024,
+                writes: 300,
+                flushes: 4,
+                busy_ms: 2000,
+            }),
+        }
+    }
+
+    /// The log says what the operator needs: a faster disk is not a change (and is re-learned), a slower
+    /// one is CHANGED (the word the bench counts), a deviation not confirmed yet is still "no change".
+    #[test]
+    fn the_interval_line_tells_faster_from_changed_and_shows_the_lookback() {
+        let key = ("fdatasync_8k".to_string(), Metric::LatencyP99);
+        let faster = Judgement {
+            faster: [key.clone()].into(),
+            ratios: [(key.clone(), 0.06)].into(),
+            deviating_len: 4,
+            baseline_len: 24,
+            ..Default::default()
+        };
+        let line = summary_line(&interval(), &faster);
+        assert!(
+            line.ends_with("faster than baseline (not a change, re-learning 4 of 12): fdatasync_8k latency_p99 ×0.06"),
+            "{line}"
+        );
+        assert!(!line.contains("CHANGED") && line.contains(", before: 12 MiB written, busy 40% of 5 s"), "{line}");
+        let slower = Judgement { changes: [key.clone()].into(), ratios: [(key.clone(), 2.5)].into(), ..faster };
+        assert!(summary_line(&interval(), &slower).contains("CHANGED fdatasync_8k latency_p99 slower ×2.50"));
+        let pending = Judgement {
+            unconfirmed: [(key.clone(), Direction::Slower)].into(),
+            ratios: [(key, 2.5)].into(),
+            baseline_len: 24,
+            ..Default::default()
+        };
+        let line = summary_line(&interval(), &pending);
+        assert!(line.ends_with("no change (not confirmed yet: fdatasync_8k latency_p99 slower ×2.50)"), "{line}");
+    }
 }
