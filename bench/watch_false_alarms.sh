@@ -32,7 +32,7 @@ ticks_before=$(io_ticks) t0=$(date +%s.%N)
 "$bin" watch "$dir" --every "$every" --duty "$duty" --intervals "$n" --state "$out/state.json" \
   --openmetrics "$out/syncbench.prom" > "$out/watch.log" 2>&1
 ticks_after=$(io_ticks) t1=$(date +%s.%N)
-judged=$(grep -c -e "no change" -e "CHANGED" -e "verdict appeared" -e "changed$" "$out/watch.log" || true)
+judged=$(grep -c -e "no change" -e "CHANGED" -e "faster than baseline" -e "verdict appeared" -e "changed$" "$out/watch.log" || true)
 {
   echo "intervals: $(grep -c "^20" "$out/watch.log" || true)"
   # The interval that completes the baseline (the 8th) already prints "no change" and counts as judged here.
@@ -44,6 +44,8 @@ judged=$(grep -c -e "no change" -e "CHANGED" -e "verdict appeared" -e "changed$"
   echo "skipped (device busy): $(grep -c "interval skipped" "$out/watch.log" || true)"
   echo "judged: $judged"
   echo "numeric changes reported (false alarms): $(grep -c "CHANGED" "$out/watch.log" || true)"
+  # A disk confirmed faster is re-learned, not a change (docs/watch.md): counted apart.
+  echo "faster than baseline, re-learning (not a change): $(grep -c "faster than baseline" "$out/watch.log" || true)"
   echo "verdicts appeared/gone, facts changed: $(grep -c -e "verdict appeared" -e "verdict gone" -e " changed" "$out/watch.log" || true)"
   # The commit chain's run-queue wait per interval (`cpu wait N%`), by what the interval was judged.
   python3 - "$out/watch.log" <<'EOF'
@@ -59,6 +61,24 @@ for kind, w in waits.items():
     if w:
         q = statistics.quantiles(w, n=20) if len(w) > 1 else [w[0]] * 19
         print(f"cpu wait of {kind} intervals: n {len(w)}, median {statistics.median(w)}%, p5 {q[0]:.0f}%, p95 {q[-1]:.0f}%, max {max(w)}%")
+# The other I/O in the seconds before each window (`before: N written, busy P% of S`), by how the
+# undisturbed intervals were judged: does a slower interval follow other I/O more often than a steady one?
+UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+kinds = {"slower (changed or not confirmed yet)": [], "faster": [], "no change": [], "disturbed": []}
+for line in open(sys.argv[1]):
+    m = re.search(r"before: ([\d.]+) (B|KiB|MiB|GiB) written, busy (\d+)%", line)
+    if not m:
+        continue
+    written = float(m.group(1)) * UNIT[m.group(2)] / 2**20
+    kind = ("disturbed" if "disturbed: " in line else "slower (changed or not confirmed yet)" if " slower" in line
+            else "faster" if "faster than baseline" in line or " faster ×" in line else "no change")
+    kinds[kind].append((written, int(m.group(3))))
+for kind, v in kinds.items():
+    if v:
+        mib, busy = sorted(x[0] for x in v), sorted(x[1] for x in v)
+        print(f"before the window, {kind} intervals: n {len(v)}, written median {mib[len(v) // 2]:.1f} MiB "
+              f"(max {mib[-1]:.1f}), busy median {busy[len(v) // 2]}% (max {busy[-1]}%), "
+              f"with any write {sum(1 for x in v if x[0] > 0)}")
 EOF
   python3 - "$out/state.json" "$ticks_before" "$ticks_after" "$t0" "$t1" <<'EOF'
 import json, sys

@@ -2,20 +2,30 @@
 """Replay watch logs through watch's detector (measure/watch/detect.rs, re-implemented here from the logged
 3-digit values) with the run-queue-wait threshold and the range rule varied: what each part contributed.
 
-  python3 bench/watch_replay.py SEEN_LEVEL THRESHOLDS LOG...
+  python3 bench/watch_replay.py [--faster-is-change] [--steps SUMMARY] SEEN_LEVEL THRESHOLDS LOG...
     SEEN_LEVEL  0: no range (the detector before it); 3: as shipped (SEEN_LEVEL = CONFIRM)
     THRESHOLDS  comma-separated run-queue wait percentages from which an interval is cpu starved
                 (100: effectively off; the shipped threshold is 25)
+    LOG         a watch log; A+B: B continued A's state file (a restart), replayed as one
+    --faster-is-change  count a confirmed faster shift as a change (the detector before 2026-11-29c);
+                without it, as shipped: only slower is a change, faster is re-learned and counted apart
+    --before-busy PCT   also count an interval as disturbed when the device was busy with other I/O for PCT%
+                or more of the look-back before its window (`before: … busy P% of S`, logs from 2026-11-29c)
+    --steps SUMMARY     the logs are bench/watch_detect.sh trials (trial-N.log) and SUMMARY its summary.txt:
+                per trial, the changes before the step and the interval after it in which the first
+                slower change came, counted as the bench counts (the interval in progress at the step is
+                not counted)
 
 Intervals disturbed by other I/O or steal stay disturbed; `cpu starved` is re-decided from `cpu wait N%`
 (old logs have no wait: nothing is starved). Counts of changes are approximate (the log rounds values).
 """
-import math, re, sys
+import math, os, re, sys
 
 T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 MIN_BASELINE, BASELINE_MAX, CONFIRM, RELEARN, MIN_EFFECT, SEEN_MAX = 8, 24, 3, 12, 1.5, 288
 UNIT = {'ns': 1e-9, 'µs': 1e-6, 'ms': 1e-3, 's': 1}
+BEFORE_BUSY = None
 
 
 def median(v):
@@ -68,6 +78,7 @@ class Memory:
             del self.seen[key][:-SEEN_MAX]
 
     def judge(self, obs):
+        """The confirmed shifts of this interval: (case, metric) -> True for slower, False for faster."""
         d = self.deviations(obs)
         changes = {k: x for k, x in d.items() if len(self.dev) + 1 >= CONFIRM
                    and all(self.deviations(p).get(k) == x for p in self.dev[-(CONFIRM - 1):])}
@@ -87,6 +98,7 @@ class Memory:
 
 
 def intervals(path):
+    """(end time, disturbed otherwise, cpu wait %, values) per measured interval of one log."""
     for line in open(path):
         if not line.startswith('20') or 'interval skipped' in line:
             continue
@@ -96,27 +108,90 @@ def intervals(path):
             obs[(name, 'rate')] = float(rate)
         wait = re.search(r'cpu wait (\d+)%', line)
         other = any(c in line for c in ('device I/O not ours', 'CPU steal', 'another syncbench', 'disturbed by other I/O'))
-        yield other, int(wait.group(1)) if wait else 0, obs
+        before = re.search(r'before: [\d.]+ \S+ written, busy (\d+)%', line)
+        if BEFORE_BUSY is not None and before and int(before.group(1)) >= BEFORE_BUSY:
+            other = True
+        yield line[:20], other, int(wait.group(1)) if wait else 0, obs
+
+
+class Replay:
+    """One detector fed interval by interval, with the counts the bench reports."""
+
+    def __init__(self, level, threshold, faster_is_change):
+        self.memory, self.threshold, self.faster_is_change = Memory(level), threshold, faster_is_change
+        self.n = self.other = self.starved = self.judged = self.changes = self.faster = 0
+
+    def feed(self, other, wait, obs):
+        """Judge one interval; True when it reported a change."""
+        self.n += 1
+        if other:
+            self.other += 1
+            return False
+        if wait >= self.threshold:
+            self.starved += 1
+            return False
+        self.judged += len(self.memory.base) >= MIN_BASELINE
+        shifts = self.memory.judge(obs)
+        slower = any(shifts.values()) or (self.faster_is_change and bool(shifts))
+        self.changes += slower
+        self.faster += (not slower) and bool(shifts)
+        return slower
+
+    def line(self):
+        faster = "" if self.faster_is_change else f", {self.faster} faster (re-learning, not a change)"
+        return (f"{self.n} intervals, {self.other} disturbed otherwise, {self.starved} starved, ~{self.judged} judged, "
+                f"{self.changes} with a change{faster}")
+
+
+def steps(summary):
+    """trial number -> the step's time, from bench/watch_detect.sh's summary.txt."""
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r'trial (\d+): step at (\S+);', open(summary).read())}
+
+
+def replay_trial(path, step_at, level, threshold, faster_is_change):
+    """(changes before the step, the interval after it with the first slower change or None)."""
+    replay, before, after = Replay(level, threshold, faster_is_change), 0, []
+    for end, other, wait, obs in intervals(path):
+        changed = replay.feed(other, wait, obs)
+        if end <= step_at:
+            before += changed
+        else:
+            after.append(changed)
+    # The first interval that ends after the step was in progress at it: not counted (as the bench).
+    first = next((i for i, c in enumerate(after[1:], 1) if c), None)
+    return before, first
 
 
 def main():
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    faster_is_change = '--faster-is-change' in args
+    args = [a for a in args if a != '--faster-is-change']
+    summary = None
+    global BEFORE_BUSY
+    if '--before-busy' in args:
+        i = args.index('--before-busy')
+        BEFORE_BUSY = int(args[i + 1])
+        del args[i:i + 2]
+    if '--steps' in args:
+        i = args.index('--steps')
+        summary = args[i + 1]
+        del args[i:i + 2]
+    if len(args) < 3:
         sys.exit(__doc__)
-    level = int(sys.argv[1])
-    for threshold in (int(t) for t in sys.argv[2].split(',')):
-        for path in sys.argv[3:]:
-            memory, n, other_n, starved, judged, changes = Memory(level), 0, 0, 0, 0, 0
-            for other, wait, obs in intervals(path):
-                n += 1
-                if other:
-                    other_n += 1
-                elif wait >= threshold:
-                    starved += 1
-                else:
-                    judged += len(memory.base) >= MIN_BASELINE
-                    changes += bool(memory.judge(obs))
-            print(f"{path}: seen level {level}, starved from {threshold}%: {n} intervals, {other_n} disturbed "
-                  f"otherwise, {starved} starved, ~{judged} judged, {changes} with a change")
+    level = int(args[0])
+    for threshold in (int(t) for t in args[1].split(',')):
+        for path in args[2:]:
+            if summary:
+                trial = int(re.search(r'trial-(\d+)\.log', path).group(1))
+                before, first = replay_trial(path, steps(summary)[trial], level, threshold, faster_is_change)
+                print(f"{path}: seen level {level}, starved from {threshold}%: {before} changes before the step, "
+                      f"first slower change in interval {first or 'never'} after it")
+                continue
+            replay = Replay(level, threshold, faster_is_change)
+            for part in path.split('+'):
+                for _, other, wait, obs in intervals(part):
+                    replay.feed(other, wait, obs)
+            print(f"{path}: seen level {level}, starved from {threshold}%: {replay.line()}")
 
 
 main()
