@@ -11,6 +11,9 @@
                 without it, as shipped: only slower is a change, faster is re-learned and counted apart
     --before-busy PCT   also count an interval as disturbed when the device was busy with other I/O for PCT%
                 or more of the look-back before its window (`before: … busy P% of S`, logs from 2026-11-29c)
+    --no-device         ignore the device's own time per commit (`device µs/commit a/b/c`, logs from
+                2026-11-29c): a slower commit is then judged on the commit's numbers alone (the detector
+                before the device rule)
     --steps SUMMARY     the logs are bench/watch_detect.sh trials (trial-N.log) and SUMMARY its summary.txt:
                 per trial, the changes before the step and the interval after it in which the first
                 slower change came, counted as the bench counts (the interval in progress at the step is
@@ -26,6 +29,9 @@ T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.
 MIN_BASELINE, BASELINE_MAX, CONFIRM, RELEARN, MIN_EFFECT, SEEN_MAX = 8, 24, 3, 12, 1.5, 288
 UNIT = {'ns': 1e-9, 'µs': 1e-6, 'ms': 1e-3, 's': 1}
 BEFORE_BUSY = None
+USE_DEVICE = True
+CASES = ['fdatasync_8k', 'odsync_8k', 'etcd_wal_2300']
+DEVICE_SHARE_MIN, DEVICE_RISE_MIN_MS = 0.5, 0.02
 
 
 def median(v):
@@ -45,6 +51,7 @@ def band(values):
 class Memory:
     def __init__(self, seen_level):
         self.base, self.dev, self.seen, self.level = [], [], {}, seen_level
+        self.above_device = 0
 
     def beyond_seen(self, key, v):
         seen = self.seen.get(key, [])
@@ -53,11 +60,23 @@ class Memory:
         s = sorted(seen)
         return v < s[self.level - 1] or v > s[-self.level]
 
-    def deviations(self, obs):
+    def device_carries(self, case, obs):
+        """Whether the device's own time per commit rose with the commit's mean time (detect.rs)."""
+        now, rate = obs.get((case, 'device')), obs.get((case, 'rate'))
+        pairs = [(o[(case, 'device')], o[(case, 'rate')]) for o in self.base if (case, 'device') in o and (case, 'rate') in o]
+        if not USE_DEVICE or now is None or rate is None or len(pairs) < MIN_BASELINE or rate <= 0:
+            return True
+        added_commit = 1e3 / rate - 1e3 / median([p[1] for p in pairs])
+        added_device = now - median([p[0] for p in pairs])
+        return added_device >= DEVICE_RISE_MIN_MS and added_device >= DEVICE_SHARE_MIN * added_commit
+
+    def deviations(self, obs, above=None):
         d = {}
         if len(self.base) < MIN_BASELINE:
             return d
         for key, v in obs.items():
+            if key[1] == 'device':
+                continue
             values = [o[key] for o in self.base if key in o]
             if len(values) < MIN_BASELINE:
                 continue
@@ -69,17 +88,28 @@ class Memory:
             else:
                 continue
             if self.beyond_seen(key, v):
-                d[key] = higher == (key[1] == 'p99')
+                slower = higher == (key[1] == 'p99')
+                if slower and not self.device_carries(key[0], obs):
+                    if above is not None:
+                        above.add(key[0])
+                    continue
+                d[key] = slower
         return d
 
     def remember(self, obs):
         for key, v in obs.items():
+            if key[1] == 'device':
+                continue
             self.seen.setdefault(key, []).append(v)
             del self.seen[key][:-SEEN_MAX]
 
     def judge(self, obs):
         """The confirmed shifts of this interval: (case, metric) -> True for slower, False for faster."""
-        d = self.deviations(obs)
+        above = set()
+        d = self.deviations(obs, above)
+        if above and not d:
+            self.above_device += 1
+            return {}
         changes = {k: x for k, x in d.items() if len(self.dev) + 1 >= CONFIRM
                    and all(self.deviations(p).get(k) == x for p in self.dev[-(CONFIRM - 1):])}
         if not d:
@@ -106,6 +136,10 @@ def intervals(path):
         for name, num, unit, rate in re.findall(r'(\w+) p99 ([\d.]+) (\S+) (\d+)/s', line):
             obs[(name, 'p99')] = float(num) * UNIT[unit]
             obs[(name, 'rate')] = float(rate)
+        device = re.search(r'device µs/commit ([\d/-]+)', line)
+        for case, us in zip(CASES, device.group(1).split('/') if device else []):
+            if us != '-':
+                obs[(case, 'device')] = float(us) / 1e3
         wait = re.search(r'cpu wait (\d+)%', line)
         other = any(c in line for c in ('device I/O not ours', 'CPU steal', 'another syncbench', 'disturbed by other I/O'))
         before = re.search(r'before: [\d.]+ \S+ written, busy (\d+)%', line)
@@ -139,7 +173,8 @@ class Replay:
 
     def line(self):
         faster = "" if self.faster_is_change else f", {self.faster} faster (re-learning, not a change)"
-        return (f"{self.n} intervals, {self.other} disturbed otherwise, {self.starved} starved, ~{self.judged} judged, "
+        return (f"{self.n} intervals, {self.other} disturbed otherwise, {self.starved} starved, "
+                f"{self.memory.above_device} slower above the device, ~{self.judged} judged, "
                 f"{self.changes} with a change{faster}")
 
 
@@ -167,7 +202,10 @@ def main():
     faster_is_change = '--faster-is-change' in args
     args = [a for a in args if a != '--faster-is-change']
     summary = None
-    global BEFORE_BUSY
+    global BEFORE_BUSY, USE_DEVICE
+    if '--no-device' in args:
+        USE_DEVICE = False
+        args.remove('--no-device')
     if '--before-busy' in args:
         i = args.index('--before-busy')
         BEFORE_BUSY = int(args[i + 1])

@@ -199,7 +199,21 @@ impl Interval {
             verdicts: self.verdicts.iter().map(|v| v.code.to_string()).collect(),
             facts: facts(&self.environment),
             disturbed: self.disturbed(),
+            device_ms: self.device_ms(),
         }
+    }
+
+    /// Per case, the lowest device's own time per commit in ms (block tracepoints), when the device served
+    /// only our commits in the window.
+    pub fn device_ms(&self) -> BTreeMap<String, f64> {
+        CASE_NAMES
+            .iter()
+            .zip(&self.results)
+            .filter_map(|(name, r)| {
+                let own = r.device.as_ref().filter(|d| d.unattributable.is_none())?;
+                Some((name.to_string(), own.device_ns_per_commit? / 1e6))
+            })
+            .collect()
     }
 
     /// The etcd case's p99 under the limit; None when it did not run.

@@ -218,7 +218,7 @@ fn bookkeeping_families(inputs: &Inputs<'_>) -> Vec<Family> {
             "1 when something else dominated this interval: other I/O, CPU steal, or the commit chain starved of CPU (not a change).",
             Some(yes(j.disturbed)),
         ),
-        disturbed_causes(interval),
+        disturbed_causes(interval, j),
         gauge(
             "syncbench_watch_cpu_wait_ratio",
             "",
@@ -266,14 +266,17 @@ fn bookkeeping_families(inputs: &Inputs<'_>) -> Vec<Family> {
 }
 
 /// `syncbench_watch_disturbed_cause`: 1 for each cause that disturbed this interval.
-fn disturbed_causes(interval: &Interval) -> Family {
+fn disturbed_causes(interval: &Interval, j: &Judgement) -> Family {
     let mut family = Family::new(
         "syncbench_watch_disturbed_cause",
         "",
-        "1 for each cause that disturbed this interval: device_io, cpu_steal, other_syncbench, cpu_starved.",
+        "1 for each cause that disturbed this interval: device_io, cpu_steal, other_syncbench, cpu_starved, above_device (slower while the device's own time per commit was not).",
     );
     for (cause, _) in interval.disturbance_causes() {
         family.push(vec![("cause", cause.to_string())], 1.0);
+    }
+    if j.disturbed && !j.above_device.is_empty() {
+        family.push(vec![("cause", "above_device".to_string())], 1.0);
     }
     family
 }

@@ -280,6 +280,20 @@ fn summary_line(interval: &Interval, judgement: &detect::Judgement) -> String {
     if let Some(lowest) = fdatasync_device.filter(|l| l.stat.flushes > 0) {
         evidence += &format!(", device flush {:.1} ms", lowest.stat.flush_mean_ms);
     }
+    // The device's own time per commit of each case (block tracepoints: its flushes and writes, one after
+    // another), when nothing else reached the device: a commit slower while this stays is slower above the
+    // device (CPU, file system), not in the disk.
+    let device_us: Vec<String> = interval
+        .results
+        .iter()
+        .map(|r| {
+            let own = r.device.as_ref().filter(|d| d.unattributable.is_none());
+            own.and_then(|d| d.device_ns_per_commit).map_or("-".to_string(), |ns| format!("{:.0}", ns / 1e3))
+        })
+        .collect();
+    if device_us.iter().any(|d| d != "-") {
+        evidence += &format!(", device µs/commit {}", device_us.join("/"));
+    }
     let rounds: usize = interval.results.iter().map(|r| r.rounds_ops_per_s.len()).sum();
     let touched: usize = interval
         .results
@@ -305,7 +319,14 @@ fn judgement_words(interval: &Interval, judgement: &detect::Judgement) -> Vec<St
         |key: &(String, detect::Metric)| judgement.ratios.get(key).map_or(String::new(), |r| format!(" ×{r:.2}"));
     let mut words = Vec::new();
     if judgement.disturbed {
-        let causes: Vec<String> = interval.disturbance_causes().into_iter().map(|(_, words)| words).collect();
+        let mut causes: Vec<String> = interval.disturbance_causes().into_iter().map(|(_, words)| words).collect();
+        if !judgement.above_device.is_empty() {
+            let cases: Vec<&str> = judgement.above_device.iter().map(String::as_str).collect();
+            causes.push(format!(
+                "slower above the device ({}: the device's own time per commit did not rise with it)",
+                cases.join(", ")
+            ));
+        }
         words.push(format!("disturbed: {} (not judged)", causes.join(", ")));
     }
     for key in &judgement.changes {

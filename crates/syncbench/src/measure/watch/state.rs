@@ -284,6 +284,7 @@ mod tests {
         for case in super::super::interval::CASE_NAMES {
             let m = [(Metric::LatencyP99, 0.012_345_678_901_234_5 + i as f64), (Metric::Rate, 1.234_567_890_123_4e-7)];
             o.values.insert(case.to_string(), m.into_iter().collect());
+            o.device_ms.insert(case.to_string(), 0.012_345_678_901_234_5 + i as f64);
         }
         o.verdicts = crate::core::verdict::VerdictCode::ALL.iter().map(|c| c.name().to_string()).collect();
         for what in ["write_cache", "fua", "device_chain", "mount_options", "virtualization"] {
