@@ -38,7 +38,7 @@ judged=$(grep -c -e "no change" -e "CHANGED" -e "faster than baseline" -e "verdi
   # The interval that completes the baseline (the 8th) already prints "no change" and counts as judged here.
   echo "learning: $(grep -c "^20.*learning (" "$out/watch.log" || true)"
   echo "disturbed: $(grep -c "disturbed: " "$out/watch.log" || true)"
-  for cause in "device I/O not ours" "CPU steal" "another syncbench" "cpu starved"; do
+  for cause in "device I/O not ours" "CPU steal" "another syncbench" "cpu starved" "slower above the device"; do
     echo "  disturbed by $cause: $(grep -c "disturbed: .*$cause" "$out/watch.log" || true)"
   done
   echo "skipped (device busy): $(grep -c "interval skipped" "$out/watch.log" || true)"
