@@ -221,6 +221,9 @@ def main():
         for path in args[2:]:
             if summary:
                 trial = int(re.search(r'trial-(\d+)\.log', path).group(1))
+                if trial not in steps(summary):
+                    print(f"{path}: no step recorded (the trial was cut)")
+                    continue
                 before, first = replay_trial(path, steps(summary)[trial], level, threshold, faster_is_change)
                 print(f"{path}: seen level {level}, starved from {threshold}%: {before} changes before the step, "
                       f"first slower change in interval {first or 'never'} after it")
