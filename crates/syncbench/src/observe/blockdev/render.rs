@@ -38,7 +38,7 @@ pub fn notes<'a>(rows: impl IntoIterator<Item = (&'a str, Option<&'a DeviceAccou
         "write requests and device time from the block tracepoints, but for the rows below, where they may \
          have missed requests (their write requests are the kernel's counter, their device time left out)"
     } else {
-        "not root: no tracepoints, write requests are the kernel's counter (an fsync's empty flush carrier counts as one)"
+        "no tracepoints (not root, or SYNCBENCH_TRACER=off), write requests are the kernel's counter (an fsync's empty flush carrier counts as one)"
     };
     let mut out = format!(
         "  device columns: per commit at {lowest} (chain {}), counters read outside the timed loop; {traced}\n",
